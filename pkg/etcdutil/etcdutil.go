@@ -1,0 +1,86 @@
+// Package etcdutil is the operator's narrow view of an etcd cluster: membership changes and
+// per-member status, each call bounded by a short timeout so a reconcile pass never blocks on
+// an unreachable member.
+package etcdutil
+
+import (
+	"context"
+	"errors"
+)
+
+// Sentinel errors callers check with errors.Is.
+var (
+	// ErrLearnerNotReady: the learner has not caught up with the leader yet; try again later.
+	ErrLearnerNotReady = errors.New("learner is not in sync with the leader")
+	// ErrMemberNotFound: no member has the given ID (it was already removed).
+	ErrMemberNotFound = errors.New("member not found")
+	// ErrTooManyLearners: the cluster already has a learner; etcd allows one at a time.
+	ErrTooManyLearners = errors.New("too many learner members in cluster")
+	// ErrPeerURLExists: a member with this peer URL is already in the member list.
+	ErrPeerURLExists = errors.New("peer URL already exists")
+	// ErrUnhealthy: the cluster refused a membership change because it would be unsafe.
+	ErrUnhealthy = errors.New("cluster refused the change as unhealthy")
+)
+
+// Member is one entry of etcd's member list.
+type Member struct {
+	// ID is etcd's member ID.
+	ID uint64
+	// Name is empty until the member has started and published its name.
+	Name string
+	// PeerURLs are the URLs other members dial; the operator sets exactly one.
+	PeerURLs []string
+	// ClientURLs are empty until the member has started.
+	ClientURLs []string
+	// IsLearner is true for a non-voting learner.
+	IsLearner bool
+}
+
+// Status is what one member reports of itself.
+type Status struct {
+	// ID of the member that answered.
+	ID uint64
+	// Leader is the member ID the answering member follows (0: no leader known).
+	Leader uint64
+	// RaftIndex and RaftAppliedIndex tell how far the member's log has progressed.
+	RaftIndex        uint64
+	RaftAppliedIndex uint64
+	// RaftTerm is the member's current raft term.
+	RaftTerm uint64
+	// IsLearner is true when the answering member is a learner.
+	IsLearner bool
+	// Version is the etcd server version, e.g. "3.6.16".
+	Version string
+	// Errors are the member's reported errors (alarms such as NOSPACE, corruption).
+	Errors []string
+}
+
+// Client talks to one etcd cluster through the endpoints it was opened with.
+// Every method honours ctx and returns within the factory's per-call timeout.
+type Client interface {
+	// MemberList returns the cluster's members, as seen by any endpoint that answers.
+	MemberList(ctx context.Context) ([]Member, error)
+	// MemberAddAsLearner adds a non-voting member with the given peer URL and returns it.
+	// It returns ErrPeerURLExists when a member with that peer URL already exists, and
+	// ErrTooManyLearners when another learner is still pending.
+	MemberAddAsLearner(ctx context.Context, peerURL string) (Member, error)
+	// MemberPromote turns a learner into a voting member. It returns ErrLearnerNotReady while
+	// the learner lags behind the leader, and ErrMemberNotFound if there is no such member.
+	MemberPromote(ctx context.Context, id uint64) error
+	// MemberRemove removes a member. It returns ErrMemberNotFound if it was already removed,
+	// and ErrUnhealthy when etcd refuses because the removal would cost quorum.
+	MemberRemove(ctx context.Context, id uint64) error
+	// MoveLeader asks the current leader, reached at leaderEndpoint, to hand leadership to
+	// the voting member transferee. It returns when the transfer is done or failed.
+	MoveLeader(ctx context.Context, leaderEndpoint string, transferee uint64) error
+	// Status asks the member at endpoint (one of the client URLs) for its status.
+	Status(ctx context.Context, endpoint string) (Status, error)
+	// Close releases the client's connections.
+	Close() error
+}
+
+// Factory opens clients. The operator dials members at their pod IPs, never through DNS.
+type Factory interface {
+	// New opens a client over the given client URLs (e.g. http://10.244.0.12:2379).
+	New(endpoints []string) (Client, error)
+}
