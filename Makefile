@@ -1,0 +1,60 @@
+# etcd-operator: build, run and test against a real Kubernetes.
+#   make up     cluster (local node without Docker, or kind with Docker), operator image, deploy/, example
+#   make test   unit tests + codegen verification, then make up and the e2e suite
+# See README.md. Cluster state: .local/ (git-ignored); build cache: ${ETCD_OPERATOR_CACHE:-~/.cache/etcd-operator}.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+IMAGE ?= etcd-operator:dev
+export IMAGE
+# kubectl built for the pinned Kubernetes version (hack/local/versions.env)
+KUBECTL_DIR := $(shell . hack/local/lib.sh && echo $$K8S_BIN)
+E2E_FLAGS ?=
+
+.PHONY: help up cluster image deploy down kubeconfig test unit verify e2e
+
+help:
+	@echo "make up          start the cluster, build and load the operator image, deploy it and the example"
+	@echo "make test        make unit verify, then make up and make e2e"
+	@echo "make down        stop the cluster and remove everything it created"
+	@echo "make image       build the operator image $(IMAGE) and load it into the cluster"
+	@echo "make e2e         run the e2e suite against the running cluster"
+	@echo "make unit        go vet and go test -race ./pkg/... ./cmd/..."
+	@echo "make verify      hack/verify-codegen.sh (when present)"
+	@echo "make kubeconfig  print the kubeconfig path: export KUBECONFIG=\$$(make -s kubeconfig)"
+
+up: cluster image deploy
+
+cluster:
+	hack/cluster.sh up
+
+image:
+	hack/image.sh
+
+deploy:
+	hack/deploy.sh
+
+down:
+	hack/cluster.sh down
+
+kubeconfig:
+	@hack/cluster.sh kubeconfig
+
+test: unit verify
+	$(MAKE) up
+	$(MAKE) e2e
+
+unit:
+	go vet ./...
+	go vet -tags e2e ./test/e2e/...
+	go test -race -count=1 ./pkg/... ./cmd/... ./hack/tools/...
+
+verify:
+	@if [ -x hack/verify-codegen.sh ]; then hack/verify-codegen.sh; \
+	else echo "hack/verify-codegen.sh does not exist yet: nothing to verify"; fi
+
+e2e:
+	KUBECONFIG=$$(hack/cluster.sh kubeconfig) PATH=$(KUBECTL_DIR):$$PATH \
+		go test -tags e2e ./test/e2e/... -v -timeout 40m -count=1 $(E2E_FLAGS)

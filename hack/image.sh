@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Builds the operator image ${IMAGE:-etcd-operator:dev} and loads it into the cluster:
+#   local: a static binary (CGO_ENABLED=0) packed by hack/tools/mkimage like a distroless
+#          static image (binary at /etcd-operator, user 65532:65532), imported into the
+#          node's containerd with ctr; no Docker, no registry.
+#   kind:  docker build (Dockerfile) and kind load docker-image.
+# When the image changed and Deployments in etcd-operator-system run it, they are restarted.
+set -euo pipefail
+SCRIPT_NAME=image
+. "$(dirname "$0")/local/lib.sh"
+
+IMAGE=${IMAGE:-etcd-operator:dev}
+OUT=${OUTPUT_DIR:-$ROOT/_output}
+OPERATOR_NS=etcd-operator-system
+if [ ! -d "$ROOT/cmd/etcd-operator" ]; then
+	ts "cmd/etcd-operator does not exist yet: no operator image to build"
+	exit 0
+fi
+mode=$("$ROOT/hack/cluster.sh" mode)
+
+if [ "$mode" = kind ]; then
+	docker build -t "$IMAGE" "$ROOT"
+	export PATH=$CACHE/kind-$KIND_VERSION/bin:$PATH
+	kind load docker-image "$IMAGE" --name "$CLUSTER_NAME"
+	id=$(docker image inspect -f '{{.Id}}' "$IMAGE")
+else
+	mkdir -p "$OUT/bin" "$OUT/images"
+	ts "building $OUT/bin/etcd-operator"
+	(cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$OUT/bin/etcd-operator" ./cmd/etcd-operator)
+	work=$(mktemp -d "$OUT/images/.work.XXXXXX")
+	trap 'rm -rf "$work"' EXIT
+	# a distroless static base: /etc/passwd and /etc/group with nonroot (65532), /tmp
+	mkdir -p "$work/base/etc" "$work/base/tmp" "$work/base/home/nonroot" "$work/bin"
+	chmod 1777 "$work/base/tmp"
+	printf 'root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' >"$work/base/etc/passwd"
+	printf 'root:x:0:\nnobody:x:65534:\nnonroot:x:65532:\n' >"$work/base/etc/group"
+	cp "$OUT/bin/etcd-operator" "$work/bin/etcd-operator"
+	mk=$(mkimage_tool)
+	[ -x "$mk" ] || (cd "$ROOT" && mkdir -p "$TOOLS_BIN" && CGO_ENABLED=0 go build -trimpath -o "$mk" ./hack/tools/mkimage)
+	id=$("$mk" -o "$OUT/images/etcd-operator.tar" -ref "$IMAGE" -layer "$work/base" -layer "$work/bin" \
+		-entrypoint /etcd-operator -user 65532:65532 | sed -n 's/.*image id \(sha256:[0-9a-f]*\).*/\1/p')
+	ts "packed $IMAGE ($id) into $OUT/images/etcd-operator.tar"
+	if ! alive containerd; then
+		ts "the local node is not running: image not imported (make up imports it)"
+		exit 0
+	fi
+	ctr -a "$SOCK" -n k8s.io images import "$OUT/images/etcd-operator.tar" >/dev/null
+	ts "imported $IMAGE into the node"
+fi
+
+# restart the operator when a new image replaced the one it runs
+mkdir -p "$STATE"
+stamp=$STATE/operator-image-id
+if [ "$(cat "$stamp" 2>/dev/null)" != "$id" ]; then
+	export KUBECONFIG=$KUBECONFIG_FILE
+	for d in $(kubectl -n "$OPERATOR_NS" get deploy -o name 2>/dev/null); do
+		if kubectl -n "$OPERATOR_NS" get "$d" -o jsonpath='{.spec.template.spec.containers[*].image}' | tr ' ' '\n' | grep -qxF "$IMAGE"; then
+			kubectl -n "$OPERATOR_NS" rollout restart "$d"
+		fi
+	done
+	echo "$id" >"$stamp"
+fi
