@@ -1,0 +1,51 @@
+package framework
+
+import (
+	"strings"
+)
+
+// APIGroup is the operator's API group (pkg/apis/etcd/v1alpha1.GroupName); its
+// objects in the test namespace are dumped as YAML.
+const APIGroup = "etcd.operator.dev"
+
+// Dump logs what explains a failure: the operator's logs (current and previous
+// containers of every pod in etcd-operator-system), the test namespace's events
+// in time order, its pods with `get -o wide` and `describe`, and its other
+// objects. Each section is fetched independently; a failing fetch is reported
+// in place and does not hide the others.
+func (f *Framework) Dump() {
+	f.t.Helper()
+	section := func(title string, args ...string) {
+		out, err := f.Kubectl(args...)
+		if err != nil {
+			out += "\n(" + err.Error() + ")"
+		}
+		f.t.Logf("===== %s =====\n%s", title, strings.TrimRight(out, "\n"))
+	}
+	ns := f.Namespace
+	f.t.Logf("===== DUMP of namespace %s after failure of %s =====", ns, f.t.Name())
+
+	if pods, err := f.Kubectl("-n", OperatorNamespace, "get", "pods", "-o", "name"); err != nil {
+		f.t.Logf("===== operator logs: none (%v) =====", err)
+	} else if strings.TrimSpace(pods) == "" {
+		f.t.Logf("===== operator logs: no pod in %s =====", OperatorNamespace)
+	} else {
+		section("operator pods", "-n", OperatorNamespace, "get", "pods", "-o", "wide")
+		for _, p := range strings.Fields(pods) {
+			section("operator logs "+p, "-n", OperatorNamespace, "logs", p, "--all-containers", "--tail=300", "--timestamps")
+			if out, err := f.Kubectl("-n", OperatorNamespace, "logs", p, "--all-containers", "--previous", "--tail=100", "--timestamps"); err == nil && strings.TrimSpace(out) != "" {
+				f.t.Logf("===== operator logs %s (previous container) =====\n%s", p, strings.TrimRight(out, "\n"))
+			}
+		}
+	}
+	section("events in "+ns, "-n", ns, "get", "events", "--sort-by=.lastTimestamp",
+		"-o", "custom-columns=LAST:.lastTimestamp,TYPE:.type,REASON:.reason,OBJECT:.involvedObject.kind/.involvedObject.name,MESSAGE:.message")
+	section("pods in "+ns, "-n", ns, "get", "pods", "-o", "wide")
+	section("describe pods in "+ns, "-n", ns, "describe", "pods")
+	section("objects in "+ns, "-n", ns, "get", "all,pvc,configmaps", "-o", "wide")
+	if out, err := f.Kubectl("api-resources", "--api-group="+APIGroup, "-o", "name"); err == nil && strings.TrimSpace(out) != "" {
+		for _, r := range strings.Fields(out) {
+			section(r+" in "+ns, "-n", ns, "get", r, "-o", "yaml")
+		}
+	}
+}

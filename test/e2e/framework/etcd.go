@@ -1,0 +1,94 @@
+package framework
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// EtcdContainer is the container name the etcd member pods use.
+const EtcdContainer = "etcd"
+
+// Member is one entry of `etcdctl member list -w json`.
+type Member struct {
+	ID         uint64   `json:"ID"`
+	Name       string   `json:"name"`
+	PeerURLs   []string `json:"peerURLs"`
+	ClientURLs []string `json:"clientURLs"`
+	IsLearner  bool     `json:"isLearner"`
+}
+
+// Started reports whether the member has started (an added member that never
+// started has no name and no client URLs).
+func (m Member) Started() bool { return m.Name != "" && len(m.ClientURLs) > 0 }
+
+// Etcdctl runs etcdctl inside the etcd container of pod, against that member's
+// own client endpoint. The etcd image has no shell: etcdctl is exec'ed directly.
+func (f *Framework) Etcdctl(pod string, args ...string) (string, error) {
+	cmd := append([]string{"etcdctl", "--endpoints=http://127.0.0.1:2379", "--command-timeout=5s"}, args...)
+	return f.Exec(pod, EtcdContainer, cmd...)
+}
+
+// MemberList returns the members that pod's etcd reports.
+func (f *Framework) MemberList(pod string) ([]Member, error) {
+	out, err := f.Etcdctl(pod, "member", "list", "-w", "json")
+	if err != nil {
+		return nil, err
+	}
+	var resp struct {
+		Members []Member `json:"members"`
+	}
+	if err := json.Unmarshal([]byte(out), &resp); err != nil {
+		return nil, fmt.Errorf("decoding member list from %s: %w", pod, err)
+	}
+	return resp.Members, nil
+}
+
+// EtcdHealthy reports whether pod's etcd sees exactly n started voting members
+// and every member's endpoint is healthy (etcdctl endpoint health --cluster).
+func (f *Framework) EtcdHealthy(pod string, n int) (bool, error) {
+	members, err := f.MemberList(pod)
+	if err != nil {
+		return false, err
+	}
+	started := 0
+	for _, m := range members {
+		if m.Started() && !m.IsLearner {
+			started++
+		}
+	}
+	if len(members) != n || started != n {
+		return false, fmt.Errorf("%s sees %d members, %d started voters, want %d", pod, len(members), started, n)
+	}
+	out, err := f.Etcdctl(pod, "endpoint", "health", "--cluster", "-w", "json")
+	if err != nil {
+		return false, err
+	}
+	var health []struct {
+		Endpoint string `json:"endpoint"`
+		Health   bool   `json:"health"`
+		Error    string `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(out), &health); err != nil {
+		return false, fmt.Errorf("decoding endpoint health from %s: %w", pod, err)
+	}
+	var bad []string
+	for _, h := range health {
+		if !h.Health {
+			bad = append(bad, h.Endpoint+": "+h.Error)
+		}
+	}
+	if len(health) != n || len(bad) > 0 {
+		return false, fmt.Errorf("%d endpoints, unhealthy: %s", len(health), strings.Join(bad, "; "))
+	}
+	return true, nil
+}
+
+// WaitEtcdHealthy waits until pod's etcd reports n started, healthy members.
+func (f *Framework) WaitEtcdHealthy(pod string, n int, timeout time.Duration) {
+	f.t.Helper()
+	f.Eventually(fmt.Sprintf("etcd %s to report %d healthy members", pod, n), timeout, func() (bool, error) {
+		return f.EtcdHealthy(pod, n)
+	})
+}

@@ -1,0 +1,159 @@
+package framework
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// EtcdCluster is the part of an EtcdCluster object the tests read.
+type EtcdCluster struct {
+	Metadata struct {
+		Name       string `json:"name"`
+		Generation int64  `json:"generation"`
+	} `json:"metadata"`
+	Spec struct {
+		Size int `json:"size"`
+	} `json:"spec"`
+	Status struct {
+		ObservedGeneration int64  `json:"observedGeneration"`
+		Phase              string `json:"phase"`
+		Size               int    `json:"size"`
+		ReadyMembers       int    `json:"readyMembers"`
+		CurrentVersion     string `json:"currentVersion"`
+		Conditions         []struct {
+			Type    string `json:"type"`
+			Status  string `json:"status"`
+			Reason  string `json:"reason"`
+			Message string `json:"message"`
+		} `json:"conditions"`
+		Members []struct {
+			Name    string `json:"name"`
+			ID      string `json:"id"`
+			Ready   bool   `json:"ready"`
+			Leader  bool   `json:"leader"`
+			Learner bool   `json:"learner"`
+		} `json:"members"`
+	} `json:"status"`
+}
+
+// Condition returns the status ("True", "False", or "" when absent) of a condition.
+func (c *EtcdCluster) Condition(t string) string {
+	for _, cond := range c.Status.Conditions {
+		if cond.Type == t {
+			return cond.Status
+		}
+	}
+	return ""
+}
+
+// MemberID returns the ID status reports for a member, or "".
+func (c *EtcdCluster) MemberID(name string) string {
+	for _, m := range c.Status.Members {
+		if m.Name == name {
+			return m.ID
+		}
+	}
+	return ""
+}
+
+// GetEtcdCluster reads an EtcdCluster in the test namespace.
+func (f *Framework) GetEtcdCluster(name string) (*EtcdCluster, error) {
+	var c EtcdCluster
+	if err := f.GetJSON("etcdcluster/"+name, &c); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// MemberNames are the names of a cluster of size n: <name>-0 .. <name>-(n-1).
+func MemberNames(name string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s-%d", name, i)
+	}
+	return out
+}
+
+// ClusterInSpec reports whether the operator reports the cluster Available at its current
+// generation with exactly the members <name>-0..n-1, all ready voters.
+func (f *Framework) ClusterInSpec(name string, n int) (bool, error) {
+	c, err := f.GetEtcdCluster(name)
+	if err != nil {
+		return false, err
+	}
+	if c.Status.ObservedGeneration != c.Metadata.Generation {
+		return false, fmt.Errorf("status at generation %d, object at %d", c.Status.ObservedGeneration, c.Metadata.Generation)
+	}
+	if c.Condition("Available") != "True" || c.Status.Size != n || c.Status.ReadyMembers != n {
+		return false, fmt.Errorf("phase %s, Available=%s, size %d, ready %d, want %d",
+			c.Status.Phase, c.Condition("Available"), c.Status.Size, c.Status.ReadyMembers, n)
+	}
+	var names []string
+	for _, m := range c.Status.Members {
+		if !m.Ready || m.Learner {
+			return false, fmt.Errorf("member %s ready=%v learner=%v", m.Name, m.Ready, m.Learner)
+		}
+		names = append(names, m.Name)
+	}
+	sort.Strings(names)
+	if want := MemberNames(name, n); strings.Join(names, ",") != strings.Join(want, ",") {
+		return false, fmt.Errorf("members %v, want %v", names, want)
+	}
+	return true, nil
+}
+
+// WaitClusterInSpec waits until ClusterInSpec holds and returns how long that took.
+func (f *Framework) WaitClusterInSpec(name string, n int, timeout time.Duration) time.Duration {
+	f.t.Helper()
+	start := time.Now()
+	f.Eventually(fmt.Sprintf("etcdcluster %s available with %d members", name, n), timeout, func() (bool, error) {
+		return f.ClusterInSpec(name, n)
+	})
+	return time.Since(start)
+}
+
+// CheckAgreement checks that etcd's member list (asked through a member), the member pods
+// and spec.size all agree on the members <name>-0..n-1.
+func (f *Framework) CheckAgreement(name string, n int) {
+	f.t.Helper()
+	want := strings.Join(MemberNames(name, n), ",")
+	c, err := f.GetEtcdCluster(name)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if c.Spec.Size != n {
+		f.t.Fatalf("spec.size = %d, want %d", c.Spec.Size, n)
+	}
+	members, err := f.MemberList(name + "-0")
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var names []string
+	for _, m := range members {
+		if !m.Started() || m.IsLearner {
+			f.t.Fatalf("member %x (%s) started=%v learner=%v", m.ID, m.Name, m.Started(), m.IsLearner)
+		}
+		names = append(names, m.Name)
+	}
+	sort.Strings(names)
+	if got := strings.Join(names, ","); got != want {
+		f.t.Fatalf("etcd members %s, want %s", got, want)
+	}
+	out := f.MustNS("get", "pods", "-l", "etcd.operator.dev/cluster="+name, "-o",
+		"jsonpath={range .items[*]}{.metadata.name}{\"\\n\"}{end}")
+	pods := strings.Fields(out)
+	sort.Strings(pods)
+	if got := strings.Join(pods, ","); got != want {
+		f.t.Fatalf("member pods %s, want %s", got, want)
+	}
+}
+
+// ClientEtcdctl runs etcdctl inside pod against the cluster's client Service, the way an
+// application in the cluster reaches etcd.
+func (f *Framework) ClientEtcdctl(cluster, pod string, args ...string) (string, error) {
+	ep := fmt.Sprintf("--endpoints=http://%s-client.%s.svc:2379", cluster, f.Namespace)
+	cmd := append([]string{"etcdctl", ep, "--command-timeout=5s"}, args...)
+	return f.Exec(pod, EtcdContainer, cmd...)
+}
