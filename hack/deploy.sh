@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Deploys the operator and the example the way a user does, once those files exist:
 # kubectl apply deploy/ (its kustomization when it has one, else every file, recursively,
-# in name order), waits for the CRDs Established and the operator Deployments Available,
-# then applies example/etcdcluster.yaml.
+# in name order), waits for the CRDs Established and the operator Deployments rolled out,
+# then applies example/etcdcluster.yaml. DEPLOY_DIR and EXAMPLE override the two paths.
 set -euo pipefail
 SCRIPT_NAME=deploy
 . "$(dirname "$0")/local/lib.sh"
@@ -11,27 +11,36 @@ OPERATOR_NS=etcd-operator-system
 export KUBECONFIG=$KUBECONFIG_FILE
 [ -f "$KUBECONFIG" ] || die "no cluster is up: run make up"
 cd "$ROOT"
-if [ ! -d deploy ] || [ -z "$(find deploy -name '*.yaml' -o -name '*.yml' | head -1)" ]; then
-	ts "deploy/ has no manifests yet: nothing to deploy"
+DEPLOY_DIR=${DEPLOY_DIR:-deploy}
+EXAMPLE=${EXAMPLE:-example/etcdcluster.yaml}
+if [ ! -d "$DEPLOY_DIR" ] || [ -z "$(find "$DEPLOY_DIR" -name '*.yaml' -o -name '*.yml' | head -1)" ]; then
+	ts "$DEPLOY_DIR/ has no manifests yet: nothing to deploy"
 	exit 0
 fi
-if [ -f deploy/kustomization.yaml ]; then
-	kubectl apply -k deploy/
+if [ -f "$DEPLOY_DIR/kustomization.yaml" ]; then
+	kubectl apply -k "$DEPLOY_DIR/"
 else
-	kubectl apply -R -f deploy/
+	kubectl apply -R -f "$DEPLOY_DIR/"
 fi
 if kubectl get crd -o name | grep -q .; then
 	waitfor "CRDs Established" 60 kubectl wait --for=condition=Established crd --all --timeout=2s
 fi
-if kubectl -n "$OPERATOR_NS" get deploy -o name 2>/dev/null | grep -q .; then
-	waitfor "operator Deployments in $OPERATOR_NS Available" 180 \
-		kubectl -n "$OPERATOR_NS" wait --for=condition=Available deploy --all --timeout=2s ||
-		{ kubectl -n "$OPERATOR_NS" get pods -o wide; kubectl -n "$OPERATOR_NS" logs deploy/etcd-operator --tail=50 2>&1 || true; exit 1; }
+deploys=$(kubectl -n "$OPERATOR_NS" get deploy -o name 2>/dev/null || true)
+[ -n "$deploys" ] || ts "no Deployment in $OPERATOR_NS after applying $DEPLOY_DIR/"
+for d in $deploys; do
+	# rollout status waits for the current template's pods (Available alone is already
+	# true while a restarted Deployment still runs its old pods)
+	if ! kubectl -n "$OPERATOR_NS" rollout status "$d" --timeout=180s; then
+		kubectl -n "$OPERATOR_NS" get pods -o wide
+		for p in $(kubectl -n "$OPERATOR_NS" get pods -o name); do
+			kubectl -n "$OPERATOR_NS" logs "$p" --all-containers --tail=50 || true
+		done
+		die "$d did not become available"
+	fi
+done
+ts "operator Deployments in $OPERATOR_NS available"
+if [ -f "$EXAMPLE" ]; then
+	kubectl apply -f "$EXAMPLE"
 else
-	ts "no Deployment in $OPERATOR_NS after applying deploy/"
-fi
-if [ -f example/etcdcluster.yaml ]; then
-	kubectl apply -f example/etcdcluster.yaml
-else
-	ts "example/etcdcluster.yaml does not exist yet: no example applied"
+	ts "$EXAMPLE does not exist yet: no example applied"
 fi

@@ -5,6 +5,8 @@
 #          node's containerd with ctr; no Docker, no registry.
 #   kind:  docker build (Dockerfile) and kind load docker-image.
 # When the image changed and Deployments in etcd-operator-system run it, they are restarted.
+# OPERATOR_SRC (a Go module folder, default the clone) and OPERATOR_PKG (default
+# ./cmd/etcd-operator) choose what is built.
 set -euo pipefail
 SCRIPT_NAME=image
 . "$(dirname "$0")/local/lib.sh"
@@ -12,21 +14,23 @@ SCRIPT_NAME=image
 IMAGE=${IMAGE:-etcd-operator:dev}
 OUT=${OUTPUT_DIR:-$ROOT/_output}
 OPERATOR_NS=etcd-operator-system
-if [ ! -d "$ROOT/cmd/etcd-operator" ]; then
-	ts "cmd/etcd-operator does not exist yet: no operator image to build"
+SRC=${OPERATOR_SRC:-$ROOT}
+PKG=${OPERATOR_PKG:-./cmd/etcd-operator}
+if [ ! -d "$SRC/$PKG" ]; then
+	ts "$PKG does not exist yet in $SRC: no operator image to build"
 	exit 0
 fi
 mode=$("$ROOT/hack/cluster.sh" mode)
 
 if [ "$mode" = kind ]; then
-	docker build -t "$IMAGE" "$ROOT"
+	docker build -t "$IMAGE" "$SRC"
 	export PATH=$CACHE/kind-$KIND_VERSION/bin:$PATH
 	kind load docker-image "$IMAGE" --name "$CLUSTER_NAME"
 	id=$(docker image inspect -f '{{.Id}}' "$IMAGE")
 else
 	mkdir -p "$OUT/bin" "$OUT/images"
 	ts "building $OUT/bin/etcd-operator"
-	(cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$OUT/bin/etcd-operator" ./cmd/etcd-operator)
+	(cd "$SRC" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$OUT/bin/etcd-operator" "$PKG")
 	work=$(mktemp -d "$OUT/images/.work.XXXXXX")
 	trap 'rm -rf "$work"' EXIT
 	# a distroless static base: /etc/passwd and /etc/group with nonroot (65532), /tmp

@@ -18,7 +18,8 @@ pgid_of() {
 		cat "$RUN/$1.pid"
 		return
 	fi
-	ps -eo pid=,args= | awk -v tag="$(supervisor_tag "$1")" 'index($0, tag) {print $1; exit}'
+	# a supervisor leads its process group (pid == pgid); the awk below does not
+	ps -eo pid=,pgid=,args= | awk -v tag="$(supervisor_tag "$1")" '$1 == $2 && index($0, tag) {print $1; exit}'
 }
 
 # stop NAME [TIMEOUT]: SIGTERM the daemon's process group, SIGKILL it after TIMEOUT seconds.

@@ -39,7 +39,7 @@ func (f *Framework) Dump() {
 		}
 	}
 	section("events in "+ns, "-n", ns, "get", "events", "--sort-by=.lastTimestamp",
-		"-o", "custom-columns=LAST:.lastTimestamp,TYPE:.type,REASON:.reason,OBJECT:.involvedObject.kind/.involvedObject.name,MESSAGE:.message")
+		"-o", "custom-columns=LAST:.lastTimestamp,TYPE:.type,REASON:.reason,KIND:.involvedObject.kind,OBJECT:.involvedObject.name,MESSAGE:.message")
 	section("pods in "+ns, "-n", ns, "get", "pods", "-o", "wide")
 	section("describe pods in "+ns, "-n", ns, "describe", "pods")
 	section("objects in "+ns, "-n", ns, "get", "all,pvc,configmaps", "-o", "wide")
