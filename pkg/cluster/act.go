@@ -1,0 +1,174 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
+	"github.com/etcd-operator/etcd-operator/pkg/k8sutil"
+)
+
+// EventReason is the reason of an Event the operator records.
+type EventReason string
+
+// Event reasons: one Event per action that changed the world.
+const (
+	EventPodCreated      EventReason = "PodCreated"
+	EventPodDeleted      EventReason = "PodDeleted"
+	EventMemberAdded     EventReason = "MemberAdded"
+	EventMemberPromoted  EventReason = "MemberPromoted"
+	EventMemberRemoved   EventReason = "MemberRemoved"
+	EventLeaderMoved     EventReason = "LeaderMoved"
+	EventServiceCreated  EventReason = "ServiceCreated"
+	EventChangeRefused   EventReason = "ChangeRefused"
+	EventClusterHealthy  EventReason = "ClusterAvailable"
+	EventClusterDegraded EventReason = "ClusterDegraded"
+)
+
+// act takes one action. Every action is idempotent: an action that already happened (the
+// pod exists, the member is already there or already gone) counts as done. It returns how
+// soon to look again when the action could not complete yet.
+func (r *Reconciler) act(ctx context.Context, c *api.EtcdCluster, o *observation, a Action, why string) (time.Duration, error) {
+	member := k8sutil.MemberName(c.Name, a.Ordinal)
+	log := r.log(c).WithFields(map[string]any{"member": member, "action": string(a.Kind)})
+	switch a.Kind {
+	case ActionCreatePod:
+		pod := k8sutil.MemberPod(c, k8sutil.MemberPodParams{
+			Ordinal:        a.Ordinal,
+			ClusterState:   a.ClusterState,
+			InitialCluster: a.InitialCluster,
+			InitImage:      r.deps.MemberInitImage,
+			DataVolume:     k8sutil.DataVolume(&c.Spec),
+		})
+		_, err := r.deps.Kube.CoreV1().Pods(c.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			return 0, nil
+		}
+		if err != nil {
+			return 0, fmt.Errorf("creating pod %s: %w", member, err)
+		}
+		log.WithField("clusterState", a.ClusterState).Info("created member pod")
+		r.event(c, corev1.EventTypeNormal, EventPodCreated, "Created pod %s (%s)", member, why)
+
+	case ActionDeletePod:
+		p := o.pods[a.Ordinal]
+		if p == nil {
+			return 0, nil
+		}
+		// The UID precondition keeps a newer pod of the same name safe.
+		err := r.deps.Kube.CoreV1().Pods(c.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{
+			Preconditions: &metav1.Preconditions{UID: &p.UID}})
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			return 0, nil
+		}
+		if err != nil {
+			return 0, fmt.Errorf("deleting pod %s: %w", member, err)
+		}
+		log.Info("deleted member pod")
+		r.event(c, corev1.EventTypeNormal, EventPodDeleted, "Deleted pod %s (%s)", member, why)
+
+	case ActionAddLearner:
+		return 0, r.withVoters(ctx, o, func(cli etcdutil.Client) error {
+			m, err := cli.MemberAddAsLearner(ctx, k8sutil.PeerURL(c.Name, c.Namespace, a.Ordinal))
+			if errors.Is(err, etcdutil.ErrPeerURLExists) {
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("adding member %s as learner: %w", member, err)
+			}
+			log.WithField("id", hexID(m.ID)).Info("added learner")
+			r.event(c, corev1.EventTypeNormal, EventMemberAdded, "Added member %s (%s) as a learner", member, hexID(m.ID))
+			return nil
+		})
+
+	case ActionPromote:
+		var notReady bool
+		err := r.withVoters(ctx, o, func(cli etcdutil.Client) error {
+			err := cli.MemberPromote(ctx, a.MemberID)
+			switch {
+			case errors.Is(err, etcdutil.ErrLearnerNotReady):
+				notReady = true
+				return nil
+			case errors.Is(err, etcdutil.ErrMemberNotFound):
+				return nil
+			case err != nil:
+				return fmt.Errorf("promoting member %s: %w", member, err)
+			}
+			log.WithField("id", hexID(a.MemberID)).Info("promoted learner")
+			r.event(c, corev1.EventTypeNormal, EventMemberPromoted, "Promoted member %s (%s) to a voting member", member, hexID(a.MemberID))
+			return nil
+		})
+		if notReady {
+			log.Debug("learner not caught up yet")
+			return whileWaiting, err
+		}
+		return 0, err
+
+	case ActionRemoveMember:
+		return 0, r.withVoters(ctx, o, func(cli etcdutil.Client) error {
+			err := cli.MemberRemove(ctx, a.MemberID)
+			if errors.Is(err, etcdutil.ErrMemberNotFound) {
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("removing member %s: %w", member, err)
+			}
+			log.WithField("id", hexID(a.MemberID)).Info("removed member")
+			r.event(c, corev1.EventTypeNormal, EventMemberRemoved, "Removed member %s (%s): %s", member, hexID(a.MemberID), why)
+			return nil
+		})
+
+	case ActionMoveLeader:
+		leaderPod := o.pods[a.Ordinal]
+		if leaderPod == nil || leaderPod.Status.PodIP == "" {
+			return whileWaiting, nil
+		}
+		ep := k8sutil.PodClientURL(leaderPod.Status.PodIP)
+		cli, err := r.deps.Etcd.New([]string{ep})
+		if err != nil {
+			return 0, fmt.Errorf("opening etcd client: %w", err)
+		}
+		defer cli.Close()
+		if err := cli.MoveLeader(ctx, ep, a.Transferee); err != nil {
+			return 0, fmt.Errorf("moving leadership from %s to %s: %w", member, hexID(a.Transferee), err)
+		}
+		log.WithField("to", hexID(a.Transferee)).Info("moved leadership")
+		r.event(c, corev1.EventTypeNormal, EventLeaderMoved, "Moved leadership from %s to member %s before removing it", member, hexID(a.Transferee))
+	}
+	return 0, nil
+}
+
+// withVoters runs f with a client over the voting members that answered this pass.
+func (r *Reconciler) withVoters(ctx context.Context, o *observation, f func(etcdutil.Client) error) error {
+	var eps []string
+	for ord, st := range o.statuses {
+		if p := o.pods[ord]; p != nil && !st.IsLearner {
+			eps = append(eps, k8sutil.PodClientURL(p.Status.PodIP))
+		}
+	}
+	if len(eps) == 0 {
+		return errors.New("no voting member answered")
+	}
+	cli, err := r.deps.Etcd.New(eps)
+	if err != nil {
+		return fmt.Errorf("opening etcd client: %w", err)
+	}
+	defer cli.Close()
+	return f(cli)
+}
+
+func (r *Reconciler) event(c *api.EtcdCluster, eventType string, reason EventReason, format string, args ...any) {
+	if r.deps.Recorder != nil {
+		r.deps.Recorder.Eventf(c, eventType, string(reason), format, args...)
+	}
+}
+
+func hexID(id uint64) string { return strconv.FormatUint(id, 16) }

@@ -1,0 +1,264 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
+	"github.com/etcd-operator/etcd-operator/pkg/k8sutil"
+)
+
+// statusTimeout bounds each member's status request: a member that cannot answer this fast
+// is not healthy enough to count on for a membership change.
+const statusTimeout = time.Second
+
+// observation is everything one pass saw: the informer caches and etcd itself. It is built
+// anew every pass; nothing from an earlier pass is trusted.
+type observation struct {
+	cluster *api.EtcdCluster
+	// pods are the member pods the cluster controls, by ordinal.
+	pods map[int]*corev1.Pod
+	// published holds the pod names whose DNS record (hostname and current IP) is in the
+	// headless Service's EndpointSlices.
+	published map[string]bool
+	// statuses are the answers of the members reached through their pod IPs, by ordinal.
+	statuses map[int]etcdutil.Status
+	// members is etcd's member list; membersKnown is false when nobody answered.
+	members      []etcdutil.Member
+	membersKnown bool
+	leader       uint64
+}
+
+// observe reads the caches and asks every running member for its status and the member list.
+func (r *Reconciler) observe(ctx context.Context, c *api.EtcdCluster) (*observation, error) {
+	o := &observation{
+		cluster:   c,
+		pods:      map[int]*corev1.Pod{},
+		published: map[string]bool{},
+		statuses:  map[int]etcdutil.Status{},
+	}
+	pods, err := r.deps.Pods.Pods(c.Namespace).List(k8sutil.ClusterSelector(c.Name))
+	if err != nil {
+		return nil, fmt.Errorf("listing pods: %w", err)
+	}
+	for _, p := range pods {
+		if !metav1.IsControlledBy(p, c) {
+			continue
+		}
+		if ord, ok := k8sutil.MemberOrdinal(c.Name, p.Name); ok {
+			o.pods[ord] = p
+		}
+	}
+	eps, err := r.deps.EndpointSlices.EndpointSlices(c.Namespace).List(labels.SelectorFromSet(labels.Set{
+		discoveryv1.LabelServiceName: k8sutil.PeerServiceName(c.Name)}))
+	if err != nil {
+		return nil, fmt.Errorf("listing endpointslices: %w", err)
+	}
+	o.published = publishedPods(eps, o.pods)
+
+	endpoints := map[int]string{}
+	for ord, p := range o.pods {
+		if p.Status.PodIP != "" && p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
+			endpoints[ord] = k8sutil.PodClientURL(p.Status.PodIP)
+		}
+	}
+	if len(endpoints) == 0 {
+		return o, nil
+	}
+	all := make([]string, 0, len(endpoints))
+	for _, e := range endpoints {
+		all = append(all, e)
+	}
+	sort.Strings(all)
+	cli, err := r.deps.Etcd.New(all)
+	if err != nil {
+		return nil, fmt.Errorf("opening etcd client: %w", err)
+	}
+	defer cli.Close()
+	o.statuses = memberStatuses(ctx, cli, endpoints)
+
+	// Ask a voting member that answered, the leader first: learners refuse linearizable
+	// requests and a follower may lag.
+	var voters []string
+	for ord, st := range o.statuses {
+		if st.IsLearner {
+			continue
+		}
+		if st.Leader == st.ID {
+			voters = append([]string{endpoints[ord]}, voters...)
+		} else {
+			voters = append(voters, endpoints[ord])
+		}
+		if o.leader == 0 {
+			o.leader = st.Leader
+		}
+	}
+	for ord := range o.statuses {
+		if st := o.statuses[ord]; st.Leader != 0 && st.Leader == st.ID {
+			o.leader = st.ID
+		}
+	}
+	if len(voters) == 0 {
+		return o, nil
+	}
+	lcli, err := r.deps.Etcd.New(voters)
+	if err != nil {
+		return nil, fmt.Errorf("opening etcd client: %w", err)
+	}
+	defer lcli.Close()
+	members, err := lcli.MemberList(ctx)
+	if err != nil {
+		r.log(c).WithError(err).Debug("listing members")
+		return o, nil
+	}
+	o.members, o.membersKnown = members, true
+	return o, nil
+}
+
+// memberStatuses asks every member for its status in parallel.
+func memberStatuses(ctx context.Context, cli etcdutil.Client, endpoints map[int]string) map[int]etcdutil.Status {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	out := map[int]etcdutil.Status{}
+	for ord, ep := range endpoints {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sctx, cancel := context.WithTimeout(ctx, statusTimeout)
+			defer cancel()
+			st, err := cli.Status(sctx, ep)
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			out[ord] = st
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// publishedPods reports which pods have a DNS record for their current IP: an endpoint with
+// the pod's hostname and address. A record left from an earlier pod of the same name does
+// not count.
+func publishedPods(slices []*discoveryv1.EndpointSlice, pods map[int]*corev1.Pod) map[string]bool {
+	ips := map[string]string{}
+	for _, p := range pods {
+		if p.Status.PodIP != "" {
+			ips[p.Name] = p.Status.PodIP
+		}
+	}
+	out := map[string]bool{}
+	for _, s := range slices {
+		for _, ep := range s.Endpoints {
+			if ep.Hostname == nil || (ep.Conditions.Ready != nil && !*ep.Conditions.Ready) {
+				continue
+			}
+			ip, ok := ips[*ep.Hostname]
+			if !ok {
+				continue
+			}
+			for _, a := range ep.Addresses {
+				if a == ip {
+					out[*ep.Hostname] = true
+				}
+			}
+		}
+	}
+	return out
+}
+
+// state turns an observation into the planner's input.
+func (o *observation) state() State {
+	c := o.cluster
+	s := State{
+		Name:         c.Name,
+		Size:         int(c.Spec.Size),
+		Bootstrapped: c.Status.Size > 0,
+		MembersKnown: o.membersKnown,
+		Pods:         map[int]PodView{},
+		Replaced:     map[int]bool{},
+	}
+	for _, m := range c.Status.Members {
+		if ord, ok := k8sutil.MemberOrdinal(c.Name, m.Name); ok {
+			s.Replaced[ord] = true
+		}
+	}
+	for ord, p := range o.pods {
+		s.Pods[ord] = PodView{
+			Ordinal:        ord,
+			Phase:          p.Status.Phase,
+			Terminating:    p.DeletionTimestamp != nil,
+			IP:             p.Status.PodIP,
+			Published:      o.published[p.Name],
+			Unschedulable:  unschedulable(p),
+			ClusterState:   p.Annotations[k8sutil.AnnotationClusterState],
+			InitialCluster: initialCluster(c.Name, p),
+		}
+	}
+	for _, m := range o.members {
+		s.Members = append(s.Members, o.memberView(m))
+	}
+	return s
+}
+
+func (o *observation) memberView(m etcdutil.Member) MemberView {
+	v := MemberView{Ordinal: -1, ID: m.ID, Name: m.Name, Learner: m.IsLearner, Leader: m.ID == o.leader}
+	if len(m.PeerURLs) == 1 {
+		if name, ok := k8sutil.MemberNameFromPeerURL(m.PeerURLs[0]); ok {
+			if ord, ok := k8sutil.MemberOrdinal(o.cluster.Name, name); ok &&
+				m.PeerURLs[0] == k8sutil.PeerURL(o.cluster.Name, o.cluster.Namespace, ord) {
+				v.Ordinal = ord
+			}
+		}
+	}
+	if st, ok := o.statuses[v.Ordinal]; ok && v.Ordinal >= 0 && st.ID == m.ID {
+		v.Healthy = true
+	}
+	return v
+}
+
+// initialCluster reads the ordinals a pod's etcd was told make up the cluster.
+func initialCluster(cluster string, p *corev1.Pod) []int {
+	for _, ctr := range p.Spec.Containers {
+		if ctr.Name != k8sutil.EtcdContainerName {
+			continue
+		}
+		for _, a := range ctr.Args {
+			list, ok := strings.CutPrefix(a, "--initial-cluster=")
+			if !ok {
+				continue
+			}
+			var out []int
+			for _, kv := range strings.Split(list, ",") {
+				name, _, _ := strings.Cut(kv, "=")
+				if ord, ok := k8sutil.MemberOrdinal(cluster, name); ok {
+					out = append(out, ord)
+				}
+			}
+			sort.Ints(out)
+			return out
+		}
+	}
+	return nil
+}
+
+func unschedulable(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			return true
+		}
+	}
+	return false
+}

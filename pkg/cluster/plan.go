@@ -1,0 +1,340 @@
+package cluster
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+
+	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/k8sutil"
+)
+
+// The planner is a pure function from what a pass observed to at most one action. It never
+// does I/O, so every rule below is a table test in plan_test.go.
+//
+// Rules, in the order they are tried (the first that applies wins):
+//
+//  1. etcd unreachable: bootstrap the seed member <name>-0 if the cluster never had a member
+//     and has no pod; otherwise wait. Nothing else is safe without a member list.
+//  2. Delete pods that hold no member and never will: an ordinal at or above spec.size (a
+//     removed member, or a join that is no longer wanted), or a pod that failed for good.
+//  3. Without quorum, change nothing: every membership change needs a committed raft entry.
+//  4. A pending learner is finished first: removed if its pod is gone or it is no longer
+//     wanted (learners do not vote, so removing one is always safe), promoted otherwise.
+//  5. A voting member whose pod is gone has lost its data (emptyDir): remove it, moving
+//     leadership away first, so that it can be added again under the same name.
+//  6. Scale down: remove the highest ordinal, after moving leadership away from it.
+//  7. Scale up (or re-add a replaced member): the lowest missing ordinal. Its pod is created
+//     first and holds etcd back in its init container; the member is registered as a learner
+//     only once the pod's DNS record is published, so no peer ever caches a negative answer.
+//
+// Every membership change is checked against quorum before it is proposed: a step that could
+// leave fewer healthy voting members than a majority is refused with a reason.
+
+// ActionKind is the kind of change a pass makes.
+type ActionKind string
+
+// The actions a pass can take, at most one per pass.
+const (
+	ActionCreatePod    ActionKind = "CreatePod"
+	ActionDeletePod    ActionKind = "DeletePod"
+	ActionAddLearner   ActionKind = "AddLearner"
+	ActionPromote      ActionKind = "PromoteLearner"
+	ActionRemoveMember ActionKind = "RemoveMember"
+	ActionMoveLeader   ActionKind = "MoveLeader"
+)
+
+// Action is one change to the world.
+type Action struct {
+	Kind ActionKind
+	// Ordinal of the member or pod the action is about.
+	Ordinal int
+	// MemberID is the etcd member acted on (AddLearner: none yet).
+	MemberID uint64
+	// Transferee is the member that receives leadership (MoveLeader).
+	Transferee uint64
+	// ClusterState and InitialCluster describe the pod to create (CreatePod).
+	ClusterState   string
+	InitialCluster []int
+}
+
+// Decision is what the planner concluded.
+type Decision struct {
+	// Action is nil when nothing is to be done now.
+	Action *Action
+	// Progress is the Progressing reason while the cluster is being changed; empty when the
+	// cluster matches its spec.
+	Progress api.ConditionReason
+	// Blocked is set when a needed step is refused or impossible; Message says why.
+	Blocked api.ConditionReason
+	// Message explains Progress or Blocked to a human.
+	Message string
+}
+
+// MemberView is one etcd member as a pass saw it.
+type MemberView struct {
+	// Ordinal parsed from the peer URL; -1 when the peer URL was not built by the operator.
+	Ordinal int
+	ID      uint64
+	// Name is empty until the member has started.
+	Name    string
+	Learner bool
+	// Healthy: the member answered a status request through its pod IP.
+	Healthy bool
+	Leader  bool
+}
+
+// PodView is one member pod as a pass saw it.
+type PodView struct {
+	Ordinal     int
+	Phase       corev1.PodPhase
+	Terminating bool
+	IP          string
+	// Published: the pod's DNS record is in the headless Service's EndpointSlices.
+	Published bool
+	// Unschedulable: the scheduler found no node for the pod.
+	Unschedulable bool
+	// ClusterState and InitialCluster are what the pod's etcd was started with.
+	ClusterState   string
+	InitialCluster []int
+}
+
+// State is everything the planner decides from.
+type State struct {
+	// Name is the cluster's name; members are named <Name>-<ordinal>.
+	Name string
+	// Size is spec.size.
+	Size int
+	// Bootstrapped is true once the cluster has ever reported a member (status.size > 0):
+	// from then on a missing member list means lost members, never "create a new cluster".
+	Bootstrapped bool
+	// MembersKnown is false when no member answered.
+	MembersKnown bool
+	Members      []MemberView
+	Pods         map[int]PodView
+	// Replaced names the ordinals that status reported as members before, so re-adding one
+	// is reported as a replacement rather than a scale-up.
+	Replaced map[int]bool
+}
+
+// Plan returns the one next step toward spec.size, or none.
+func Plan(s State) Decision {
+	if !s.MembersKnown {
+		return planUnreachable(s)
+	}
+	for _, m := range s.Members {
+		if m.Ordinal < 0 {
+			return Decision{Blocked: api.ReasonInvalidSpec, Message: fmt.Sprintf(
+				"member %x has a peer URL the operator did not create; remove it by hand", m.ID)}
+		}
+	}
+	members := map[int]MemberView{}
+	for _, m := range s.Members {
+		members[m.Ordinal] = m
+	}
+
+	// Rule 2: pods that hold no member and never will.
+	for _, o := range sortedOrdinals(s.Pods) {
+		p := s.Pods[o]
+		if _, isMember := members[o]; isMember || p.Terminating {
+			continue
+		}
+		if o >= s.Size {
+			return act(s, Action{Kind: ActionDeletePod, Ordinal: o}, api.ReasonScalingDown,
+				"deleting pod %s, which holds no member", o)
+		}
+	}
+	for _, o := range sortedOrdinals(s.Pods) {
+		p := s.Pods[o]
+		if !p.Terminating && (p.Phase == corev1.PodFailed || p.Phase == corev1.PodSucceeded) {
+			return act(s, Action{Kind: ActionDeletePod, Ordinal: o}, api.ReasonReplacingMember,
+				"deleting failed pod %s", o)
+		}
+	}
+
+	// Rule 3: quorum.
+	voting, healthy := votingCounts(s.Members)
+	if healthy < quorum(voting) {
+		return Decision{Blocked: api.ReasonNoQuorum, Message: fmt.Sprintf(
+			"only %d of %d voting members are healthy; a majority is needed before any change",
+			healthy, voting)}
+	}
+
+	// Rule 4: the pending learner.
+	for _, m := range s.Members {
+		if !m.Learner {
+			continue
+		}
+		p, hasPod := s.Pods[m.Ordinal]
+		if !hasPod || p.Terminating || m.Ordinal >= s.Size {
+			return act(s, Action{Kind: ActionRemoveMember, Ordinal: m.Ordinal, MemberID: m.ID},
+				reasonFor(s, m.Ordinal), "removing learner %s, whose pod is gone or no longer wanted", m.Ordinal)
+		}
+		if !m.Healthy {
+			return wait(s, reasonFor(s, m.Ordinal), "waiting for learner %s to start", m.Ordinal)
+		}
+		return act(s, Action{Kind: ActionPromote, Ordinal: m.Ordinal, MemberID: m.ID},
+			reasonFor(s, m.Ordinal), "promoting learner %s", m.Ordinal)
+	}
+
+	// Rule 5: voting members whose pod (and so data) is gone.
+	for _, m := range sortedMembers(s.Members) {
+		if p, ok := s.Pods[m.Ordinal]; ok && !p.Terminating {
+			continue
+		}
+		reason := api.ReasonReplacingMember
+		if m.Ordinal >= s.Size {
+			reason = api.ReasonScalingDown
+		}
+		return removeVoter(s, m, reason)
+	}
+
+	// Rule 6: scale down, highest ordinal first.
+	if len(s.Members) > s.Size {
+		sorted := sortedMembers(s.Members)
+		return removeVoter(s, sorted[len(sorted)-1], api.ReasonScalingDown)
+	}
+
+	// Rule 7: scale up or re-add, lowest missing ordinal first.
+	return planGrow(s, members)
+}
+
+func planUnreachable(s State) Decision {
+	live := 0
+	for _, p := range s.Pods {
+		if !p.Terminating {
+			live++
+		}
+	}
+	if !s.Bootstrapped && len(s.Pods) == 0 {
+		return act(s, Action{Kind: ActionCreatePod, Ordinal: 0, ClusterState: k8sutil.ClusterStateNew,
+			InitialCluster: []int{0}}, api.ReasonBootstrapping, "creating seed member %s", 0)
+	}
+	if !s.Bootstrapped {
+		return wait(s, api.ReasonBootstrapping, "waiting for seed member %s to start", 0)
+	}
+	if live == 0 {
+		return Decision{Blocked: api.ReasonNoQuorum,
+			Message: "every member pod is gone; the cluster's data is lost and it will not be re-created silently"}
+	}
+	return Decision{Blocked: api.ReasonEtcdUnreachable, Message: "no member answered"}
+}
+
+// removeVoter removes a voting member, first moving leadership away if it leads, and only if
+// the members left keep a healthy majority.
+func removeVoter(s State, m MemberView, reason api.ConditionReason) Decision {
+	voting, healthy := votingCounts(s.Members)
+	if m.Healthy {
+		healthy--
+	}
+	if healthy < quorum(voting-1) {
+		return Decision{Blocked: api.ReasonQuorumAtRisk, Message: fmt.Sprintf(
+			"removing member %s would leave %d healthy of %d voting members, less than a majority",
+			k8sutil.MemberName(s.Name, m.Ordinal), healthy, voting-1)}
+	}
+	if m.Leader && m.Healthy {
+		for _, t := range sortedMembers(s.Members) {
+			if t.ID != m.ID && t.Healthy && !t.Learner {
+				return act(s, Action{Kind: ActionMoveLeader, Ordinal: m.Ordinal, MemberID: m.ID, Transferee: t.ID},
+					reason, "moving leadership away from %s before removing it", m.Ordinal)
+			}
+		}
+		return Decision{Blocked: api.ReasonQuorumAtRisk, Message: fmt.Sprintf(
+			"member %s leads and no other healthy voting member can take over", k8sutil.MemberName(s.Name, m.Ordinal))}
+	}
+	return act(s, Action{Kind: ActionRemoveMember, Ordinal: m.Ordinal, MemberID: m.ID}, reason,
+		"removing member %s", m.Ordinal)
+}
+
+func planGrow(s State, members map[int]MemberView) Decision {
+	var current []int
+	for o := range members {
+		current = append(current, o)
+	}
+	stuck := -1
+	for o := 0; o < s.Size; o++ {
+		if _, ok := members[o]; ok {
+			continue
+		}
+		want := append(slices.Clone(current), o)
+		sort.Ints(want)
+		p, hasPod := s.Pods[o]
+		switch {
+		case !hasPod:
+			return act(s, Action{Kind: ActionCreatePod, Ordinal: o, ClusterState: k8sutil.ClusterStateExisting,
+				InitialCluster: want}, reasonFor(s, o), "creating pod %s", o)
+		case p.Terminating:
+			return wait(s, reasonFor(s, o), "waiting for the old pod %s to go", o)
+		case p.ClusterState != k8sutil.ClusterStateExisting || !slices.Equal(p.InitialCluster, want):
+			// Its etcd would be refused (or worse, bootstrap a cluster of its own): the
+			// init container still holds it back, so the pod can go.
+			return act(s, Action{Kind: ActionDeletePod, Ordinal: o}, reasonFor(s, o),
+				"deleting pod %s, created for a membership that has changed", o)
+		case p.Published:
+			return act(s, Action{Kind: ActionAddLearner, Ordinal: o}, reasonFor(s, o),
+				"adding member %s as a learner", o)
+		case p.Unschedulable:
+			// A pod that cannot be scheduled must not hold back the other ordinals.
+			if stuck < 0 {
+				stuck = o
+			}
+		default:
+			return wait(s, reasonFor(s, o), "waiting for pod %s to start and be published in DNS", o)
+		}
+	}
+	if stuck >= 0 {
+		return wait(s, reasonFor(s, stuck), "pod %s cannot be scheduled", stuck)
+	}
+	return Decision{}
+}
+
+func reasonFor(s State, ordinal int) api.ConditionReason {
+	if ordinal >= s.Size {
+		return api.ReasonScalingDown
+	}
+	if s.Replaced[ordinal] {
+		return api.ReasonReplacingMember
+	}
+	return api.ReasonScalingUp
+}
+
+func votingCounts(ms []MemberView) (voting, healthy int) {
+	for _, m := range ms {
+		if m.Learner {
+			continue
+		}
+		voting++
+		if m.Healthy {
+			healthy++
+		}
+	}
+	return voting, healthy
+}
+
+// quorum is the majority of n voting members.
+func quorum(n int) int { return n/2 + 1 }
+
+func act(s State, a Action, reason api.ConditionReason, format string, ordinal int) Decision {
+	return Decision{Action: &a, Progress: reason, Message: fmt.Sprintf(format, k8sutil.MemberName(s.Name, ordinal))}
+}
+
+func wait(s State, reason api.ConditionReason, format string, ordinal int) Decision {
+	return Decision{Progress: reason, Message: fmt.Sprintf(format, k8sutil.MemberName(s.Name, ordinal))}
+}
+
+func sortedOrdinals(pods map[int]PodView) []int {
+	out := make([]int, 0, len(pods))
+	for o := range pods {
+		out = append(out, o)
+	}
+	sort.Ints(out)
+	return out
+}
+
+func sortedMembers(ms []MemberView) []MemberView {
+	out := slices.Clone(ms)
+	sort.Slice(out, func(i, j int) bool { return out[i].Ordinal < out[j].Ordinal })
+	return out
+}

@@ -1,0 +1,320 @@
+package cluster
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/k8sutil"
+)
+
+// voter is a healthy voting member with the given ordinal; its ID is ordinal+100.
+func voter(o int) MemberView {
+	return MemberView{Ordinal: o, ID: uint64(o + 100), Name: k8sutil.MemberName("c", o), Healthy: true}
+}
+
+func leader(o int) MemberView { m := voter(o); m.Leader = true; return m }
+
+func sick(m MemberView) MemberView { m.Healthy = false; return m }
+
+func learner(o int, healthy bool) MemberView {
+	m := voter(o)
+	m.Learner, m.Healthy = true, healthy
+	if !healthy {
+		m.Name = ""
+	}
+	return m
+}
+
+// running is a running, published pod of a member in a cluster of the given ordinals.
+func running(o int, initial ...int) PodView {
+	if len(initial) == 0 {
+		initial = []int{o}
+	}
+	state := k8sutil.ClusterStateExisting
+	if o == 0 && len(initial) == 1 {
+		state = k8sutil.ClusterStateNew
+	}
+	return PodView{Ordinal: o, Phase: corev1.PodRunning, IP: "10.0.0.1", Published: true,
+		ClusterState: state, InitialCluster: initial}
+}
+
+func joining(o int, published bool, initial ...int) PodView {
+	p := running(o, initial...)
+	p.ClusterState = k8sutil.ClusterStateExisting
+	p.Phase, p.Published = corev1.PodPending, published
+	if !published {
+		p.IP = ""
+	}
+	return p
+}
+
+func stuckPod(p PodView) PodView { p.Unschedulable = true; return p }
+
+func pods(ps ...PodView) map[int]PodView {
+	out := map[int]PodView{}
+	for _, p := range ps {
+		out[p.Ordinal] = p
+	}
+	return out
+}
+
+func TestPlan(t *testing.T) {
+	three := pods(running(0), running(1, 0, 1), running(2, 0, 1, 2))
+	tests := []struct {
+		name     string
+		state    State
+		want     *Action
+		progress api.ConditionReason
+		blocked  api.ConditionReason
+	}{
+		{
+			name:     "new cluster: create the seed",
+			state:    State{Size: 3, Pods: pods()},
+			want:     &Action{Kind: ActionCreatePod, Ordinal: 0, ClusterState: "new", InitialCluster: []int{0}},
+			progress: api.ReasonBootstrapping,
+		},
+		{
+			name:     "seed pod starting: wait, create nothing else",
+			state:    State{Size: 3, Pods: pods(joining(0, false, 0))},
+			progress: api.ReasonBootstrapping,
+		},
+		{
+			name:    "bootstrapped cluster with every pod gone: never re-bootstrap",
+			state:   State{Size: 3, Bootstrapped: true, Pods: pods()},
+			blocked: api.ReasonNoQuorum,
+		},
+		{
+			name:    "bootstrapped, pods there, nobody answers: wait",
+			state:   State{Size: 3, Bootstrapped: true, Pods: three},
+			blocked: api.ReasonEtcdUnreachable,
+		},
+		{
+			name:  "in spec: nothing to do",
+			state: State{Size: 3, MembersKnown: true, Members: []MemberView{leader(0), voter(1), voter(2)}, Pods: three},
+		},
+		{
+			name:     "grow: create the next pod before registering its member",
+			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{leader(0)}, Pods: pods(running(0))},
+			want:     &Action{Kind: ActionCreatePod, Ordinal: 1, ClusterState: "existing", InitialCluster: []int{0, 1}},
+			progress: api.ReasonScalingUp,
+		},
+		{
+			name:     "grow: pod not yet in DNS, wait",
+			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{leader(0)}, Pods: pods(running(0), joining(1, false, 0, 1))},
+			progress: api.ReasonScalingUp,
+		},
+		{
+			name:     "grow: pod published, add it as a learner",
+			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{leader(0)}, Pods: pods(running(0), joining(1, true, 0, 1))},
+			want:     &Action{Kind: ActionAddLearner, Ordinal: 1},
+			progress: api.ReasonScalingUp,
+		},
+		{
+			name:     "grow: learner not started yet, wait (no second member)",
+			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{leader(0), learner(1, false)}, Pods: pods(running(0), joining(1, true, 0, 1))},
+			progress: api.ReasonScalingUp,
+		},
+		{
+			name:     "grow: learner started, promote it",
+			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{leader(0), learner(1, true)}, Pods: pods(running(0), running(1, 0, 1))},
+			want:     &Action{Kind: ActionPromote, Ordinal: 1, MemberID: 101},
+			progress: api.ReasonScalingUp,
+		},
+		{
+			name:     "grow: pod built for an older membership is replaced",
+			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{leader(0), voter(1)}, Pods: pods(running(0), running(1, 0, 1), joining(2, true, 0, 2))},
+			want:     &Action{Kind: ActionDeletePod, Ordinal: 2},
+			progress: api.ReasonScalingUp,
+		},
+		{
+			name:     "grow: a seed-style pod never joins an existing cluster",
+			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{voter(1), leader(2)}, Pods: pods(running(0), running(1, 0, 1), running(2, 0, 1, 2))},
+			want:     &Action{Kind: ActionDeletePod, Ordinal: 0},
+			progress: api.ReasonScalingUp,
+		},
+		{
+			name:     "grow: an unschedulable pod does not block another ordinal",
+			state:    State{Size: 4, MembersKnown: true, Members: []MemberView{leader(0), voter(2)}, Pods: pods(running(0), stuckPod(joining(1, false, 0, 1, 2)), running(2, 0, 2))},
+			want:     &Action{Kind: ActionCreatePod, Ordinal: 3, ClusterState: "existing", InitialCluster: []int{0, 2, 3}},
+			progress: api.ReasonScalingUp,
+		},
+		{
+			name:     "an unschedulable scale-up pod does not stop a repair: remove the lost member",
+			state:    State{Size: 4, MembersKnown: true, Members: []MemberView{leader(0), sick(voter(1)), voter(2)}, Pods: pods(running(0), running(2, 0, 1, 2), stuckPod(joining(3, false, 0, 1, 2, 3))), Replaced: map[int]bool{1: true}},
+			want:     &Action{Kind: ActionRemoveMember, Ordinal: 1, MemberID: 101},
+			progress: api.ReasonReplacingMember,
+		},
+		{
+			name:     "an unschedulable scale-up pod does not stop a repair: re-create the lost member",
+			state:    State{Size: 4, MembersKnown: true, Members: []MemberView{leader(0), voter(2)}, Pods: pods(running(0), running(2, 0, 1, 2), stuckPod(joining(3, false, 0, 1, 2, 3))), Replaced: map[int]bool{1: true}},
+			want:     &Action{Kind: ActionCreatePod, Ordinal: 1, ClusterState: "existing", InitialCluster: []int{0, 1, 2}},
+			progress: api.ReasonReplacingMember,
+		},
+		{
+			name:     "shrink: remove the highest ordinal",
+			state:    State{Size: 2, MembersKnown: true, Members: []MemberView{leader(0), voter(1), voter(2)}, Pods: three},
+			want:     &Action{Kind: ActionRemoveMember, Ordinal: 2, MemberID: 102},
+			progress: api.ReasonScalingDown,
+		},
+		{
+			name:     "shrink: move leadership off the member first",
+			state:    State{Size: 2, MembersKnown: true, Members: []MemberView{voter(0), voter(1), leader(2)}, Pods: three},
+			want:     &Action{Kind: ActionMoveLeader, Ordinal: 2, MemberID: 102, Transferee: 100},
+			progress: api.ReasonScalingDown,
+		},
+		{
+			name:     "shrink: then delete the removed member's pod",
+			state:    State{Size: 2, MembersKnown: true, Members: []MemberView{leader(0), voter(1)}, Pods: three},
+			want:     &Action{Kind: ActionDeletePod, Ordinal: 2},
+			progress: api.ReasonScalingDown,
+		},
+		{
+			name:    "shrink: refused when the members left would lack a majority",
+			state:   State{Size: 2, MembersKnown: true, Members: []MemberView{leader(0), sick(voter(1)), voter(2)}, Pods: three},
+			blocked: api.ReasonQuorumAtRisk,
+		},
+		{
+			name:    "no quorum: change nothing",
+			state:   State{Size: 3, MembersKnown: true, Members: []MemberView{voter(0), sick(voter(1)), sick(voter(2))}, Pods: three},
+			blocked: api.ReasonNoQuorum,
+		},
+		{
+			name:     "replace: a voting member whose pod is gone is removed first",
+			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{leader(0), sick(voter(1)), voter(2)}, Pods: pods(running(0), running(2, 0, 1, 2)), Replaced: map[int]bool{1: true}},
+			want:     &Action{Kind: ActionRemoveMember, Ordinal: 1, MemberID: 101},
+			progress: api.ReasonReplacingMember,
+		},
+		{
+			name:     "replace: then re-added under the same name",
+			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{leader(0), voter(2)}, Pods: pods(running(0), running(2, 0, 1, 2)), Replaced: map[int]bool{1: true}},
+			want:     &Action{Kind: ActionCreatePod, Ordinal: 1, ClusterState: "existing", InitialCluster: []int{0, 1, 2}},
+			progress: api.ReasonReplacingMember,
+		},
+		{
+			name:     "replace: the lost seed leader",
+			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{sick(voter(0)), leader(1), voter(2)}, Pods: pods(running(1, 0, 1), running(2, 0, 1, 2)), Replaced: map[int]bool{0: true}},
+			want:     &Action{Kind: ActionRemoveMember, Ordinal: 0, MemberID: 100},
+			progress: api.ReasonReplacingMember,
+		},
+		{
+			name:     "replace: failed pod is deleted",
+			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{leader(0), sick(voter(1)), voter(2)}, Pods: pods(running(0), PodView{Ordinal: 1, Phase: corev1.PodFailed}, running(2, 0, 1, 2))},
+			want:     &Action{Kind: ActionDeletePod, Ordinal: 1},
+			progress: api.ReasonReplacingMember,
+		},
+		{
+			name:     "learner whose pod vanished is removed (learners never count for quorum)",
+			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{leader(0), voter(1), learner(2, false)}, Pods: pods(running(0), running(1, 0, 1))},
+			want:     &Action{Kind: ActionRemoveMember, Ordinal: 2, MemberID: 102},
+			progress: api.ReasonScalingUp,
+		},
+		{
+			name:     "scale down while a learner is pending removes the learner",
+			state:    State{Size: 2, MembersKnown: true, Members: []MemberView{leader(0), voter(1), learner(2, true)}, Pods: three},
+			want:     &Action{Kind: ActionRemoveMember, Ordinal: 2, MemberID: 102},
+			progress: api.ReasonScalingDown,
+		},
+		{
+			name:     "scale down while a pod waits to join deletes the pod",
+			state:    State{Size: 2, MembersKnown: true, Members: []MemberView{leader(0), voter(1)}, Pods: pods(running(0), running(1, 0, 1), joining(2, false, 0, 1, 2))},
+			want:     &Action{Kind: ActionDeletePod, Ordinal: 2},
+			progress: api.ReasonScalingDown,
+		},
+		{
+			name:    "foreign member: refuse to touch membership",
+			state:   State{Size: 3, MembersKnown: true, Members: []MemberView{leader(0), {Ordinal: -1, ID: 7, Healthy: true}}, Pods: pods(running(0))},
+			blocked: api.ReasonInvalidSpec,
+		},
+		{
+			name:     "terminating pod of a member: remove the member, wait for the pod to go",
+			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{leader(0), voter(1), voter(2)}, Pods: pods(running(0), PodView{Ordinal: 1, Terminating: true, Phase: corev1.PodRunning}, running(2, 0, 1, 2)), Replaced: map[int]bool{1: true}},
+			want:     &Action{Kind: ActionRemoveMember, Ordinal: 1, MemberID: 101},
+			progress: api.ReasonReplacingMember,
+		},
+		{
+			name:     "single member cluster scaled to 1 from 2 moves leadership",
+			state:    State{Size: 1, MembersKnown: true, Members: []MemberView{voter(0), leader(1)}, Pods: pods(running(0), running(1, 0, 1))},
+			want:     &Action{Kind: ActionMoveLeader, Ordinal: 1, MemberID: 101, Transferee: 100},
+			progress: api.ReasonScalingDown,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.state.Name = "c"
+			d := Plan(tc.state)
+			if !sameAction(d.Action, tc.want) {
+				t.Errorf("action = %+v, want %+v (message %q)", d.Action, tc.want, d.Message)
+			}
+			if d.Progress != tc.progress {
+				t.Errorf("progress = %q, want %q (message %q)", d.Progress, tc.progress, d.Message)
+			}
+			if d.Blocked != tc.blocked {
+				t.Errorf("blocked = %q, want %q (message %q)", d.Blocked, tc.blocked, d.Message)
+			}
+			if (d.Progress != "" || d.Blocked != "") && d.Message == "" {
+				t.Errorf("decision without a message: %+v", d)
+			}
+		})
+	}
+}
+
+// TestPlanNeverLosesQuorum walks every small cluster state and checks that no removal the
+// planner proposes leaves fewer healthy voters than a majority.
+func TestPlanNeverLosesQuorum(t *testing.T) {
+	for n := 1; n <= 5; n++ {
+		for mask := 0; mask < 1<<n; mask++ {
+			for size := 1; size <= 5; size++ {
+				var ms []MemberView
+				ps := map[int]PodView{}
+				for o := 0; o < n; o++ {
+					m := voter(o)
+					m.Healthy = mask&(1<<o) != 0
+					m.Leader = o == 0 && m.Healthy
+					ms = append(ms, m)
+					ps[o] = running(o, seq(o+1)...)
+				}
+				d := Plan(State{Name: "c", Size: size, MembersKnown: true, Members: ms, Pods: ps})
+				if d.Action == nil || d.Action.Kind != ActionRemoveMember {
+					continue
+				}
+				voting, healthy := votingCounts(ms)
+				for _, m := range ms {
+					if m.ID == d.Action.MemberID && m.Healthy {
+						healthy--
+					}
+				}
+				if healthy < quorum(voting-1) {
+					t.Errorf("n=%d mask=%b size=%d: removal of %d leaves %d healthy of %d", n, mask, size, d.Action.Ordinal, healthy, voting-1)
+				}
+			}
+		}
+	}
+}
+
+func seq(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+func sameAction(a, b *Action) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	if a.Kind != b.Kind || a.Ordinal != b.Ordinal || a.MemberID != b.MemberID || a.Transferee != b.Transferee || a.ClusterState != b.ClusterState {
+		return false
+	}
+	if len(a.InitialCluster) != len(b.InitialCluster) {
+		return false
+	}
+	for i := range a.InitialCluster {
+		if a.InitialCluster[i] != b.InitialCluster[i] {
+			return false
+		}
+	}
+	return true
+}

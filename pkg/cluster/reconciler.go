@@ -1,0 +1,129 @@
+// Package cluster is one EtcdCluster's control loop: each pass observes the cluster (informer
+// caches and etcd's own member list), plans at most one step with a pure planner, takes that
+// step, and reports status. A pass keeps nothing for the next one: an operator killed at any
+// instant picks up from what the API and etcd say.
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
+	"k8s.io/client-go/tools/record"
+
+	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
+	versioned "github.com/etcd-operator/etcd-operator/pkg/generated/clientset/versioned"
+	etcdlisters "github.com/etcd-operator/etcd-operator/pkg/generated/listers/etcd/v1alpha1"
+)
+
+// ErrClusterGone is returned by Sync when the EtcdCluster no longer exists: its loop stops.
+var ErrClusterGone = errors.New("etcd cluster no longer exists")
+
+// How soon a pass asks to run again when no event is expected to wake it.
+const (
+	// afterAction: etcd-side changes (member added, promoted, removed) raise no Kubernetes
+	// event, so look again right away.
+	afterAction = 100 * time.Millisecond
+	// whileWaiting: a learner catching up or a member starting.
+	whileWaiting = 300 * time.Millisecond
+	// whileBlocked: a refused step is re-checked without hot-looping.
+	whileBlocked = 5 * time.Second
+	// whenSteady: health is re-checked even when no pod changes.
+	whenSteady = 10 * time.Second
+)
+
+// Deps are what a pass needs; the controller fills them.
+type Deps struct {
+	Kube           kubernetes.Interface
+	Clientset      versioned.Interface
+	Clusters       etcdlisters.EtcdClusterLister
+	Pods           corelisters.PodLister
+	Services       corelisters.ServiceLister
+	EndpointSlices discoverylisters.EndpointSliceLister
+	Recorder       record.EventRecorder
+	Etcd           etcdutil.Factory
+	// MemberInitImage is the operator's own image, run as the member pods' init container.
+	MemberInitImage string
+	Log             *logrus.Entry
+}
+
+// Reconciler runs passes for any cluster; it holds no per-cluster state.
+type Reconciler struct {
+	deps Deps
+}
+
+// NewReconciler returns a Reconciler over the given dependencies.
+func NewReconciler(d Deps) *Reconciler {
+	if d.Log == nil {
+		d.Log = logrus.NewEntry(logrus.StandardLogger())
+	}
+	return &Reconciler{deps: d}
+}
+
+func (r *Reconciler) log(c *api.EtcdCluster) *logrus.Entry {
+	return r.deps.Log.WithField("cluster", c.Namespace+"/"+c.Name)
+}
+
+// Sync runs one observe → plan → act → status pass for namespace/name and returns when it
+// wants to run again even without an event. It returns ErrClusterGone when the cluster was
+// deleted; its owned objects then go with it through their ownerReferences.
+func (r *Reconciler) Sync(ctx context.Context, namespace, name string) (time.Duration, error) {
+	cached, err := r.deps.Clusters.EtcdClusters(namespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		return 0, ErrClusterGone
+	}
+	if err != nil {
+		return 0, fmt.Errorf("getting cluster: %w", err)
+	}
+	if cached.DeletionTimestamp != nil {
+		return 0, ErrClusterGone
+	}
+	c := cached.DeepCopy()
+	log := r.log(c)
+
+	if !c.Spec.Paused {
+		if err := r.ensureServices(ctx, c); err != nil {
+			return 0, err
+		}
+	}
+	obs, err := r.observe(ctx, c)
+	if err != nil {
+		return 0, err
+	}
+	state := obs.state()
+	decision := Plan(state)
+	if c.Spec.Paused {
+		decision = Decision{}
+	}
+
+	requeue := whenSteady
+	var actErr error
+	switch {
+	case decision.Action != nil:
+		var retryIn time.Duration
+		retryIn, actErr = r.act(ctx, c, obs, *decision.Action, decision.Message)
+		requeue = afterAction
+		if retryIn > 0 {
+			requeue = retryIn
+		}
+	case decision.Blocked != "":
+		requeue = whileBlocked
+	case decision.Progress != "":
+		requeue = whileWaiting
+	}
+
+	if err := r.updateStatus(ctx, cached, obs, decision); err != nil {
+		if actErr == nil {
+			actErr = err
+		}
+		log.WithError(err).Debug("updating status")
+	}
+	return requeue, actErr
+}

@@ -1,0 +1,207 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	kubeinformers "k8s.io/client-go/informers"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
+
+	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
+	"github.com/etcd-operator/etcd-operator/pkg/generated/clientset/versioned/fake"
+	informers "github.com/etcd-operator/etcd-operator/pkg/generated/informers/externalversions"
+	"github.com/etcd-operator/etcd-operator/pkg/k8sutil"
+)
+
+// noEtcd fails the test if a pass dials etcd: with no running pod there is nobody to dial.
+type noEtcd struct{ t *testing.T }
+
+func (f noEtcd) New(endpoints []string) (etcdutil.Client, error) {
+	f.t.Errorf("unexpected etcd client for %v", endpoints)
+	return nil, errors.New("no etcd in this test")
+}
+
+type fixture struct {
+	t        *testing.T
+	kube     *kubefake.Clientset
+	client   *fake.Clientset
+	recorder *record.FakeRecorder
+	r        *Reconciler
+	kinf     kubeinformers.SharedInformerFactory
+	cinf     informers.SharedInformerFactory
+}
+
+func newCluster(size int32) *api.EtcdCluster {
+	return &api.EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "ns", UID: "uid-1", Generation: 1},
+		Spec:       api.EtcdClusterSpec{Size: size, Version: api.DefaultVersion, Repository: api.DefaultRepository},
+	}
+}
+
+func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
+	f := &fixture{t: t, recorder: record.NewFakeRecorder(100)}
+	var kubeObjs, etcdObjs []runtime.Object
+	for _, o := range objs {
+		if _, ok := o.(*api.EtcdCluster); ok {
+			etcdObjs = append(etcdObjs, o)
+		} else {
+			kubeObjs = append(kubeObjs, o)
+		}
+	}
+	f.kube = kubefake.NewClientset(kubeObjs...)
+	f.client = fake.NewSimpleClientset(etcdObjs...)
+	f.kinf = kubeinformers.NewSharedInformerFactory(f.kube, 0)
+	f.cinf = informers.NewSharedInformerFactory(f.client, 0)
+	for _, o := range kubeObjs {
+		switch o := o.(type) {
+		case *corev1.Pod:
+			_ = f.kinf.Core().V1().Pods().Informer().GetIndexer().Add(o)
+		case *corev1.Service:
+			_ = f.kinf.Core().V1().Services().Informer().GetIndexer().Add(o)
+		}
+	}
+	for _, o := range etcdObjs {
+		_ = f.cinf.Etcd().V1alpha1().EtcdClusters().Informer().GetIndexer().Add(o)
+	}
+	f.r = NewReconciler(Deps{
+		Kube:            f.kube,
+		Clientset:       f.client,
+		Clusters:        f.cinf.Etcd().V1alpha1().EtcdClusters().Lister(),
+		Pods:            f.kinf.Core().V1().Pods().Lister(),
+		Services:        f.kinf.Core().V1().Services().Lister(),
+		EndpointSlices:  f.kinf.Discovery().V1().EndpointSlices().Lister(),
+		Recorder:        f.recorder,
+		Etcd:            noEtcd{t},
+		MemberInitImage: "etcd-operator:test",
+	})
+	return f
+}
+
+func (f *fixture) actions(verb, resource string) []k8stesting.Action {
+	var out []k8stesting.Action
+	for _, a := range append(f.kube.Actions(), f.client.Actions()...) {
+		if a.GetVerb() == verb && a.GetResource().Resource == resource {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func TestSyncBootstrapsSeed(t *testing.T) {
+	c := newCluster(3)
+	f := newFixture(t, c)
+	if _, err := f.r.Sync(context.Background(), "ns", "demo"); err != nil {
+		t.Fatalf("Sync: %v", err)
+	}
+	svcs := f.actions("create", "services")
+	if len(svcs) != 2 {
+		t.Fatalf("created %d services, want 2 (peer and client)", len(svcs))
+	}
+	creates := f.actions("create", "pods")
+	if len(creates) != 1 {
+		t.Fatalf("created %d pods, want exactly the seed", len(creates))
+	}
+	pod := creates[0].(k8stesting.CreateAction).GetObject().(*corev1.Pod)
+	if pod.Name != "demo-0" || pod.Annotations[k8sutil.AnnotationClusterState] != k8sutil.ClusterStateNew {
+		t.Errorf("seed pod = %s state %q, want demo-0 state new", pod.Name, pod.Annotations[k8sutil.AnnotationClusterState])
+	}
+	if !metav1.IsControlledBy(pod, c) {
+		t.Errorf("seed pod is not controlled by the cluster: %v", pod.OwnerReferences)
+	}
+	updates := f.actions("update", "etcdclusters")
+	if len(updates) != 1 || updates[0].GetSubresource() != "status" {
+		t.Fatalf("status updates = %v, want one through the status subresource", updates)
+	}
+	st := updates[0].(k8stesting.UpdateAction).GetObject().(*api.EtcdCluster).Status
+	if st.Phase != api.PhaseBootstrapping {
+		t.Errorf("phase = %s, want Bootstrapping", st.Phase)
+	}
+	prog := meta.FindStatusCondition(st.Conditions, string(api.ConditionProgressing))
+	if prog == nil || prog.Reason != string(api.ReasonBootstrapping) || prog.ObservedGeneration != 1 {
+		t.Errorf("Progressing = %+v, want Bootstrapping at generation 1", prog)
+	}
+	if st.Selector == "" || st.ClientURL != "http://demo-client.ns.svc:2379" {
+		t.Errorf("selector %q clientURL %q", st.Selector, st.ClientURL)
+	}
+	if n := len(f.recorder.Events); n != 3 {
+		t.Errorf("recorded %d events, want 3 (two services, one pod)", n)
+	}
+}
+
+func TestSyncWritesStatusOnlyWhenChanged(t *testing.T) {
+	c := newCluster(3)
+	seed := k8sutil.MemberPod(c, k8sutil.MemberPodParams{Ordinal: 0, ClusterState: k8sutil.ClusterStateNew,
+		InitialCluster: []int{0}, InitImage: "x", DataVolume: k8sutil.DataVolume(&c.Spec)})
+	f := newFixture(t, c, seed, k8sutil.PeerService(c), k8sutil.ClientService(c))
+	if _, err := f.r.Sync(context.Background(), "ns", "demo"); err != nil {
+		t.Fatalf("first Sync: %v", err)
+	}
+	updates := f.actions("update", "etcdclusters")
+	if len(updates) != 1 {
+		t.Fatalf("first pass wrote status %d times, want 1", len(updates))
+	}
+	// Feed the written status back into the cache, as the informer would.
+	written := updates[0].(k8stesting.UpdateAction).GetObject().(*api.EtcdCluster)
+	_ = f.cinf.Etcd().V1alpha1().EtcdClusters().Informer().GetIndexer().Update(written)
+	f.kube.ClearActions()
+	f.client.ClearActions()
+	if _, err := f.r.Sync(context.Background(), "ns", "demo"); err != nil {
+		t.Fatalf("second Sync: %v", err)
+	}
+	if n := len(f.actions("update", "etcdclusters")); n != 0 {
+		t.Errorf("second pass with nothing changed wrote status %d times", n)
+	}
+	if n := len(f.actions("create", "pods")) + len(f.actions("create", "services")); n != 0 {
+		t.Errorf("second pass created %d objects while the seed is starting", n)
+	}
+}
+
+func TestSyncPausedChangesNothing(t *testing.T) {
+	c := newCluster(3)
+	c.Spec.Paused = true
+	f := newFixture(t, c)
+	if _, err := f.r.Sync(context.Background(), "ns", "demo"); err != nil {
+		t.Fatalf("Sync: %v", err)
+	}
+	if n := len(f.actions("create", "pods")) + len(f.actions("create", "services")); n != 0 {
+		t.Errorf("paused cluster: %d objects created", n)
+	}
+	updates := f.actions("update", "etcdclusters")
+	if len(updates) != 1 {
+		t.Fatalf("paused cluster: %d status writes, want 1", len(updates))
+	}
+	if p := updates[0].(k8stesting.UpdateAction).GetObject().(*api.EtcdCluster).Status.Phase; p != api.PhasePaused {
+		t.Errorf("phase = %s, want Paused", p)
+	}
+}
+
+func TestSyncGoneCluster(t *testing.T) {
+	f := newFixture(t)
+	if _, err := f.r.Sync(context.Background(), "ns", "missing"); !errors.Is(err, ErrClusterGone) {
+		t.Fatalf("Sync of a missing cluster = %v, want ErrClusterGone", err)
+	}
+}
+
+func TestSyncNeverRebootstrapsALostCluster(t *testing.T) {
+	c := newCluster(3)
+	c.Status.Size = 3
+	f := newFixture(t, c, k8sutil.PeerService(c), k8sutil.ClientService(c))
+	if _, err := f.r.Sync(context.Background(), "ns", "demo"); err != nil {
+		t.Fatalf("Sync: %v", err)
+	}
+	if n := len(f.actions("create", "pods")); n != 0 {
+		t.Fatalf("created %d pods for a cluster whose members are all lost", n)
+	}
+	st := f.actions("update", "etcdclusters")[0].(k8stesting.UpdateAction).GetObject().(*api.EtcdCluster).Status
+	if !meta.IsStatusConditionTrue(st.Conditions, string(api.ConditionDegraded)) {
+		t.Errorf("Degraded not set: %+v", st.Conditions)
+	}
+}

@@ -1,0 +1,277 @@
+package k8sutil
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+)
+
+// Annotation keys the operator puts on member pods.
+const (
+	// AnnotationClusterState records whether the pod bootstraps a new cluster ("new") or
+	// joins an existing one ("existing").
+	AnnotationClusterState = "etcd.operator.dev/initial-cluster-state"
+)
+
+// Values of --initial-cluster-state.
+const (
+	ClusterStateNew      = "new"
+	ClusterStateExisting = "existing"
+)
+
+const (
+	// DataDir is where the etcd container keeps its data.
+	DataDir = "/var/lib/etcd"
+	// DataVolumeName is the name of the volume that holds DataDir.
+	DataVolumeName = "data"
+	// EtcdContainerName is the name of the container that runs etcd.
+	EtcdContainerName = "etcd"
+	// InitContainerName is the name of the init container that holds etcd back until the
+	// member has been registered in the cluster.
+	InitContainerName = "member-init"
+)
+
+// reservedEnv are etcd settings the operator passes as flags; user env may not shadow them.
+var reservedEnv = map[string]bool{
+	"ETCD_NAME": true, "ETCD_DATA_DIR": true, "ETCD_LISTEN_PEER_URLS": true,
+	"ETCD_LISTEN_CLIENT_URLS": true, "ETCD_ADVERTISE_CLIENT_URLS": true,
+	"ETCD_INITIAL_ADVERTISE_PEER_URLS": true, "ETCD_INITIAL_CLUSTER": true,
+	"ETCD_INITIAL_CLUSTER_STATE": true, "ETCD_INITIAL_CLUSTER_TOKEN": true,
+	"ETCD_CONFIG_FILE": true,
+}
+
+// MemberPodParams is everything that decides a member pod besides the cluster's spec.
+type MemberPodParams struct {
+	// Ordinal of the member; the pod is named <cluster>-<ordinal>.
+	Ordinal int
+	// ClusterState is ClusterStateNew for the seed, ClusterStateExisting for a joining member.
+	ClusterState string
+	// InitialCluster lists the ordinals of every member of the cluster once this one has
+	// been added, itself included.
+	InitialCluster []int
+	// InitImage is the operator's own image, run as the init container.
+	InitImage string
+	// DataVolume is the volume mounted at DataDir; its name must be DataVolumeName.
+	DataVolume corev1.Volume
+}
+
+// ImageFor returns the etcd image of a spec: <repository>:v<version>.
+func ImageFor(spec *api.EtcdClusterSpec) string {
+	return spec.Repository + ":v" + strings.TrimPrefix(spec.Version, "v")
+}
+
+// ClusterToken is the unique --initial-cluster-token of a cluster.
+func ClusterToken(c *api.EtcdCluster) string {
+	return c.Name + "-" + string(c.UID)
+}
+
+// DataVolume returns the data volume a spec asks for: an emptyDir unless storage says more.
+func DataVolume(spec *api.EtcdClusterSpec) corev1.Volume {
+	ed := &corev1.EmptyDirVolumeSource{}
+	if spec.Storage != nil && spec.Storage.EmptyDir != nil {
+		ed = spec.Storage.EmptyDir.DeepCopy()
+	}
+	return corev1.Volume{Name: DataVolumeName, VolumeSource: corev1.VolumeSource{EmptyDir: ed}}
+}
+
+// OwnerReference makes the cluster the controlling owner of an object, so that deleting the
+// cluster deletes it and its events map back to the cluster.
+func OwnerReference(c *api.EtcdCluster) metav1.OwnerReference {
+	return *metav1.NewControllerRef(c, api.SchemeGroupVersion.WithKind("EtcdCluster"))
+}
+
+// MemberPod builds the pod of one member. The init container (the operator binary) holds
+// etcd back until the member is in the member list, so etcd never starts with a
+// configuration the cluster would reject, and never asks DNS for a name before it exists.
+func MemberPod(c *api.EtcdCluster, p MemberPodParams) *corev1.Pod {
+	name := MemberName(c.Name, p.Ordinal)
+	ns := c.Namespace
+	policy := c.Spec.Pod
+	if policy == nil {
+		policy = &api.PodPolicy{}
+	}
+
+	podLabels := map[string]string{}
+	for k, v := range policy.Labels {
+		podLabels[k] = v
+	}
+	for k, v := range ClusterLabels(c.Name) {
+		podLabels[k] = v
+	}
+	podLabels[LabelMember] = name
+	annotations := map[string]string{}
+	for k, v := range policy.Annotations {
+		annotations[k] = v
+	}
+	annotations[AnnotationClusterState] = p.ClusterState
+
+	initial := make([]string, 0, len(p.InitialCluster))
+	for _, o := range p.InitialCluster {
+		initial = append(initial, MemberName(c.Name, o)+"="+PeerURL(c.Name, ns, o))
+	}
+	args := []string{
+		"--name=" + name,
+		"--data-dir=" + DataDir,
+		fmt.Sprintf("--listen-peer-urls=http://0.0.0.0:%d", PeerPort),
+		fmt.Sprintf("--listen-client-urls=http://0.0.0.0:%d", ClientPort),
+		"--advertise-client-urls=" + ClientURL(c.Name, ns, p.Ordinal),
+		"--initial-advertise-peer-urls=" + PeerURL(c.Name, ns, p.Ordinal),
+		"--initial-cluster=" + strings.Join(initial, ","),
+		"--initial-cluster-state=" + p.ClusterState,
+		"--initial-cluster-token=" + ClusterToken(c),
+	}
+
+	var endpoints []string
+	for _, o := range p.InitialCluster {
+		if o != p.Ordinal {
+			endpoints = append(endpoints, ClientURL(c.Name, ns, o))
+		}
+	}
+	initArgs := []string{
+		"member-init",
+		"--data-dir=" + DataDir,
+		"--peer-url=" + PeerURL(c.Name, ns, p.Ordinal),
+		"--initial-cluster-state=" + p.ClusterState,
+		"--endpoints=" + strings.Join(endpoints, ","),
+	}
+
+	mounts := []corev1.VolumeMount{{Name: DataVolumeName, MountPath: DataDir}}
+	readyPath, livePath := probePaths(c.Spec.Version)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            name,
+			Namespace:       ns,
+			Labels:          podLabels,
+			Annotations:     annotations,
+			OwnerReferences: []metav1.OwnerReference{OwnerReference(c)},
+		},
+		Spec: corev1.PodSpec{
+			Hostname:           name,
+			Subdomain:          PeerServiceName(c.Name),
+			RestartPolicy:      corev1.RestartPolicyAlways,
+			EnableServiceLinks: ptr.To(false),
+			// The pods talk to etcd only; they need no API credentials.
+			AutomountServiceAccountToken: ptr.To(false),
+			InitContainers: []corev1.Container{{
+				Name:                     InitContainerName,
+				Image:                    p.InitImage,
+				ImagePullPolicy:          corev1.PullIfNotPresent,
+				Args:                     initArgs,
+				VolumeMounts:             mounts,
+				SecurityContext:          restrictedContainer(),
+				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+				Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{
+						corev1.ResourceCPU:    resource.MustParse("10m"),
+						corev1.ResourceMemory: resource.MustParse("16Mi"),
+					},
+					Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")},
+				},
+			}},
+			Containers: []corev1.Container{{
+				Name:            EtcdContainerName,
+				Image:           ImageFor(&c.Spec),
+				ImagePullPolicy: corev1.PullIfNotPresent,
+				Command:         []string{"/usr/local/bin/etcd"},
+				Args:            args,
+				Env:             userEnv(policy.Env),
+				Ports: []corev1.ContainerPort{
+					{Name: "client", ContainerPort: ClientPort, Protocol: corev1.ProtocolTCP},
+					{Name: "peer", ContainerPort: PeerPort, Protocol: corev1.ProtocolTCP},
+				},
+				Resources:    *policy.Resources.DeepCopy(),
+				VolumeMounts: mounts,
+				ReadinessProbe: &corev1.Probe{
+					ProbeHandler:     httpProbe(readyPath),
+					PeriodSeconds:    2,
+					TimeoutSeconds:   2,
+					FailureThreshold: 3,
+				},
+				// Generous: restarting a slow but live member only makes it slower.
+				LivenessProbe: &corev1.Probe{
+					ProbeHandler:        httpProbe(livePath),
+					InitialDelaySeconds: 10,
+					PeriodSeconds:       10,
+					TimeoutSeconds:      15,
+					FailureThreshold:    8,
+				},
+				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+			}},
+			Volumes:           []corev1.Volume{*p.DataVolume.DeepCopy()},
+			NodeSelector:      copyMap(policy.NodeSelector),
+			Affinity:          policy.Affinity.DeepCopy(),
+			SecurityContext:   policy.SecurityContext.DeepCopy(),
+			PriorityClassName: policy.PriorityClassName,
+		},
+	}
+	for _, t := range policy.Tolerations {
+		pod.Spec.Tolerations = append(pod.Spec.Tolerations, *t.DeepCopy())
+	}
+	return pod
+}
+
+// probePaths picks the health endpoints: /readyz and /livez exist from etcd 3.6 on; older
+// versions only have /health.
+func probePaths(version string) (ready, live string) {
+	major, minor := majorMinor(version)
+	if major > 3 || (major == 3 && minor >= 6) {
+		return "/readyz", "/livez"
+	}
+	return "/health", "/health?serializable=true"
+}
+
+func majorMinor(version string) (int, int) {
+	parts := strings.SplitN(strings.TrimPrefix(version, "v"), ".", 3)
+	if len(parts) < 2 {
+		return 0, 0
+	}
+	major, _ := strconv.Atoi(parts[0])
+	minor, _ := strconv.Atoi(parts[1])
+	return major, minor
+}
+
+func httpProbe(path string) corev1.ProbeHandler {
+	return corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+		Path: path, Port: intstr.FromInt32(ClientPort), Scheme: corev1.URISchemeHTTP,
+	}}
+}
+
+func restrictedContainer() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr.To(false),
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		RunAsNonRoot:             ptr.To(true),
+		RunAsUser:                ptr.To[int64](65532),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+	}
+}
+
+// userEnv keeps the user's variables except the ones that would shadow the operator's flags.
+func userEnv(env []corev1.EnvVar) []corev1.EnvVar {
+	var out []corev1.EnvVar
+	for _, e := range env {
+		if !reservedEnv[e.Name] {
+			out = append(out, *e.DeepCopy())
+		}
+	}
+	return out
+}
+
+func copyMap(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}

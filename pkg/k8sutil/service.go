@@ -1,0 +1,58 @@
+package k8sutil
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+)
+
+// PeerService is the headless Service that gives every member the stable DNS name
+// <member>.<cluster>.<namespace>.svc. It publishes members before they are ready: a member
+// must be resolvable by its peers while it is still joining.
+func PeerService(c *api.EtcdCluster) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: serviceMeta(c, PeerServiceName(c.Name)),
+		Spec: corev1.ServiceSpec{
+			ClusterIP:                corev1.ClusterIPNone,
+			PublishNotReadyAddresses: true,
+			Selector:                 selectorLabels(c.Name),
+			Ports: []corev1.ServicePort{
+				servicePort("client", ClientPort),
+				servicePort("peer", PeerPort),
+			},
+		},
+	}
+}
+
+// ClientService is the Service clients use; it routes only to ready members.
+func ClientService(c *api.EtcdCluster) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: serviceMeta(c, ClientServiceName(c.Name)),
+		Spec: corev1.ServiceSpec{
+			Type:     corev1.ServiceTypeClusterIP,
+			Selector: selectorLabels(c.Name),
+			Ports:    []corev1.ServicePort{servicePort("client", ClientPort)},
+		},
+	}
+}
+
+func serviceMeta(c *api.EtcdCluster, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name:            name,
+		Namespace:       c.Namespace,
+		Labels:          ClusterLabels(c.Name),
+		OwnerReferences: []metav1.OwnerReference{OwnerReference(c)},
+	}
+}
+
+func selectorLabels(cluster string) map[string]string {
+	return map[string]string{LabelManagedBy: ManagedByValue, LabelCluster: cluster}
+}
+
+func servicePort(name string, port int32) corev1.ServicePort {
+	return corev1.ServicePort{
+		Name: name, Port: port, TargetPort: intstr.FromInt32(port), Protocol: corev1.ProtocolTCP,
+	}
+}

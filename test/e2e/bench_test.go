@@ -1,0 +1,145 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
+)
+
+// benchPoll is how often the figures poll: finer than the tests' interval, so a figure is
+// off by at most one kubectl round trip.
+const benchPoll = 100 * time.Millisecond
+
+// figure prints one measured figure in a fixed, greppable form.
+func figure(t *testing.T, name string, v float64, unit string) {
+	t.Helper()
+	line := fmt.Sprintf("BENCH %-44s %8.1f %s", name, v, unit)
+	t.Log(line)
+	fmt.Println(line)
+}
+
+// waitFast polls cond every benchPoll until it holds and returns the elapsed time.
+func waitFast(t *testing.T, desc string, timeout time.Duration, cond func() (bool, error)) time.Duration {
+	t.Helper()
+	start := time.Now()
+	var last error
+	for time.Since(start) < timeout {
+		ok, err := cond()
+		if ok {
+			return time.Since(start)
+		}
+		last = err
+		time.Sleep(benchPoll)
+	}
+	t.Fatalf("waiting %s for %s: %v", timeout, desc, last)
+	return 0
+}
+
+// TestBenchFigures measures the figures the README and the issues quote, on whatever
+// cluster KUBECONFIG names: the plain StatefulSet floor and the operator's apply, scale and
+// repair times in the same run, and the operator's memory. make bench runs it; it is
+// skipped in make test (figures are not pass/fail).
+func TestBenchFigures(t *testing.T) {
+	if os.Getenv("E2E_BENCH") == "" {
+		t.Skip("figures only: run with make bench")
+	}
+	rounds := 3
+	if s := os.Getenv("E2E_BENCH_ROUNDS"); s != "" {
+		rounds, _ = strconv.Atoi(s)
+	}
+
+	t.Run("floor", func(t *testing.T) {
+		f := framework.New(t)
+		start := time.Now()
+		f.Apply(etcdStatefulSet)
+		waitFast(t, "statefulset healthy", 3*time.Minute, func() (bool, error) { return f.EtcdHealthy("etcd-0", 3) })
+		figure(t, "floor: StatefulSet(3) apply -> healthy", time.Since(start).Seconds(), "s")
+	})
+
+	var applies []float64
+	for i := 0; i < rounds; i++ {
+		t.Run(fmt.Sprintf("operator-round-%d", i), func(t *testing.T) {
+			f := framework.New(t)
+			requireOperator(t, f)
+			const name = "bench"
+			manifest := strings.Replace(exampleManifest(t), "name: example", "name: "+name, 1)
+			start := time.Now()
+			f.Apply(manifest)
+			waitFast(t, "available(3)", 3*time.Minute, func() (bool, error) { return f.ClusterInSpec(name, 3) })
+			d := time.Since(start)
+			applies = append(applies, d.Seconds())
+			figure(t, "operator: apply -> Available(3)", d.Seconds(), "s")
+			if i > 0 {
+				return
+			}
+			for _, step := range []struct {
+				desc string
+				size int
+			}{{"operator: scale 3 -> 5 -> Available", 5}, {"operator: scale 5 -> 3 -> Available", 3}} {
+				start := time.Now()
+				f.Patch("etcdcluster/"+name, fmt.Sprintf(`{"spec":{"size":%d}}`, step.size))
+				waitFast(t, step.desc, 3*time.Minute, func() (bool, error) { return f.ClusterInSpec(name, step.size) })
+				figure(t, step.desc, time.Since(start).Seconds(), "s")
+			}
+			for _, pod := range []string{name + "-1", name + "-0"} {
+				before, err := f.GetEtcdCluster(name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				oldID := before.MemberID(pod)
+				start := time.Now()
+				f.Delete("pod/" + pod)
+				waitFast(t, pod+" replaced", 3*time.Minute, func() (bool, error) {
+					c, err := f.GetEtcdCluster(name)
+					if err != nil {
+						return false, err
+					}
+					if id := c.MemberID(pod); id == "" || id == oldID {
+						return false, fmt.Errorf("member %s id %q", pod, id)
+					}
+					return f.ClusterInSpec(name, 3)
+				})
+				figure(t, "operator: member pod "+strings.TrimPrefix(pod, name)+" deleted -> Available", time.Since(start).Seconds(), "s")
+			}
+			if rss, err := operatorRSS(f); err != nil {
+				t.Errorf("operator memory: %v", err)
+			} else {
+				figure(t, "operator: resident memory (managing clusters)", rss/(1<<20), "MiB")
+			}
+		})
+	}
+	if len(applies) > 0 {
+		sort.Float64s(applies)
+		figure(t, fmt.Sprintf("operator: apply -> Available(3), median of %d", len(applies)), applies[len(applies)/2], "s")
+	}
+}
+
+// operatorRSS reads process_resident_memory_bytes from the operator's /metrics through the
+// API server's pod proxy.
+func operatorRSS(f *framework.Framework) (float64, error) {
+	pod, err := f.Kubectl("-n", framework.OperatorNamespace, "get", "pods", "-l", "app.kubernetes.io/name=etcd-operator",
+		"--field-selector=status.phase=Running", "-o", "jsonpath={.items[0].metadata.name}")
+	if err != nil {
+		return 0, err
+	}
+	out, err := f.Kubectl("get", "--raw", fmt.Sprintf("/api/v1/namespaces/%s/pods/%s:8080/proxy/metrics", framework.OperatorNamespace, strings.TrimSpace(pod)))
+	if err != nil {
+		return 0, err
+	}
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "process_resident_memory_bytes "); ok {
+			return strconv.ParseFloat(strings.TrimSpace(v), 64)
+		}
+	}
+	return 0, fmt.Errorf("no process_resident_memory_bytes in the operator's metrics")
+}

@@ -1,0 +1,145 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
+)
+
+// exampleManifest is the README's example, applied unchanged in the test namespace.
+func exampleManifest(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "example", "etcdcluster.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func requireOperator(t *testing.T, f *framework.Framework) {
+	t.Helper()
+	if !f.OperatorDeployed() {
+		t.Fatal("the operator is not deployed: run make up first")
+	}
+}
+
+// putKeys writes n keys through the client Service and returns them.
+func putKeys(t *testing.T, f *framework.Framework, cluster, prefix string, n int) map[string]string {
+	t.Helper()
+	keys := map[string]string{}
+	for i := 0; i < n; i++ {
+		k, v := fmt.Sprintf("%s-%d", prefix, i), fmt.Sprintf("value-%s-%d", prefix, i)
+		if out, err := f.ClientEtcdctl(cluster, cluster+"-0", "put", k, v); err != nil || !strings.Contains(out, "OK") {
+			t.Fatalf("put %s through %s-client: %q %v", k, cluster, out, err)
+		}
+		keys[k] = v
+	}
+	return keys
+}
+
+// checkKeys reads every key back through the client Service with a linearizable read.
+func checkKeys(t *testing.T, f *framework.Framework, cluster string, keys map[string]string) {
+	t.Helper()
+	for k, v := range keys {
+		out, err := f.ClientEtcdctl(cluster, cluster+"-0", "get", k, "--print-value-only")
+		if err != nil {
+			t.Fatalf("get %s: %v", k, err)
+		}
+		if got := strings.TrimSpace(out); got != v {
+			t.Fatalf("key %s = %q, want %q", k, got, v)
+		}
+	}
+}
+
+// TestClusterLifecycle drives one cluster through the user's whole story with kubectl:
+// apply, patch and scale up and down, lose member pods, lose the operator mid-change,
+// delete. After every step etcd's member list, the pods and spec.size agree, the names are
+// <name>-0..n-1, and every key written before is still readable through <name>-client.
+func TestClusterLifecycle(t *testing.T) {
+	f := framework.New(t)
+	requireOperator(t, f)
+	const name = "example"
+
+	start := time.Now()
+	f.Apply(exampleManifest(t))
+	f.WaitFor("etcdcluster/"+name, "condition=Available", 3*time.Minute)
+	t.Logf("FIGURE apply -> Available (size 3): %.1fs", time.Since(start).Seconds())
+	f.WaitClusterInSpec(name, 3, time.Minute)
+	f.CheckAgreement(name, 3)
+	keys := putKeys(t, f, name, "before-scale", 5)
+
+	steps := []struct {
+		desc string
+		do   func()
+		size int
+	}{
+		{"kubectl patch spec.size 3->5", func() { f.Patch("etcdcluster/"+name, `{"spec":{"size":5}}`) }, 5},
+		{"kubectl scale 5->1", func() { f.Scale("etcdcluster/"+name, 1) }, 1},
+		{"kubectl scale 1->3", func() { f.Scale("etcdcluster/"+name, 3) }, 3},
+	}
+	for _, s := range steps {
+		s.do()
+		d := f.WaitClusterInSpec(name, s.size, 3*time.Minute)
+		t.Logf("FIGURE %s: %.1fs", s.desc, d.Seconds())
+		f.CheckAgreement(name, s.size)
+		checkKeys(t, f, name, keys)
+	}
+
+	// Member pods lost (emptyDir: their data goes with them): the seed, then another.
+	for _, pod := range []string{name + "-0", name + "-2"} {
+		before, err := f.GetEtcdCluster(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		oldID := before.MemberID(pod)
+		deleted := time.Now()
+		f.Delete("pod/" + pod)
+		f.Eventually(pod+" replaced under the same name", 3*time.Minute, func() (bool, error) {
+			c, err := f.GetEtcdCluster(name)
+			if err != nil {
+				return false, err
+			}
+			if id := c.MemberID(pod); id == "" || id == oldID {
+				return false, fmt.Errorf("member %s id %q (was %s)", pod, id, oldID)
+			}
+			return f.ClusterInSpec(name, 3)
+		})
+		t.Logf("FIGURE member pod %s deleted -> Available again: %.1fs", pod, time.Since(deleted).Seconds())
+		f.CheckAgreement(name, 3)
+		checkKeys(t, f, name, keys)
+	}
+
+	// The operator dies in the middle of a scale-up: the next one finishes the step it left.
+	f.Patch("etcdcluster/"+name, `{"spec":{"size":5}}`)
+	f.Eventually("scale-up under way", time.Minute, func() (bool, error) {
+		out, err := f.NS("get", "pods", "-l", "etcd.operator.dev/cluster="+name, "-o", "name")
+		return strings.Count(out, "pod/") > 3, err
+	})
+	f.MustKubectl("-n", framework.OperatorNamespace, "delete", "pod", "-l", "app.kubernetes.io/name=etcd-operator", "--wait=false")
+	f.WaitClusterInSpec(name, 5, 3*time.Minute)
+	f.CheckAgreement(name, 5)
+	checkKeys(t, f, name, keys)
+
+	// kubectl wait works the way users script it.
+	f.MustNS("wait", "etcdcluster/"+name, "--for=condition=Available", "--timeout=60s")
+
+	// Deleting the cluster removes everything it owned.
+	f.Delete("etcdcluster/" + name)
+	f.Eventually("pods and services of "+name+" gone", 2*time.Minute, func() (bool, error) {
+		out, err := f.NS("get", "pods,services", "-l", "etcd.operator.dev/cluster="+name, "-o", "name")
+		if err != nil {
+			return false, err
+		}
+		if strings.TrimSpace(out) != "" {
+			return false, fmt.Errorf("still there: %s", strings.Join(strings.Fields(out), " "))
+		}
+		return true, nil
+	})
+}
