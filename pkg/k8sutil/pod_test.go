@@ -1,0 +1,151 @@
+package k8sutil
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+)
+
+func testCluster() *api.EtcdCluster {
+	return &api.EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "prod", UID: "u1"},
+		Spec: api.EtcdClusterSpec{
+			Size: 3, Version: "3.6.16", Repository: api.DefaultRepository,
+			Pod: &api.PodPolicy{
+				Labels: map[string]string{"team": "a", LabelCluster: "spoofed"},
+				Env: []corev1.EnvVar{
+					{Name: "ETCD_QUOTA_BACKEND_BYTES", Value: "1"},
+					{Name: "ETCD_INITIAL_CLUSTER", Value: "evil=http://x:2380"},
+				},
+				NodeSelector: map[string]string{"disk": "ssd"},
+			},
+		},
+	}
+}
+
+func argValue(args []string, flag string) (string, bool) {
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, flag+"="); ok {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+func TestMemberPodJoining(t *testing.T) {
+	c := testCluster()
+	p := MemberPod(c, MemberPodParams{Ordinal: 2, ClusterState: ClusterStateExisting, InitialCluster: []int{0, 1, 2},
+		InitImage: "op:1", DataVolume: DataVolume(&c.Spec)})
+
+	if p.Name != "demo-2" || p.Spec.Hostname != "demo-2" || p.Spec.Subdomain != "demo" {
+		t.Errorf("identity: name %s hostname %s subdomain %s", p.Name, p.Spec.Hostname, p.Spec.Subdomain)
+	}
+	if p.Labels[LabelCluster] != "demo" || p.Labels[LabelMember] != "demo-2" || p.Labels["team"] != "a" {
+		t.Errorf("labels: %v (operator labels must win over the pod policy's)", p.Labels)
+	}
+	if !metav1.IsControlledBy(p, c) {
+		t.Errorf("not controlled by the cluster: %v", p.OwnerReferences)
+	}
+	etcd := p.Spec.Containers[0]
+	if etcd.Image != "gcr.io/etcd-development/etcd:v3.6.16" {
+		t.Errorf("image %s", etcd.Image)
+	}
+	wantArgs := map[string]string{
+		"--name":                        "demo-2",
+		"--initial-cluster-state":       "existing",
+		"--initial-advertise-peer-urls": "http://demo-2.demo.prod.svc:2380",
+		"--advertise-client-urls":       "http://demo-2.demo.prod.svc:2379",
+		"--initial-cluster":             "demo-0=http://demo-0.demo.prod.svc:2380,demo-1=http://demo-1.demo.prod.svc:2380,demo-2=http://demo-2.demo.prod.svc:2380",
+		"--initial-cluster-token":       "demo-u1",
+	}
+	for flag, want := range wantArgs {
+		if got, _ := argValue(etcd.Args, flag); got != want {
+			t.Errorf("%s = %q, want %q", flag, got, want)
+		}
+	}
+	var env []string
+	for _, e := range etcd.Env {
+		env = append(env, e.Name)
+	}
+	if !slices.Equal(env, []string{"ETCD_QUOTA_BACKEND_BYTES"}) {
+		t.Errorf("env %v: user variables that shadow the operator's flags must be dropped", env)
+	}
+	init := p.Spec.InitContainers[0]
+	if init.Image != "op:1" || init.Args[0] != "member-init" {
+		t.Errorf("init container %s %v", init.Image, init.Args)
+	}
+	if got, _ := argValue(init.Args, "--endpoints"); got != "http://demo-0.demo.prod.svc:2379,http://demo-1.demo.prod.svc:2379" {
+		t.Errorf("init --endpoints = %q: the joining member asks the others, never itself", got)
+	}
+	if p.Spec.NodeSelector["disk"] != "ssd" || p.Spec.Volumes[0].EmptyDir == nil {
+		t.Errorf("pod policy / volume not applied: %v %v", p.Spec.NodeSelector, p.Spec.Volumes)
+	}
+	if etcd.ReadinessProbe.HTTPGet.Path != "/readyz" {
+		t.Errorf("readiness probe %s, want /readyz for 3.6", etcd.ReadinessProbe.HTTPGet.Path)
+	}
+}
+
+func TestMemberPodSeedAndOldVersion(t *testing.T) {
+	c := testCluster()
+	c.Spec.Version = "v3.5.21"
+	p := MemberPod(c, MemberPodParams{Ordinal: 0, ClusterState: ClusterStateNew, InitialCluster: []int{0},
+		InitImage: "op:1", DataVolume: DataVolume(&c.Spec)})
+	etcd := p.Spec.Containers[0]
+	if etcd.Image != "gcr.io/etcd-development/etcd:v3.5.21" {
+		t.Errorf("image %s: a leading v in spec.version must not double", etcd.Image)
+	}
+	if got, _ := argValue(etcd.Args, "--initial-cluster"); got != "demo-0=http://demo-0.demo.prod.svc:2380" {
+		t.Errorf("seed --initial-cluster = %q", got)
+	}
+	if got, _ := argValue(p.Spec.InitContainers[0].Args, "--initial-cluster-state"); got != "new" {
+		t.Errorf("seed init state %q", got)
+	}
+	if etcd.ReadinessProbe.HTTPGet.Path != "/health" {
+		t.Errorf("readiness probe %s, want /health before 3.6", etcd.ReadinessProbe.HTTPGet.Path)
+	}
+}
+
+func TestNames(t *testing.T) {
+	for _, tc := range []struct {
+		member string
+		ord    int
+		ok     bool
+	}{
+		{"demo-0", 0, true}, {"demo-12", 12, true}, {"demo-01", 0, false}, {"demo-", 0, false},
+		{"demo-x", 0, false}, {"other-1", 0, false}, {"demo-client", 0, false}, {"demo--1", 0, false},
+	} {
+		ord, ok := MemberOrdinal("demo", tc.member)
+		if ok != tc.ok || ord != tc.ord {
+			t.Errorf("MemberOrdinal(%q) = %d %v, want %d %v", tc.member, ord, ok, tc.ord, tc.ok)
+		}
+	}
+	if n, ok := MemberNameFromPeerURL(PeerURL("demo", "ns", 4)); !ok || n != "demo-4" {
+		t.Errorf("MemberNameFromPeerURL = %q %v", n, ok)
+	}
+	if _, ok := MemberNameFromPeerURL("10.0.0.1:2380"); ok {
+		t.Error("a URL without scheme must not parse")
+	}
+	if got := PodClientURL("fd00::5"); got != "http://[fd00::5]:2379" {
+		t.Errorf("PodClientURL v6 = %s", got)
+	}
+}
+
+func TestServices(t *testing.T) {
+	c := testCluster()
+	peer, client := PeerService(c), ClientService(c)
+	if peer.Name != "demo" || peer.Spec.ClusterIP != corev1.ClusterIPNone || !peer.Spec.PublishNotReadyAddresses {
+		t.Errorf("peer service %s clusterIP %q publishNotReady %v", peer.Name, peer.Spec.ClusterIP, peer.Spec.PublishNotReadyAddresses)
+	}
+	if client.Name != "demo-client" || client.Spec.PublishNotReadyAddresses {
+		t.Errorf("client service %s must route to ready members only", client.Name)
+	}
+	if !ClusterSelector("demo").Matches(labels.Set(peer.Spec.Selector)) {
+		t.Errorf("selector %v does not match the cluster selector", peer.Spec.Selector)
+	}
+}
