@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Regenerates everything derived from the API types in pkg/apis:
+#   pkg/apis/etcd/v1alpha1/zz_generated.deepcopy.go   deepcopy-gen
+#   pkg/generated/{clientset/versioned,listers,informers/externalversions}
+# with kube_codegen.sh of the k8s.io/code-generator version pinned in go.mod (hack/tools.go
+# keeps it there). Works from any clone location: paths come from this script's location and
+# package paths from go.mod. The generators are installed into
+# ${ETCD_OPERATOR_CACHE:-~/.cache/etcd-operator}/tools/code-generator-<version>/bin.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
+cd "$ROOT"
+
+MODULE=$(go list -m)
+CODEGEN_VERSION=$(go list -m -f '{{.Version}}' k8s.io/code-generator)
+go mod download k8s.io/code-generator
+CODEGEN_PKG=$(go list -m -f '{{.Dir}}' k8s.io/code-generator)
+if [ -z "$CODEGEN_PKG" ] || [ ! -f "$CODEGEN_PKG/kube_codegen.sh" ]; then
+	echo "update-codegen: kube_codegen.sh of k8s.io/code-generator $CODEGEN_VERSION not found (go list -m gave '$CODEGEN_PKG')" >&2
+	exit 1
+fi
+
+CACHE=${ETCD_OPERATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/etcd-operator}
+export GOBIN="$CACHE/tools/code-generator-$CODEGEN_VERSION/bin"
+mkdir -p "$GOBIN"
+
+# shellcheck source=/dev/null
+source "$CODEGEN_PKG/kube_codegen.sh"
+
+BOILERPLATE="$ROOT/hack/boilerplate.go.txt"
+# kube_codegen.sh greps the output folders for stale files before generating.
+mkdir -p "$ROOT"/pkg/generated/{clientset,listers,informers}
+
+kube::codegen::gen_helpers \
+	--boilerplate "$BOILERPLATE" \
+	"$ROOT/pkg/apis"
+
+kube::codegen::gen_client \
+	--with-watch \
+	--output-dir "$ROOT/pkg/generated" \
+	--output-pkg "$MODULE/pkg/generated" \
+	--boilerplate "$BOILERPLATE" \
+	"$ROOT/pkg/apis"
