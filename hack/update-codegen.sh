@@ -2,10 +2,15 @@
 # Regenerates everything derived from the API types in pkg/apis:
 #   pkg/apis/etcd/v1alpha1/zz_generated.deepcopy.go   deepcopy-gen
 #   pkg/generated/{clientset/versioned,listers,informers/externalversions}
-# with kube_codegen.sh of the k8s.io/code-generator version pinned in go.mod (hack/tools.go
-# keeps it there). Works from any clone location: paths come from this script's location and
-# package paths from go.mod. The generators are installed into
-# ${ETCD_OPERATOR_CACHE:-~/.cache/etcd-operator}/tools/code-generator-<version>/bin.
+#       with kube_codegen.sh of the k8s.io/code-generator version pinned in go.mod
+#       (hack/tools.go keeps it there)
+#   deploy/crd/etcd.operator.dev_etcdclusters.yaml
+#       with controller-gen pinned in its own module, hack/tools/controller-gen, so that
+#       controller-tools stays out of the operator's go.mod; deploy/embed.go embeds this file,
+#       so the operator applies the same CRD as deploy/
+# Works from any clone location: paths come from this script's location and package paths
+# from go.mod. The generators are built into
+# ${ETCD_OPERATOR_CACHE:-~/.cache/etcd-operator}/tools/<tool>-<version>/.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
@@ -41,3 +46,14 @@ kube::codegen::gen_client \
 	--output-pkg "$MODULE/pkg/generated" \
 	--boilerplate "$BOILERPLATE" \
 	"$ROOT/pkg/apis"
+
+CONTROLLER_TOOLS_VERSION=$(cd "$ROOT/hack/tools/controller-gen" && go list -m -f '{{.Version}}' sigs.k8s.io/controller-tools)
+CONTROLLER_GEN="$CACHE/tools/controller-gen-$CONTROLLER_TOOLS_VERSION/controller-gen"
+(cd "$ROOT/hack/tools/controller-gen" && go build -o "$CONTROLLER_GEN" sigs.k8s.io/controller-tools/cmd/controller-gen)
+echo "Generating CRDs with controller-gen $CONTROLLER_TOOLS_VERSION"
+mkdir -p "$ROOT/deploy/crd"
+rm -f "$ROOT"/deploy/crd/*.yaml
+"$CONTROLLER_GEN" \
+	crd:crdVersions=v1 \
+	paths="./pkg/apis/..." \
+	output:crd:dir="$ROOT/deploy/crd"

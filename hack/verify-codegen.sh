@@ -11,6 +11,7 @@ cd "$ROOT"
 GENERATED=(
 	pkg/apis/etcd/v1alpha1/zz_generated.deepcopy.go
 	pkg/generated
+	deploy/crd
 )
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/verify-codegen.XXXXXX")

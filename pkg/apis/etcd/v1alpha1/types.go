@@ -37,8 +37,8 @@ const (
 // +kubebuilder:printcolumn:name="Size",type=integer,JSONPath=`.spec.size`,description="Desired number of members"
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyMembers`,description="Members that are started, healthy and voting"
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.currentVersion`,description="etcd version the members run"
-// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
-// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`,description="One-word summary of the cluster's state"
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`,description="Time since the cluster was created"
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 50",message="metadata.name must be at most 50 characters: member pods are named <name>-<ordinal> and the client Service <name>-client, which must fit a 63-character DNS label"
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must start with a lowercase letter and contain only lowercase letters, digits and '-': it names the cluster's Services, which must be DNS-1035 labels"
 type EtcdCluster struct {
@@ -67,8 +67,8 @@ type EtcdClusterSpec struct {
 	// Version is the etcd version the members run, as MAJOR.MINOR.PATCH with an optional
 	// leading "v" (for example 3.6.16). The member image is <repository>:v<version>.
 	// +kubebuilder:default="3.6.16"
-	// +kubebuilder:validation:Pattern=`^v?[0-9]+\.[0-9]+\.[0-9]+$`
 	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^v?[0-9]+[.][0-9]+[.][0-9]+$')",message="version must be an etcd release as MAJOR.MINOR.PATCH with an optional leading v, for example 3.6.16"
 	// +optional
 	Version string `json:"version,omitempty"`
 
@@ -97,6 +97,7 @@ type EtcdClusterSpec struct {
 // PodPolicy customizes the pods that run the members.
 type PodPolicy struct {
 	// Labels added to every member pod. Keys under etcd.operator.dev/ are reserved.
+	// +kubebuilder:validation:MaxProperties=64
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('etcd.operator.dev/'))",message="labels under etcd.operator.dev/ are reserved for the operator"
 	// +optional
 	Labels map[string]string `json:"labels,omitempty"`
@@ -131,6 +132,7 @@ type PodPolicy struct {
 	SecurityContext *corev1.PodSecurityContext `json:"securityContext,omitempty"`
 
 	// PriorityClassName of the member pods.
+	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	PriorityClassName string `json:"priorityClassName,omitempty"`
 }
