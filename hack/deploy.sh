@@ -38,7 +38,7 @@ for d in $deploys; do
 		die "$d did not become available"
 	fi
 done
-ts "operator Deployments in $OPERATOR_NS available"
+[ -z "$deploys" ] || ts "operator Deployments in $OPERATOR_NS available"
 if [ -f "$EXAMPLE" ]; then
 	kubectl apply -f "$EXAMPLE"
 else

@@ -58,6 +58,19 @@ for pid in $(ps -eo pid=,args= | awk -v s="$SOCK" 'index($0, "containerd-shim") 
 	kill -KILL "$pid" 2>/dev/null
 done
 
+# Files outside the state folder that belong to pod sandboxes CRI could not remove (a cluster
+# whose processes died): libcni's cached results and the shims' sockets, which containerd names
+# /run/containerd/s/sha256("<containerd address>/<namespace>/<id>").
+sandbox_ids() {
+	ls "$VAR/containerd/io.containerd.grpc.v1.cri/sandboxes" 2>/dev/null
+	for f in /var/lib/cni/results/"$CLUSTER_NAME"-*; do
+		[ -e "$f" ] && basename "$f" | sed -E "s/^$CLUSTER_NAME-([0-9a-f]{64})-.*/\1/"
+	done
+}
+for id in $(sandbox_ids | sort -u); do
+	rm -f /var/lib/cni/results/*-"$id"-* "/run/containerd/s/$(printf '%s' "$SOCK/k8s.io/$id" | sha256sum | cut -d' ' -f1)"
+done
+
 # iptables: kube-proxy's and kubelet's KUBE-* chains, CNI portmap CNI-* chains, our guard chain
 PREFIX="^(KUBE-|CNI-|$GUARD_CHAIN)"
 [ -x "$K8S_BIN/kube-proxy" ] && "$K8S_BIN/kube-proxy" --cleanup >/dev/null 2>&1
