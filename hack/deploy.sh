@@ -17,6 +17,11 @@ if [ ! -d "$DEPLOY_DIR" ] || [ -z "$(find "$DEPLOY_DIR" -name '*.yaml' -o -name 
 	ts "$DEPLOY_DIR/ has no manifests yet: nothing to deploy"
 	exit 0
 fi
+# the Deployment runs the image make image builds; without the operator's main package there is none
+if [ ! -d "${OPERATOR_SRC:-$ROOT}/${OPERATOR_PKG:-./cmd/etcd-operator}" ]; then
+	ts "${OPERATOR_PKG:-./cmd/etcd-operator} does not exist yet (no operator image): $DEPLOY_DIR/ not applied"
+	exit 0
+fi
 if [ -f "$DEPLOY_DIR/kustomization.yaml" ]; then
 	kubectl apply -k "$DEPLOY_DIR/"
 else
