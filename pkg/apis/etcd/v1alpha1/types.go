@@ -39,8 +39,8 @@ const (
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.currentVersion`,description="etcd version the members run"
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`,description="One-word summary of the cluster's state"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`,description="Time since the cluster was created"
-// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 50",message="metadata.name must be at most 50 characters: member pods are named <name>-<ordinal> and the client Service <name>-client, which must fit a 63-character DNS label"
-// +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must start with a lowercase letter and contain only lowercase letters, digits and '-': it names the cluster's Services, which must be DNS-1035 labels"
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 50",message="metadata.name must be at most 50 characters: member pods are named <name>-<ordinal> and the client Service <name>-client, which must fit a 63-character DNS label",fieldPath=".metadata"
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must start with a lowercase letter and contain only lowercase letters, digits and '-': it names the cluster's Services, which must be DNS-1035 labels",fieldPath=".metadata"
 type EtcdCluster struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -1,0 +1,265 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclientset "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
+
+	"github.com/etcd-operator/etcd-operator/deploy"
+	"github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/crd"
+	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
+)
+
+const crdFile = "../../deploy/crd/etcd.operator.dev_etcdclusters.yaml"
+
+// installCRD applies deploy/crd the way an admin does and waits until it is served. The
+// operator applies the same file at startup, so this changes nothing when it already ran.
+func installCRD(t *testing.T, f *framework.Framework) {
+	t.Helper()
+	f.MustKubectl("apply", "-f", crdFile)
+	f.MustKubectl("wait", "--for=condition=Established", "crd/etcdclusters.etcd.operator.dev", "--timeout=60s")
+}
+
+// serverMessage strips what framework adds around kubectl's stderr, leaving the apiserver's
+// message as a user sees it.
+func serverMessage(err error) string {
+	s := err.Error()
+	if i := strings.Index(s, "exit status 1: "); i >= 0 {
+		s = s[i+len("exit status 1: "):]
+	}
+	return s
+}
+
+// dryRun applies manifest with --dry-run=server in the test namespace: the apiserver runs
+// defaulting, schema, CEL and strict field validation but stores nothing.
+func dryRun(t *testing.T, f *framework.Framework, manifest string) (string, error) {
+	t.Helper()
+	return f.NS("apply", "--dry-run=server", "-f", writeTemp(t, manifest))
+}
+
+func cluster(name, spec string) string {
+	return "apiVersion: etcd.operator.dev/v1alpha1\nkind: EtcdCluster\nmetadata:\n  name: " + name + "\nspec:\n" + spec
+}
+
+func TestCRDRejectsMalformedClusters(t *testing.T) {
+	f := framework.New(t)
+	installCRD(t, f)
+
+	for _, tc := range []struct {
+		name     string
+		manifest string
+		want     string
+	}{
+		{"size 0", cluster("demo", "  size: 0\n"), "spec.size in body should be greater than or equal to 1"},
+		{"size -1", cluster("demo", "  size: -1\n"), "spec.size in body should be greater than or equal to 1"},
+		{"size 100", cluster("demo", "  size: 100\n"), "spec.size in body should be less than or equal to 9"},
+		{"size three", cluster("demo", "  size: three\n"), `spec.size in body must be of type integer: "string"`},
+		{"version latest!", cluster("demo", "  version: latest!\n"), "version must be an etcd release as MAJOR.MINOR.PATCH"},
+		{"unknown spec field", cluster("demo", "  size: 3\n  replicas: 3\n"), `unknown field "spec.replicas"`},
+		{"name of 51 characters", cluster(strings.Repeat("a", 51), "  size: 3\n"), "metadata.name must be at most 50 characters"},
+		{"name starting with a digit", cluster("3nodes", "  size: 3\n"), "metadata.name must start with a lowercase letter"},
+		{"repository with a tag", cluster("demo", "  repository: gcr.io/etcd-development/etcd:v3.6.16\n"), "repository must not carry a tag or digest"},
+		{"repository with a digest", cluster("demo", "  repository: gcr.io/etcd-development/etcd@sha256:0123\n"), "repository must not carry a tag or digest"},
+		{"reserved label", cluster("demo", "  pod:\n    labels:\n      etcd.operator.dev/cluster: other\n"), "labels under etcd.operator.dev/ are reserved for the operator"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := dryRun(t, f, tc.manifest)
+			if err == nil {
+				t.Fatalf("accepted:\n%s\nkubectl: %s", tc.manifest, out)
+			}
+			msg := serverMessage(err)
+			if !strings.Contains(msg, tc.want) {
+				t.Fatalf("rejected with %q, want a message containing %q", msg, tc.want)
+			}
+			t.Logf("rejected: %s", msg)
+		})
+	}
+}
+
+func TestCRDAcceptsExamples(t *testing.T) {
+	f := framework.New(t)
+	installCRD(t, f)
+	for _, example := range []string{"../../example/etcdcluster.yaml", "../../example/etcdcluster-podpolicy.yaml"} {
+		// The examples name their namespace (default): no -n.
+		if out, err := f.Kubectl("apply", "--dry-run=server", "-f", example); err != nil {
+			t.Errorf("%s rejected: %s", example, serverMessage(err))
+		} else {
+			t.Logf("%s: %s", example, strings.TrimSpace(out))
+		}
+	}
+}
+
+func TestCRDDefaults(t *testing.T) {
+	f := framework.New(t)
+	installCRD(t, f)
+	out, err := f.NS("create", "--dry-run=server", "-o", "json", "-f", writeTemp(t, cluster("defaults", "  paused: true\n")))
+	if err != nil {
+		t.Fatalf("creating a cluster with an almost empty spec: %s", serverMessage(err))
+	}
+	var got v1alpha1.EtcdCluster
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("decoding %s: %v", out, err)
+	}
+	if got.Spec.Size != v1alpha1.DefaultSize || got.Spec.Version != v1alpha1.DefaultVersion || got.Spec.Repository != v1alpha1.DefaultRepository {
+		t.Errorf("defaulted spec size=%d version=%q repository=%q, want %d %q %q", got.Spec.Size, got.Spec.Version,
+			got.Spec.Repository, v1alpha1.DefaultSize, v1alpha1.DefaultVersion, v1alpha1.DefaultRepository)
+	}
+}
+
+func writeTemp(t *testing.T, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "manifest.yaml")
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestCRDColumnsExplainAndScale checks what kubectl users see: the printer columns, kubectl
+// explain on every spec field, and kubectl scale through the scale subresource, bounded by the
+// same validation as spec.size. The cluster is paused so that a running operator leaves it be.
+func TestCRDColumnsExplainAndScale(t *testing.T) {
+	f := framework.New(t)
+	installCRD(t, f)
+	f.Apply(cluster("columns", "  size: 3\n  paused: true\n"))
+
+	header := strings.Fields(strings.SplitN(f.MustNS("get", "etcd", "columns"), "\n", 2)[0])
+	if want := []string{"NAME", "SIZE", "READY", "VERSION", "PHASE", "AGE"}; !slices.Equal(header, want) {
+		t.Errorf("kubectl get etcd columns = %v, want %v", header, want)
+	}
+
+	explain := f.MustKubectl("explain", "etcdcluster.spec")
+	for _, field := range []string{"size", "version", "repository", "paused", "pod", "storage"} {
+		if !strings.Contains(explain, field+"\t") {
+			t.Errorf("kubectl explain etcdcluster.spec does not list %s:\n%s", field, explain)
+		}
+	}
+	if strings.Contains(explain, "<no description>") {
+		t.Errorf("kubectl explain etcdcluster.spec shows a field without description:\n%s", explain)
+	}
+	for _, field := range []string{"spec.pod", "spec.storage", "status", "status.members"} {
+		if out := f.MustKubectl("explain", "etcdcluster."+field); strings.Contains(out, "<no description>") {
+			t.Errorf("kubectl explain etcdcluster.%s shows a field without description:\n%s", field, out)
+		}
+	}
+
+	f.Scale("etcdcluster/columns", 5)
+	if size := strings.TrimSpace(f.MustNS("get", "etcd", "columns", "-o", "jsonpath={.spec.size}")); size != "5" {
+		t.Errorf("after kubectl scale --replicas=5 spec.size = %s, want 5", size)
+	}
+	_, err := f.NS("scale", "etcdcluster/columns", "--replicas=10")
+	if err == nil || !strings.Contains(err.Error(), "spec.size in body should be less than or equal to 9") {
+		t.Errorf("kubectl scale --replicas=10 = %v, want a rejection naming the maximum", err)
+	} else {
+		t.Logf("kubectl scale --replicas=10 rejected: %s", serverMessage(err))
+	}
+}
+
+// TestCRDEnsureAgainstAPIServer runs crd.Ensure, which the operator runs at startup, against the
+// real apiserver on a copy of the EtcdCluster CRD in a throwaway group, so that deleting and
+// recreating it cannot disturb clusters of other tests: create and wait for Established, an
+// unchanged second run that writes nothing (the apiserver's stored form must compare equal to
+// the embedded YAML), and an update when the schema changed.
+func TestCRDEnsureAgainstAPIServer(t *testing.T) {
+	framework.New(t) // checks KUBECONFIG and the cluster
+	cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))
+	if err != nil {
+		t.Fatalf("loading KUBECONFIG: %v", err)
+	}
+	client, err := apiextensionsclientset.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	log := logrus.New()
+	log.SetLevel(logrus.DebugLevel)
+
+	desired, err := crd.Decode(deploy.EtcdClusterCRD)
+	if err != nil {
+		t.Fatal(err)
+	}
+	desired.Spec.Group = "e2e-ensure.etcd.operator.dev"
+	desired.Name = desired.Spec.Names.Plural + "." + desired.Spec.Group
+	desired.Spec.Names.ShortNames = nil
+	crds := client.ApiextensionsV1().CustomResourceDefinitions()
+	t.Cleanup(func() {
+		if err := crds.Delete(context.Background(), desired.Name, metav1.DeleteOptions{}); err != nil {
+			t.Logf("deleting CRD %s: %v", desired.Name, err)
+		}
+	})
+	// A copy left behind by an interrupted run would turn the create into an update.
+	if err := crds.Delete(ctx, desired.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		t.Fatalf("deleting a leftover CRD %s: %v", desired.Name, err)
+	}
+	if err := framework.Poll(time.Minute, func() (bool, error) {
+		_, err := crds.Get(ctx, desired.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), err
+	}); err != nil {
+		t.Fatalf("waiting for a leftover CRD %s to go: %v", desired.Name, err)
+	}
+
+	toYAML := func(c *apiextensionsv1.CustomResourceDefinition) []byte {
+		b, err := yaml.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+
+	start := time.Now()
+	if err := crd.Ensure(ctx, client, toYAML(desired), log); err != nil {
+		t.Fatalf("Ensure (create): %v", err)
+	}
+	took := time.Since(start)
+	t.Logf("created and Established in %v", took)
+	if took > 3*time.Second {
+		t.Errorf("CRD took %v to be Established, want at most 3s", took)
+	}
+	created, err := crds.Get(ctx, desired.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if err := crd.Ensure(ctx, client, toYAML(desired), log); err != nil {
+		t.Fatalf("Ensure (unchanged): %v", err)
+	}
+	again, err := crds.Get(ctx, desired.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.ResourceVersion != created.ResourceVersion {
+		t.Errorf("Ensure of an unchanged CRD wrote it: resourceVersion %s -> %s", created.ResourceVersion, again.ResourceVersion)
+	}
+
+	changed := desired.DeepCopy()
+	changed.Spec.Versions[0].AdditionalPrinterColumns = append(changed.Spec.Versions[0].AdditionalPrinterColumns,
+		apiextensionsv1.CustomResourceColumnDefinition{Name: "Paused", Type: "boolean", JSONPath: ".spec.paused"})
+	if err := crd.Ensure(ctx, client, toYAML(changed), log); err != nil {
+		t.Fatalf("Ensure (update): %v", err)
+	}
+	updated, err := crds.Get(ctx, desired.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	columns := updated.Spec.Versions[0].AdditionalPrinterColumns
+	if updated.ResourceVersion == again.ResourceVersion || columns[len(columns)-1].Name != "Paused" {
+		t.Errorf("Ensure of a changed CRD did not update it: resourceVersion %s, columns %v", updated.ResourceVersion, columns)
+	}
+}
