@@ -13,14 +13,21 @@ import (
 	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
 )
 
-// exampleManifest is the README's example, applied unchanged in the test namespace.
+// exampleManifest is the README's example, applied in the test namespace instead of the
+// namespace it names.
 func exampleManifest(t *testing.T) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "..", "example", "etcdcluster.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(b)
+	var keep []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.HasPrefix(line, "  namespace:") {
+			keep = append(keep, line)
+		}
+	}
+	return strings.Join(keep, "\n")
 }
 
 func requireOperator(t *testing.T, f *framework.Framework) {
