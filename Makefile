@@ -11,6 +11,9 @@ IMAGE ?= etcd-operator:dev
 export IMAGE
 # kubectl built for the pinned Kubernetes version (hack/local/versions.env)
 KUBECTL_DIR := $(shell . hack/local/lib.sh && echo $$K8S_BIN)
+# E2E_RUN: a go test -run regexp (make e2e E2E_RUN='TestStatefulSetFloor|TestDefaultStorageClassPVC');
+# E2E_FLAGS: more go test flags, passed to the shell as written
+E2E_RUN ?=
 E2E_FLAGS ?=
 # unit-tested trees that exist (go test fails on a pattern whose folder is missing)
 UNIT_PKGS := $(foreach d,pkg cmd hack/tools,$(if $(wildcard $(d)),./$(d)/...))
@@ -59,4 +62,4 @@ verify:
 
 e2e:
 	KUBECONFIG=$$(hack/cluster.sh kubeconfig) PATH=$(KUBECTL_DIR):$$PATH \
-		go test -tags e2e ./test/e2e/... -v -timeout 40m -count=1 $(E2E_FLAGS)
+		go test -tags e2e ./test/e2e/... -v -timeout 40m -count=1 $(if $(E2E_RUN),-run '$(E2E_RUN)') $(E2E_FLAGS)
