@@ -203,12 +203,13 @@ func MemberPod(c *api.EtcdCluster, p MemberPodParams) *corev1.Pod {
 					TimeoutSeconds:      15,
 					FailureThreshold:    8,
 				},
+				SecurityContext:          restrictedContainer(),
 				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 			}},
 			Volumes:           []corev1.Volume{*p.DataVolume.DeepCopy()},
 			NodeSelector:      copyMap(policy.NodeSelector),
 			Affinity:          policy.Affinity.DeepCopy(),
-			SecurityContext:   policy.SecurityContext.DeepCopy(),
+			SecurityContext:   podSecurityContext(policy.SecurityContext),
 			PriorityClassName: policy.PriorityClassName,
 		},
 	}
@@ -244,13 +245,31 @@ func httpProbe(path string) corev1.ProbeHandler {
 	}}
 }
 
+// restrictedContainer is the container half of the "restricted" Pod Security Standard; the
+// user and group come from the pod's security context.
 func restrictedContainer() *corev1.SecurityContext {
 	return &corev1.SecurityContext{
 		AllowPrivilegeEscalation: ptr.To(false),
 		ReadOnlyRootFilesystem:   ptr.To(true),
-		RunAsNonRoot:             ptr.To(true),
-		RunAsUser:                ptr.To[int64](65532),
 		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+	}
+}
+
+// nonRootUID runs members as the distroless "nonroot" user unless the pod policy says else.
+const nonRootUID int64 = 65532
+
+// podSecurityContext is the user's pod security context, or by default one that passes the
+// "restricted" Pod Security Standard: etcd needs no root, only its data directory.
+func podSecurityContext(user *corev1.PodSecurityContext) *corev1.PodSecurityContext {
+	if user != nil {
+		return user.DeepCopy()
+	}
+	return &corev1.PodSecurityContext{
+		RunAsNonRoot:   ptr.To(true),
+		RunAsUser:      ptr.To(nonRootUID),
+		RunAsGroup:     ptr.To(nonRootUID),
+		FSGroup:        ptr.To(nonRootUID),
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 	}
 }
 

@@ -86,6 +86,12 @@ func TestMemberPodJoining(t *testing.T) {
 	if p.Spec.NodeSelector["disk"] != "ssd" || p.Spec.Volumes[0].EmptyDir == nil {
 		t.Errorf("pod policy / volume not applied: %v %v", p.Spec.NodeSelector, p.Spec.Volumes)
 	}
+	if sc := p.Spec.SecurityContext; sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.SeccompProfile == nil {
+		t.Errorf("default pod security context %+v must pass the restricted standard", sc)
+	}
+	if sc := etcd.SecurityContext; sc == nil || *sc.AllowPrivilegeEscalation || len(sc.Capabilities.Drop) != 1 {
+		t.Errorf("etcd container security context %+v", sc)
+	}
 	if etcd.ReadinessProbe.HTTPGet.Path != "/readyz" {
 		t.Errorf("readiness probe %s, want /readyz for 3.6", etcd.ReadinessProbe.HTTPGet.Path)
 	}
