@@ -28,8 +28,11 @@ const (
 )
 
 const (
-	// DataDir is where the etcd container keeps its data.
-	DataDir = "/var/lib/etcd"
+	// DataMountPath is where the data volume is mounted.
+	DataMountPath = "/var/lib/etcd"
+	// DataDir is etcd's --data-dir: a directory inside the volume, which etcd creates with
+	// the 0700 permissions it wants (a volume's root is often group-writable).
+	DataDir = DataMountPath + "/data"
 	// DataVolumeName is the name of the volume that holds DataDir.
 	DataVolumeName = "data"
 	// EtcdContainerName is the name of the container that runs etcd.
@@ -143,7 +146,7 @@ func MemberPod(c *api.EtcdCluster, p MemberPodParams) *corev1.Pod {
 		"--endpoints=" + strings.Join(endpoints, ","),
 	}
 
-	mounts := []corev1.VolumeMount{{Name: DataVolumeName, MountPath: DataDir}}
+	mounts := []corev1.VolumeMount{{Name: DataVolumeName, MountPath: DataMountPath}}
 	readyPath, livePath := probePaths(c.Spec.Version)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
