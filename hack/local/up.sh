@@ -15,7 +15,8 @@ SCRIPT_NAME=up
 # command or file -> package
 PKGS="containerd:containerd runc:runc /usr/lib/cni/bridge:containernetworking-plugins iptables:iptables
 conntrack:conntrack socat:socat ethtool:ethtool ebtables:ebtables /bin/busybox:busybox-static jq:jq
-openssl:openssl gcc:gcc strip:binutils ss:iproute2 findmnt:util-linux"
+openssl:openssl gcc:gcc strip:binutils ip:iproute2 ss:iproute2 findmnt:util-linux setsid:util-linux
+sysctl:procps ps:procps"
 missing=""
 for p in $PKGS; do
 	what=${p%%:*}
