@@ -1,0 +1,249 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/sirupsen/logrus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
+
+	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	etcdfake "github.com/etcd-operator/etcd-operator/pkg/generated/clientset/versioned/fake"
+)
+
+// seqAnnotation numbers the test's updates of a cluster; passes record the value they saw.
+const seqAnnotation = "test.etcd.operator.dev/seq"
+
+// syncFunc scripts the fake syncer: pass is the 1-based number of the cluster's pass and
+// observed what the pass's observe call returned.
+type syncFunc func(ctx context.Context, key string, pass, observed int) (time.Duration, error)
+
+// fakeSyncer records every pass: the key, when it started, and what observe returned when the
+// pass read the caches. It counts passes of one cluster that overlap.
+type fakeSyncer struct {
+	observe func(namespace, name string) int
+	script  syncFunc
+	// work is how long each pass takes besides script: it widens the window in which an
+	// overlapping pass would be caught.
+	work time.Duration
+
+	mu       sync.Mutex
+	inflight map[string]int
+	overlaps int
+	passes   map[string][]passRecord
+}
+
+type passRecord struct {
+	start    time.Time
+	observed int
+}
+
+func newFakeSyncer() *fakeSyncer {
+	return &fakeSyncer{inflight: map[string]int{}, passes: map[string][]passRecord{}, work: 200 * time.Microsecond}
+}
+
+func (s *fakeSyncer) Sync(ctx context.Context, namespace, name string) (time.Duration, error) {
+	key := clusterKey(namespace, name)
+	s.mu.Lock()
+	s.inflight[key]++
+	if s.inflight[key] > 1 {
+		s.overlaps++
+	}
+	pass := len(s.passes[key]) + 1
+	s.mu.Unlock()
+
+	rec := passRecord{start: time.Now(), observed: -1}
+	if s.observe != nil {
+		rec.observed = s.observe(namespace, name)
+	}
+	time.Sleep(s.work) // simulated work, not synchronization
+	var (
+		requeue time.Duration
+		err     error
+	)
+	if s.script != nil {
+		requeue, err = s.script(ctx, key, pass, rec.observed)
+	}
+
+	s.mu.Lock()
+	s.inflight[key]--
+	s.passes[key] = append(s.passes[key], rec)
+	s.mu.Unlock()
+	return requeue, err
+}
+
+// records returns a copy of the passes of key.
+func (s *fakeSyncer) records(key string) []passRecord {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]passRecord(nil), s.passes[key]...)
+}
+
+func (s *fakeSyncer) passCount(key string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.passes[key])
+}
+
+// lastObserved is what the latest pass of key saw, -1 if none ran.
+func (s *fakeSyncer) lastObserved(key string) int {
+	r := s.records(key)
+	if len(r) == 0 {
+		return -1
+	}
+	return r[len(r)-1].observed
+}
+
+// maxObserved is the most any pass of key saw, -1 if none ran.
+func (s *fakeSyncer) maxObserved(key string) int {
+	most := -1
+	for _, r := range s.records(key) {
+		most = max(most, r.observed)
+	}
+	return most
+}
+
+// env is a controller running against fake clientsets.
+type env struct {
+	kube     *k8sfake.Clientset
+	etcd     *etcdfake.Clientset
+	inf      *Informers
+	ctrl     *Controller
+	syncer   *fakeSyncer
+	metrics  *Metrics
+	cancel   context.CancelFunc
+	runDone  chan struct{}
+	runErr   error
+	stopOnce sync.Once
+}
+
+// newEnv starts informers and a controller; t.Cleanup stops them. tweak may adjust the config.
+func newEnv(t *testing.T, syncer *fakeSyncer, tweak func(*Config)) *env {
+	t.Helper()
+	e := &env{
+		kube:    k8sfake.NewClientset(),
+		etcd:    etcdfake.NewSimpleClientset(),
+		syncer:  syncer,
+		runDone: make(chan struct{}),
+	}
+	e.inf = NewInformers(e.kube, e.etcd, "", 0)
+	m, err := NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatalf("NewMetrics: %v", err)
+	}
+	e.metrics = m
+	log := logrus.New()
+	log.SetLevel(logrus.WarnLevel)
+	cfg := Config{
+		Informers:   e.inf,
+		Syncer:      syncer,
+		Metrics:     m,
+		Log:         logrus.NewEntry(log),
+		Workers:     4,
+		BackoffBase: 10 * time.Millisecond,
+		BackoffMax:  time.Second,
+	}
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	e.ctrl, err = New(cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	e.cancel = cancel
+	e.inf.Start(ctx)
+	go func() {
+		defer close(e.runDone)
+		e.runErr = e.ctrl.Run(ctx)
+	}()
+	t.Cleanup(func() { e.stop(t) })
+	eventually(t, 5*time.Second, "the controller to start", e.ctrl.HasSynced)
+	return e
+}
+
+// stop shuts the controller and informers down and fails the test if Run failed or took
+// longer than deadline.
+func (e *env) stop(t *testing.T) {
+	t.Helper()
+	e.stopOnce.Do(func() {
+		e.cancel()
+		select {
+		case <-e.runDone:
+		case <-time.After(10 * time.Second):
+			t.Fatal("Run did not return after cancel")
+		}
+		if e.runErr != nil {
+			t.Errorf("Run: %v", e.runErr)
+		}
+		e.inf.Shutdown()
+	})
+}
+
+// createCluster creates an EtcdCluster through the fake API.
+func (e *env) createCluster(t *testing.T, namespace, name string) {
+	t.Helper()
+	c := &api.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name,
+		Annotations: map[string]string{seqAnnotation: "0"}}}
+	if _, err := e.etcd.EtcdV1alpha1().EtcdClusters(namespace).Create(context.Background(), c, metav1.CreateOptions{}); err != nil {
+		t.Errorf("creating cluster %s/%s: %v", namespace, name, err)
+	}
+}
+
+// setSeq updates the cluster's seq annotation, one event.
+func (e *env) setSeq(namespace, name string, seq int) error {
+	clusters := e.etcd.EtcdV1alpha1().EtcdClusters(namespace)
+	c, err := clusters.Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	c = c.DeepCopy()
+	c.Annotations[seqAnnotation] = strconv.Itoa(seq)
+	_, err = clusters.Update(context.Background(), c, metav1.UpdateOptions{})
+	return err
+}
+
+// seqObserver reads the seq annotation of the cluster from the informer cache.
+func (e *env) seqObserver(namespace, name string) int {
+	c, err := e.inf.Clusters.Lister().EtcdClusters(namespace).Get(name)
+	if err != nil {
+		return -1
+	}
+	n, err := strconv.Atoi(c.Annotations[seqAnnotation])
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// loopState tells whether key has a running loop and whether a stopped one is still exiting.
+func (e *env) loopState(key string) (running, exiting bool) {
+	e.ctrl.mu.Lock()
+	defer e.ctrl.mu.Unlock()
+	_, running = e.ctrl.loops[key]
+	_, exiting = e.ctrl.exiting[key]
+	return running, exiting
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		<-tick.C
+	}
+}
+
+// errTransient is what scripted passes fail with.
+var errTransient = errors.New("transient failure")
