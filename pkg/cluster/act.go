@@ -33,6 +33,10 @@ const (
 	EventClusterDegraded EventReason = "ClusterDegraded"
 )
 
+// etcdRefusedRetry is how soon a change etcd refused as unsafe for now is tried again; etcd
+// counts a member as connected only after it has been for a few seconds.
+const etcdRefusedRetry = time.Second
+
 // act takes one action. Every action is idempotent: an action that already happened (the
 // pod exists, the member is already there or already gone) counts as done. It returns how
 // soon to look again when the action could not complete yet.
@@ -94,7 +98,7 @@ func (r *Reconciler) act(ctx context.Context, c *api.EtcdCluster, o *observation
 		err := r.withVoters(ctx, o, func(cli etcdutil.Client) error {
 			err := cli.MemberPromote(ctx, a.MemberID)
 			switch {
-			case errors.Is(err, etcdutil.ErrLearnerNotReady):
+			case errors.Is(err, etcdutil.ErrLearnerNotReady), errors.Is(err, etcdutil.ErrUnhealthy):
 				notReady = true
 				return nil
 			case errors.Is(err, etcdutil.ErrMemberNotFound):
@@ -113,9 +117,16 @@ func (r *Reconciler) act(ctx context.Context, c *api.EtcdCluster, o *observation
 		return 0, err
 
 	case ActionRemoveMember:
-		return 0, r.withVoters(ctx, o, func(cli etcdutil.Client) error {
+		var refused bool
+		err := r.withVoters(ctx, o, func(cli etcdutil.Client) error {
 			err := cli.MemberRemove(ctx, a.MemberID)
 			if errors.Is(err, etcdutil.ErrMemberNotFound) {
+				return nil
+			}
+			if errors.Is(err, etcdutil.ErrUnhealthy) {
+				// etcd's own quorum check: the members left have not all been
+				// connected long enough. Not an error; look again shortly.
+				refused = true
 				return nil
 			}
 			if err != nil {
@@ -125,6 +136,11 @@ func (r *Reconciler) act(ctx context.Context, c *api.EtcdCluster, o *observation
 			r.event(c, corev1.EventTypeNormal, EventMemberRemoved, "Removed member %s (%s): %s", member, hexID(a.MemberID), why)
 			return nil
 		})
+		if refused {
+			log.Debug("etcd refused the removal for now")
+			return etcdRefusedRetry, err
+		}
+		return 0, err
 
 	case ActionMoveLeader:
 		leaderPod := o.pods[a.Ordinal]

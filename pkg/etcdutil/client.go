@@ -162,7 +162,9 @@ func mapErr(err error) error {
 		sentinel = ErrMemberNotFound
 	case errors.Is(converted, rpctypes.ErrTooManyLearners), errors.Is(err, rpctypes.ErrGRPCTooManyLearners):
 		sentinel = ErrTooManyLearners
-	case errors.Is(converted, rpctypes.ErrPeerURLExist), errors.Is(err, rpctypes.ErrGRPCPeerURLExist):
+	case errors.Is(converted, rpctypes.ErrPeerURLExist), errors.Is(err, rpctypes.ErrGRPCPeerURLExist),
+		// The member ID derives from the peer URL: a retried add can meet either error.
+		errors.Is(converted, rpctypes.ErrMemberExist), errors.Is(err, rpctypes.ErrGRPCMemberExist):
 		sentinel = ErrPeerURLExists
 	case errors.Is(converted, rpctypes.ErrUnhealthy), errors.Is(err, rpctypes.ErrGRPCUnhealthy):
 		sentinel = ErrUnhealthy
