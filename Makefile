@@ -16,9 +16,11 @@ KUBECTL_DIR := $(shell . hack/local/lib.sh && echo $$K8S_BIN)
 E2E_RUN ?=
 E2E_FLAGS ?=
 # unit-tested trees that exist (go test fails on a pattern whose folder is missing)
-UNIT_PKGS := $(foreach d,pkg cmd hack/tools,$(if $(wildcard $(d)),./$(d)/...))
+UNIT_PKGS := $(foreach d,pkg cmd deploy hack/tools,$(if $(wildcard $(d)),./$(d)/...))
+# BENCH_ROUNDS: how many clusters make bench creates for the apply -> Available median
+BENCH_ROUNDS ?= 3
 
-.PHONY: help up cluster image deploy down kubeconfig test unit verify e2e
+.PHONY: help up cluster image deploy down kubeconfig test unit verify e2e bench
 
 help:
 	@echo "make up          start the cluster, build and load the operator image, deploy it and the example"
@@ -28,6 +30,7 @@ help:
 	@echo "make e2e         run the e2e suite against the running cluster"
 	@echo "make unit        go vet and go test -race ./pkg/... ./cmd/..."
 	@echo "make verify      hack/verify-codegen.sh (when present)"
+	@echo "make bench       print the speed and memory figures (StatefulSet floor vs the operator) on the running cluster"
 	@echo "make kubeconfig  print the kubeconfig path: export KUBECONFIG=\$$(make -s kubeconfig)"
 
 up: cluster image deploy
@@ -63,3 +66,9 @@ verify:
 e2e:
 	KUBECONFIG=$$(hack/cluster.sh kubeconfig) PATH=$(KUBECTL_DIR):$$PATH \
 		go test -tags e2e ./test/e2e/... -v -timeout 40m -count=1 $(if $(E2E_RUN),-run '$(E2E_RUN)') $(E2E_FLAGS)
+
+bench:
+	@mkdir -p _output
+	KUBECONFIG=$$(hack/cluster.sh kubeconfig) PATH=$(KUBECTL_DIR):$$PATH E2E_BENCH=1 E2E_BENCH_ROUNDS=$(BENCH_ROUNDS) \
+		go test -tags e2e ./test/e2e/ -run '^TestBenchFigures$$' -v -timeout 30m -count=1 2>&1 | tee _output/bench.log
+	@echo "== figures (also in _output/bench.log)"; grep '^BENCH' _output/bench.log

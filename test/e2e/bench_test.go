@@ -22,9 +22,7 @@ const benchPoll = 100 * time.Millisecond
 // figure prints one measured figure in a fixed, greppable form.
 func figure(t *testing.T, name string, v float64, unit string) {
 	t.Helper()
-	line := fmt.Sprintf("BENCH %-44s %8.1f %s", name, v, unit)
-	t.Log(line)
-	fmt.Println(line)
+	fmt.Printf("BENCH %-50s %8.1f %s\n", name, v, unit)
 }
 
 // waitFast polls cond every benchPoll until it holds and returns the elapsed time.
