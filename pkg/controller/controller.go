@@ -38,8 +38,10 @@ type Syncer interface {
 
 // Defaults of the Config fields left zero.
 const (
-	DefaultWorkers       = 2
-	DefaultShutdownGrace = 30 * time.Second
+	DefaultWorkers = 2
+	// DefaultShutdownGrace fits, with the Lease release after it, in a pod's default
+	// terminationGracePeriodSeconds of 30 s.
+	DefaultShutdownGrace = 20 * time.Second
 	DefaultBackoffBase   = 100 * time.Millisecond
 	DefaultBackoffMax    = 30 * time.Second
 	// QueueName names the workqueue in its metrics (workqueue_*{name="etcdcluster"}).

@@ -1,0 +1,64 @@
+// Command etcd-operator runs the etcd operator, or, as `etcd-operator member-init`, the init
+// container of the member pods it creates. main only wires: flags, logger, signals, Run.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
+	"github.com/etcd-operator/etcd-operator/pkg/memberinit"
+	"github.com/etcd-operator/etcd-operator/pkg/operator"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	var err error
+	if len(os.Args) > 1 && os.Args[1] == "member-init" {
+		err = runMemberInit(ctx, os.Args[2:])
+	} else {
+		err = runOperator(ctx, os.Args[1:])
+	}
+	stop()
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		os.Exit(0)
+	case err != nil:
+		fmt.Fprintf(os.Stderr, "etcd-operator: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func runOperator(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("etcd-operator", flag.ContinueOnError)
+	var o operator.Options
+	o.AddFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q (subcommands: member-init)", fs.Args())
+	}
+	if err := o.Complete(); err != nil {
+		return err
+	}
+	log, err := operator.NewLogger(o.LogLevel, o.LogFormat, os.Stderr)
+	if err != nil {
+		return err
+	}
+	return operator.Run(ctx, &o, log)
+}
+
+func runMemberInit(ctx context.Context, args []string) error {
+	o, err := memberinit.Parse(args)
+	if err != nil {
+		return err
+	}
+	return memberinit.Run(ctx, o, etcdutil.NewFactory(0, 0), os.Stdout)
+}

@@ -1,0 +1,98 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/sirupsen/logrus"
+)
+
+// check is a health check: nil means healthy.
+type check func(r *http.Request) error
+
+// readiness is /readyz: a replica is ready once the CRD is established (Run serves only after
+// that), and, while it leads, once its controller has synced its caches. A replica that does
+// not lead is ready too: it serves metrics and stands by.
+type readiness struct {
+	synced atomic.Pointer[func() bool]
+}
+
+// leading records that this replica leads and is ready once synced reports true.
+func (r *readiness) leading(synced func() bool) { r.synced.Store(&synced) }
+
+func (r *readiness) check(*http.Request) error {
+	if synced := r.synced.Load(); synced != nil && !(*synced)() {
+		return errors.New("leading, informer caches not synced yet")
+	}
+	return nil
+}
+
+// healthServer serves /metrics, /healthz and /readyz.
+type healthServer struct {
+	srv  *http.Server
+	ln   net.Listener
+	done chan error
+}
+
+// startHealthServer listens on addr and serves in the background. It fails at once when addr
+// cannot be bound.
+func startHealthServer(addr string, gatherer prometheus.Gatherer, healthz, readyz check, log *logrus.Entry) (*healthServer, error) {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{ErrorLog: logrusPrinter{log}}))
+	mux.Handle("GET /healthz", checkHandler(healthz))
+	mux.Handle("GET /readyz", checkHandler(readyz))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listening on %s: %w", addr, err)
+	}
+	h := &healthServer{
+		srv:  &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second},
+		ln:   ln,
+		done: make(chan error, 1),
+	}
+	go func() { h.done <- h.srv.Serve(ln) }()
+	log.WithField("addr", ln.Addr().String()).Info("Serving metrics and health")
+	return h, nil
+}
+
+// addr is the address the server listens on.
+func (h *healthServer) addr() string { return h.ln.Addr().String() }
+
+// Shutdown stops the server, letting in-flight requests finish until ctx is done.
+func (h *healthServer) Shutdown(ctx context.Context) error {
+	if err := h.srv.Shutdown(ctx); err != nil {
+		return fmt.Errorf("shutting down the health server: %w", err)
+	}
+	if err := <-h.done; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serving metrics and health: %w", err)
+	}
+	return nil
+}
+
+// checkHandler answers 200 "ok" when c passes and 503 with its reason otherwise.
+func checkHandler(c check) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		if err := c(r); err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintf(w, "not ok: %v\n", err)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+}
+
+// logrusPrinter adapts a logrus entry to promhttp's error logger.
+type logrusPrinter struct{ log *logrus.Entry }
+
+func (p logrusPrinter) Println(v ...any) {
+	p.log.WithField("error", fmt.Sprint(v...)).Error("Serving metrics failed")
+}

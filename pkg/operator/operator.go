@@ -1,0 +1,213 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsclientset "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/record"
+
+	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster"
+	"github.com/etcd-operator/etcd-operator/pkg/controller"
+	"github.com/etcd-operator/etcd-operator/pkg/crd"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
+	versioned "github.com/etcd-operator/etcd-operator/pkg/generated/clientset/versioned"
+
+	"github.com/etcd-operator/etcd-operator/deploy"
+)
+
+// Client-side rate limits for the API server: client-go's 5 QPS would starve passes of many
+// clusters; these still leave the API server's priority and fairness in charge.
+const (
+	clientQPS   = 50
+	clientBurst = 100
+	// componentName is the operator's name in Events, the user agent and the Lease.
+	componentName = "etcd-operator"
+	// healthServerStopTimeout bounds the wait for in-flight scrapes at exit.
+	healthServerStopTimeout = 5 * time.Second
+	// watchdogTimeout is how long past a missed renewal /healthz still reports a leader as
+	// healthy; past it the kubelet restarts a replica whose leader election is stuck.
+	watchdogTimeout = 20 * time.Second
+)
+
+// clients are the API clients the operator uses.
+type clients struct {
+	kube      kubernetes.Interface
+	etcd      versioned.Interface
+	extension apiextensionsclientset.Interface
+}
+
+// Run runs the operator until ctx is done (SIGTERM) or the leader Lease is lost. In order:
+// clients, the CRD (unless skipped), the metrics and health server, leader election, and while
+// leading the informers and the controller. It returns nil after a clean shutdown.
+func Run(ctx context.Context, o *Options, log *logrus.Logger) error {
+	start := time.Now()
+	entry := logrus.NewEntry(log)
+	RouteKlog(entry)
+	SetMemoryLimit(entry)
+	cl, err := newClients(o.Kubeconfig)
+	if err != nil {
+		return err
+	}
+
+	if o.SkipCRDInstall {
+		entry.Info("Skipping CRD installation (--skip-crd-install)")
+	} else {
+		if err := crd.Ensure(ctx, cl.extension, deploy.EtcdClusterCRD, entry.WithField("component", "crd")); err != nil {
+			return fmt.Errorf("installing the EtcdCluster CRD: %w", err)
+		}
+		entry.WithFields(sinceStart(start)).Info("EtcdCluster CRD established")
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics, err := controller.NewMetrics(reg)
+	if err != nil {
+		return err
+	}
+	var (
+		ready    readiness
+		watchdog *leaderelection.HealthzAdaptor
+		healthz  check = func(*http.Request) error { return nil }
+	)
+	if o.LeaderElect {
+		watchdog = leaderelection.NewLeaderHealthzAdaptor(watchdogTimeout)
+		healthz = watchdog.Check
+	}
+	server, err := startHealthServer(o.MetricsAddr, reg, healthz, ready.check, entry.WithField("component", "http"))
+	if err != nil {
+		return err
+	}
+	defer func() {
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), healthServerStopTimeout)
+		defer cancel()
+		if err := server.Shutdown(stopCtx); err != nil {
+			entry.WithError(err).Warn("Stopping the health server failed")
+		}
+	}()
+
+	run := func(runCtx context.Context) error {
+		return runController(runCtx, o, cl, metrics, &ready, entry)
+	}
+	if !o.LeaderElect {
+		entry.Warn("Leader election disabled: run a single replica only")
+		return run(ctx)
+	}
+	return electedRun(ctx, o, cl.kube, watchdog, entry.WithField("component", "leader-election"), run)
+}
+
+// newClients builds the API clients from kubeconfig, or from the pod's service account when
+// kubeconfig is empty.
+func newClients(kubeconfig string) (*clients, error) {
+	var (
+		cfg *rest.Config
+		err error
+	)
+	if kubeconfig == "" {
+		cfg, err = rest.InClusterConfig()
+	} else {
+		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("loading the API server configuration: %w", err)
+	}
+	cfg.QPS, cfg.Burst = clientQPS, clientBurst
+	cfg = rest.AddUserAgent(cfg, componentName)
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating the Kubernetes client: %w", err)
+	}
+	etcd, err := versioned.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating the EtcdCluster client: %w", err)
+	}
+	ext, err := apiextensionsclientset.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating the apiextensions client: %w", err)
+	}
+	return &clients{kube: kube, etcd: etcd, extension: ext}, nil
+}
+
+// runController starts the informers and runs the controller until ctx is done. The
+// informers keep running until the controller has returned, so the passes that finish during
+// shutdown still read fresh caches.
+func runController(ctx context.Context, o *Options, cl *clients, metrics *controller.Metrics, ready *readiness, log *logrus.Entry) error {
+	informers := controller.NewInformers(cl.kube, cl.etcd, o.Namespace, o.ResyncPeriod)
+
+	scheme := runtime.NewScheme()
+	if err := errors.Join(clientgoscheme.AddToScheme(scheme), api.AddToScheme(scheme)); err != nil {
+		return fmt.Errorf("building the event scheme: %w", err)
+	}
+	broadcaster := record.NewBroadcaster()
+	defer broadcaster.Shutdown()
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cl.kube.CoreV1().Events("")})
+	recorder := broadcaster.NewRecorder(scheme, corev1.EventSource{Component: componentName})
+
+	reconciler := cluster.NewReconciler(cluster.Deps{
+		Kube:            cl.kube,
+		Clientset:       cl.etcd,
+		Clusters:        informers.Clusters.Lister(),
+		Pods:            informers.Pods.Lister(),
+		Services:        informers.Services.Lister(),
+		EndpointSlices:  informers.EndpointSlices.Lister(),
+		Recorder:        recorder,
+		Etcd:            etcdutil.NewFactory(0, 0),
+		MemberInitImage: o.MemberInitImage,
+		Log:             log.WithField("component", "cluster"),
+	})
+	ctrl, err := controller.New(controller.Config{
+		Informers:     informers,
+		Syncer:        goneSyncer{reconciler},
+		Metrics:       metrics,
+		Log:           log.WithField("component", "controller"),
+		Workers:       o.Workers,
+		ShutdownGrace: o.ShutdownGrace,
+	})
+	if err != nil {
+		return fmt.Errorf("creating the controller: %w", err)
+	}
+	ready.leading(ctrl.HasSynced)
+
+	informerCtx, stopInformers := context.WithCancel(context.WithoutCancel(ctx))
+	defer informers.Shutdown()
+	defer stopInformers()
+	informers.Start(informerCtx)
+	if err := ctrl.Run(ctx); err != nil {
+		if ctx.Err() != nil && !ctrl.HasSynced() {
+			// Shut down before the caches synced: nothing ran, nothing failed.
+			return nil
+		}
+		return fmt.Errorf("running the controller: %w", err)
+	}
+	return nil
+}
+
+// goneSyncer adapts the cluster Reconciler to the controller's Syncer contract, translating
+// cluster.ErrClusterGone into controller.ErrGone.
+type goneSyncer struct{ r *cluster.Reconciler }
+
+var _ controller.Syncer = goneSyncer{}
+
+// Sync implements controller.Syncer.
+func (s goneSyncer) Sync(ctx context.Context, namespace, name string) (time.Duration, error) {
+	requeueAfter, err := s.r.Sync(ctx, namespace, name)
+	if errors.Is(err, cluster.ErrClusterGone) {
+		return 0, fmt.Errorf("%w: %w", controller.ErrGone, err)
+	}
+	return requeueAfter, err
+}

@@ -1,0 +1,105 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
+
+	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster"
+	"github.com/etcd-operator/etcd-operator/pkg/controller"
+	etcdfake "github.com/etcd-operator/etcd-operator/pkg/generated/clientset/versioned/fake"
+	etcdlisters "github.com/etcd-operator/etcd-operator/pkg/generated/listers/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/k8sutil"
+)
+
+// The controller stops a cluster's loop on controller.ErrGone; the Reconciler reports a
+// deleted cluster with cluster.ErrClusterGone. The adapter must carry one into the other.
+func TestGoneSyncerTranslatesClusterGone(t *testing.T) {
+	empty := etcdlisters.NewEtcdClusterLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}))
+	s := goneSyncer{cluster.NewReconciler(cluster.Deps{Clusters: empty, Log: quietLog()})}
+	requeue, err := s.Sync(context.Background(), "ns", "deleted")
+	if !errors.Is(err, controller.ErrGone) || !errors.Is(err, cluster.ErrClusterGone) {
+		t.Errorf("Sync of a missing cluster = %v, want both ErrGone and ErrClusterGone", err)
+	}
+	if requeue != 0 {
+		t.Errorf("Sync of a missing cluster asked to requeue after %v", requeue)
+	}
+}
+
+func TestReadCgroupLimit(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := dir + "/" + name
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	if n, ok := readCgroupLimit(write("v2", "134217728\n")); !ok || n != 134217728 {
+		t.Errorf("readCgroupLimit(134217728) = %d, %v", n, ok)
+	}
+	if _, ok := readCgroupLimit(write("max", "max\n")); ok {
+		t.Error("readCgroupLimit accepted max")
+	}
+	if _, ok := readCgroupLimit(write("v1", "9223372036854771712\n")); ok {
+		t.Error("readCgroupLimit accepted cgroup v1's unlimited")
+	}
+	if _, ok := readCgroupLimit(dir + "/missing"); ok {
+		t.Error("readCgroupLimit accepted a missing file")
+	}
+}
+
+// runController wires the informers, the controller and the cluster Reconciler: an
+// EtcdCluster created through the API gets its Services from a pass, and cancelling stops
+// everything cleanly.
+func TestRunControllerWiresReconciler(t *testing.T) {
+	kube := k8sfake.NewClientset()
+	etcd := etcdfake.NewSimpleClientset()
+	reg := prometheus.NewRegistry()
+	metrics, err := controller.NewMetrics(reg)
+	if err != nil {
+		t.Fatalf("NewMetrics: %v", err)
+	}
+	o := &Options{Namespace: "db", Workers: 2, ShutdownGrace: 5 * time.Second, MemberInitImage: "img"}
+	var ready readiness
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- runController(ctx, o, &clients{kube: kube, etcd: etcd}, metrics, &ready, quietLog()) }()
+
+	c := &api.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "demo"}, Spec: api.EtcdClusterSpec{Size: 3}}
+	if _, err := etcd.EtcdV1alpha1().EtcdClusters("db").Create(ctx, c, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating cluster: %v", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := kube.CoreV1().Services("db").Get(ctx, k8sutil.ClientServiceName("demo"), metav1.GetOptions{})
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the client Service was never created: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond) // polling interval
+	}
+	if err := ready.check(nil); err != nil {
+		t.Errorf("readiness of a leader that ran a pass = %v, want ready", err)
+	}
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("runController = %v, want nil", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("runController did not return after cancel")
+	}
+}
