@@ -34,9 +34,12 @@ func electedRun(ctx context.Context, o *Options, kube kubernetes.Interface, watc
 	}
 	var (
 		mu       sync.Mutex
-		stopping bool
-		runDone  chan struct{} // closed when run returned; nil until leading
-		runErr   error
+		stopping bool // set on SIGTERM: leadership acquired later is not used
+		leading  bool // set when run starts
+		// finished is closed when run has returned; the elector starts leading at most once.
+		finished  = make(chan struct{})
+		runErr    error
+		leaseLost bool
 	)
 	onStarted := func(leaseCtx context.Context) {
 		mu.Lock()
@@ -44,10 +47,9 @@ func electedRun(ctx context.Context, o *Options, kube kubernetes.Interface, watc
 			mu.Unlock()
 			return
 		}
-		done := make(chan struct{})
-		runDone = done
+		leading = true
 		mu.Unlock()
-		defer close(done)
+		defer close(finished)
 
 		log.Info("Leading: starting the controller")
 		runCtx, cancel := context.WithCancel(leaseCtx)
@@ -55,6 +57,7 @@ func electedRun(ctx context.Context, o *Options, kube kubernetes.Interface, watc
 		stop := context.AfterFunc(ctx, cancel)
 		defer stop()
 		runErr = run(runCtx)
+		leaseLost = leaseCtx.Err() != nil && ctx.Err() == nil
 	}
 	// The elector gets its own context: it is cancelled, releasing the Lease, only after run
 	// has returned.
@@ -72,7 +75,7 @@ func electedRun(ctx context.Context, o *Options, kube kubernetes.Interface, watc
 			OnStartedLeading: onStarted,
 			OnStoppedLeading: func() {
 				mu.Lock()
-				led := runDone != nil
+				led := leading
 				mu.Unlock()
 				if led {
 					log.Info("Stopped leading")
@@ -98,20 +101,27 @@ func electedRun(ctx context.Context, o *Options, kube kubernetes.Interface, watc
 	case <-electorDone:
 		return ErrLeaseLost
 	case <-ctx.Done():
+		mu.Lock()
+		stopping = true
+		led := leading
+		mu.Unlock()
+		if led {
+			<-finished
+		}
+	case <-finished:
+		// run ended while this replica still led: the lease was lost, or the controller
+		// failed. Either way this process must not keep the Lease without acting.
 	}
-	mu.Lock()
-	stopping = true
-	done := runDone
-	mu.Unlock()
-	if done == nil {
-		cancelElector()
-		<-electorDone
-		log.Info("Shut down while standing by")
-		return nil
-	}
-	<-done
 	cancelElector()
 	<-electorDone
-	log.Info("Released the leader Lease")
+	switch {
+	case leaseLost:
+		return ErrLeaseLost
+	case ctx.Err() == nil && runErr == nil:
+		return errors.New("the controller stopped while leading")
+	case ctx.Err() == nil:
+		return fmt.Errorf("the controller stopped while leading: %w", runErr)
+	}
+	log.Info("Shut down and released the leader Lease, if held")
 	return runErr
 }

@@ -158,3 +158,26 @@ func TestElectedRunStandbyShutdown(t *testing.T) {
 		t.Errorf("electedRun of a = %v, want nil", err)
 	}
 }
+
+// A controller that fails while leading makes electedRun release the Lease and fail, rather
+// than keep the Lease without acting.
+func TestElectedRunControllerFailure(t *testing.T) {
+	kube := k8sfake.NewClientset()
+	errBoom := errors.New("informer setup failed")
+	done := make(chan error, 1)
+	go func() {
+		done <- electedRun(context.Background(), testOptions("a"), kube, nil, quietLog(),
+			func(context.Context) error { return errBoom })
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, errBoom) {
+			t.Errorf("electedRun = %v, want it to wrap the controller's error", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("electedRun did not return after the controller failed")
+	}
+	if holder := leaseHolder(t, kube); holder != "" {
+		t.Errorf("lease still held by %q after the controller failed", holder)
+	}
+}
