@@ -128,7 +128,7 @@ func TestNamespacedVariantMatches(t *testing.T) {
 	var cluster, namespaced appsv1.Deployment
 	decodeFile(t, "deployment.yaml", &cluster)
 	decodeFile(t, "namespaced/deployment.yaml", &namespaced)
-	wantArgs := append(slices.Clone(cluster.Spec.Template.Spec.Containers[0].Args), "--namespace=$(POD_NAMESPACE)", "--install-crd=false")
+	wantArgs := append(slices.Clone(cluster.Spec.Template.Spec.Containers[0].Args), "--namespace=$(POD_NAMESPACE)", "--skip-crd-install=true")
 	if got := namespaced.Spec.Template.Spec.Containers[0].Args; !slices.Equal(got, wantArgs) {
 		t.Errorf("namespaced args = %v, want %v", got, wantArgs)
 	}
