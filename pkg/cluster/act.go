@@ -35,7 +35,7 @@ const (
 
 // etcdRefusedRetry is how soon a change etcd refused as unsafe for now is tried again; etcd
 // counts a member as connected only after it has been for a few seconds.
-const etcdRefusedRetry = time.Second
+const etcdRefusedRetry = 250 * time.Millisecond
 
 // act takes one action. Every action is idempotent: an action that already happened (the
 // pod exists, the member is already there or already gone) counts as done. It returns how
@@ -80,9 +80,16 @@ func (r *Reconciler) act(ctx context.Context, c *api.EtcdCluster, o *observation
 		r.event(c, corev1.EventTypeNormal, EventPodDeleted, "Deleted pod %s (%s)", member, why)
 
 	case ActionAddLearner:
-		return 0, r.withVoters(ctx, o, func(cli etcdutil.Client) error {
+		var refused bool
+		err := r.withVoters(ctx, o, func(cli etcdutil.Client) error {
 			m, err := cli.MemberAddAsLearner(ctx, k8sutil.PeerURL(c.Name, c.Namespace, a.Ordinal))
 			if errors.Is(err, etcdutil.ErrPeerURLExists) {
+				return nil
+			}
+			if errors.Is(err, etcdutil.ErrUnhealthy) {
+				// etcd adds a member only when every voting member has been connected
+				// for a few seconds (strict reconfiguration check).
+				refused = true
 				return nil
 			}
 			if err != nil {
@@ -92,6 +99,11 @@ func (r *Reconciler) act(ctx context.Context, c *api.EtcdCluster, o *observation
 			r.event(c, corev1.EventTypeNormal, EventMemberAdded, "Added member %s (%s) as a learner", member, hexID(m.ID))
 			return nil
 		})
+		if refused {
+			log.Debug("etcd refused the new member for now")
+			return etcdRefusedRetry, err
+		}
+		return 0, err
 
 	case ActionPromote:
 		var notReady bool

@@ -173,6 +173,9 @@ func Plan(s State) Decision {
 				reasonFor(s, m.Ordinal), "removing learner %s, whose pod is gone or no longer wanted", m.Ordinal)
 		}
 		if !m.Healthy {
+			if d, ok := prepareNext(s, s.Members); ok {
+				return d
+			}
 			return wait(s, reasonFor(s, m.Ordinal), "waiting for learner %s to start", m.Ordinal)
 		}
 		return act(s, Action{Kind: ActionPromote, Ordinal: m.Ordinal, MemberID: m.ID},
@@ -213,6 +216,12 @@ func planUnreachable(s State) Decision {
 			InitialCluster: []int{0}}, api.ReasonBootstrapping, "creating seed member %s", 0)
 	}
 	if !s.Bootstrapped {
+		if p, ok := s.Pods[0]; ok && !p.Terminating && p.ClusterState == k8sutil.ClusterStateNew {
+			if d, ok := prepareNext(s, []MemberView{{Ordinal: 0}}); ok {
+				d.Progress = api.ReasonBootstrapping
+				return d
+			}
+		}
 		return wait(s, api.ReasonBootstrapping, "waiting for seed member %s to start", 0)
 	}
 	if live == 0 {
@@ -220,6 +229,38 @@ func planUnreachable(s State) Decision {
 			Message: "every member pod is gone; the cluster's data is lost and it will not be re-created silently"}
 	}
 	return Decision{Blocked: api.ReasonEtcdUnreachable, Message: "no member answered"}
+}
+
+// prepareNext creates, ahead of time, the pod of the member that will be added next, while
+// the one before it is still starting: the pod is scheduled, gets its IP and its DNS record
+// in the meantime, and its init container holds etcd back until the member is registered.
+// No membership changes; the next member is still added only after this one is promoted.
+// The pod's init container will ask the current members by name, so it is created only once
+// every one of their records is published: an earlier lookup would be cached as negative.
+func prepareNext(s State, members []MemberView) (Decision, bool) {
+	have := map[int]bool{}
+	var current []int
+	for _, m := range members {
+		p, ok := s.Pods[m.Ordinal]
+		if !ok || p.Terminating || !p.Published {
+			return Decision{}, false
+		}
+		have[m.Ordinal] = true
+		current = append(current, m.Ordinal)
+	}
+	for o := 0; o < s.Size; o++ {
+		if have[o] {
+			continue
+		}
+		if _, exists := s.Pods[o]; exists {
+			return Decision{}, false
+		}
+		want := append(slices.Clone(current), o)
+		sort.Ints(want)
+		return act(s, Action{Kind: ActionCreatePod, Ordinal: o, ClusterState: k8sutil.ClusterStateExisting,
+			InitialCluster: want}, reasonFor(s, o), "creating pod %s ahead of its member", o), true
+	}
+	return Decision{}, false
 }
 
 // removeVoter removes a voting member, first moving leadership away if it leads, and only if

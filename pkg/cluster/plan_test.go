@@ -50,6 +50,12 @@ func joining(o int, published bool, initial ...int) PodView {
 	return p
 }
 
+func seedPod(published bool) PodView {
+	p := joining(0, published, 0)
+	p.ClusterState = k8sutil.ClusterStateNew
+	return p
+}
+
 func stuckPod(p PodView) PodView { p.Unschedulable = true; return p }
 
 func pods(ps ...PodView) map[int]PodView {
@@ -76,8 +82,19 @@ func TestPlan(t *testing.T) {
 			progress: api.ReasonBootstrapping,
 		},
 		{
-			name:     "seed pod starting: wait, create nothing else",
-			state:    State{Size: 3, Pods: pods(joining(0, false, 0))},
+			name:     "seed pod starting, not in DNS yet: wait",
+			state:    State{Size: 3, Pods: pods(seedPod(false))},
+			progress: api.ReasonBootstrapping,
+		},
+		{
+			name:     "seed pod starting and published: prepare the second pod",
+			state:    State{Size: 3, Pods: pods(seedPod(true))},
+			want:     &Action{Kind: ActionCreatePod, Ordinal: 1, ClusterState: "existing", InitialCluster: []int{0, 1}},
+			progress: api.ReasonBootstrapping,
+		},
+		{
+			name:     "seed of a one-member cluster: nothing to prepare",
+			state:    State{Size: 1, Pods: pods(seedPod(true))},
 			progress: api.ReasonBootstrapping,
 		},
 		{
@@ -112,8 +129,19 @@ func TestPlan(t *testing.T) {
 			progress: api.ReasonScalingUp,
 		},
 		{
-			name:     "grow: learner not started yet, wait (no second member)",
+			name:     "grow: learner starting: prepare the next pod, add no member",
 			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{leader(0), learner(1, false)}, Pods: pods(running(0), joining(1, true, 0, 1))},
+			want:     &Action{Kind: ActionCreatePod, Ordinal: 2, ClusterState: "existing", InitialCluster: []int{0, 1, 2}},
+			progress: api.ReasonScalingUp,
+		},
+		{
+			name:     "grow: learner starting, next pod ready: wait (no second member)",
+			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{leader(0), learner(1, false)}, Pods: pods(running(0), joining(1, true, 0, 1), joining(2, true, 0, 1, 2))},
+			progress: api.ReasonScalingUp,
+		},
+		{
+			name:     "grow: learner not yet in DNS: the next pod waits (it will ask members by name)",
+			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{leader(0), learner(1, false)}, Pods: pods(running(0), joining(1, false, 0, 1))},
 			progress: api.ReasonScalingUp,
 		},
 		{

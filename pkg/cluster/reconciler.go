@@ -120,10 +120,15 @@ func (r *Reconciler) Sync(ctx context.Context, namespace, name string) (time.Dur
 	}
 
 	if err := r.updateStatus(ctx, cached, obs, decision); err != nil {
-		if actErr == nil {
+		switch {
+		case apierrors.IsConflict(err):
+			// The cache has not seen this loop's previous write yet; the status is
+			// recomputed from scratch on the next pass, so nothing is lost.
+			log.Debug("status changed meanwhile; recomputing on the next pass")
+			requeue = min(requeue, afterAction)
+		case actErr == nil:
 			actErr = err
 		}
-		log.WithError(err).Debug("updating status")
 	}
 	return requeue, actErr
 }
