@@ -81,7 +81,7 @@ func (r *Reconciler) act(ctx context.Context, c *api.EtcdCluster, o *observation
 
 	case ActionAddLearner:
 		var refused bool
-		err := r.withVoters(ctx, o, func(cli etcdutil.Client) error {
+		err := r.withVoters(ctx, o, 0, func(cli etcdutil.Client) error {
 			m, err := cli.MemberAddAsLearner(ctx, k8sutil.PeerURL(c.Name, c.Namespace, a.Ordinal))
 			if errors.Is(err, etcdutil.ErrPeerURLExists) {
 				return nil
@@ -107,7 +107,7 @@ func (r *Reconciler) act(ctx context.Context, c *api.EtcdCluster, o *observation
 
 	case ActionPromote:
 		var notReady bool
-		err := r.withVoters(ctx, o, func(cli etcdutil.Client) error {
+		err := r.withVoters(ctx, o, 0, func(cli etcdutil.Client) error {
 			err := cli.MemberPromote(ctx, a.MemberID)
 			switch {
 			case errors.Is(err, etcdutil.ErrLearnerNotReady), errors.Is(err, etcdutil.ErrUnhealthy):
@@ -130,7 +130,7 @@ func (r *Reconciler) act(ctx context.Context, c *api.EtcdCluster, o *observation
 
 	case ActionRemoveMember:
 		var refused bool
-		err := r.withVoters(ctx, o, func(cli etcdutil.Client) error {
+		err := r.withVoters(ctx, o, a.MemberID, func(cli etcdutil.Client) error {
 			err := cli.MemberRemove(ctx, a.MemberID)
 			if errors.Is(err, etcdutil.ErrMemberNotFound) {
 				return nil
@@ -174,12 +174,20 @@ func (r *Reconciler) act(ctx context.Context, c *api.EtcdCluster, o *observation
 	return 0, nil
 }
 
-// withVoters runs f with a client over the voting members that answered this pass.
-func (r *Reconciler) withVoters(ctx context.Context, o *observation, f func(etcdutil.Client) error) error {
+// withVoters runs f with a client over the voting members that answered this pass, the
+// leader first, leaving out the member the action removes (it may stop at any moment).
+func (r *Reconciler) withVoters(ctx context.Context, o *observation, exclude uint64, f func(etcdutil.Client) error) error {
 	var eps []string
 	for ord, st := range o.statuses {
-		if p := o.pods[ord]; p != nil && !st.IsLearner {
-			eps = append(eps, k8sutil.PodClientURL(p.Status.PodIP))
+		p := o.pods[ord]
+		if p == nil || st.IsLearner || (exclude != 0 && st.ID == exclude) {
+			continue
+		}
+		ep := k8sutil.PodClientURL(p.Status.PodIP)
+		if st.ID == o.leader {
+			eps = append([]string{ep}, eps...)
+		} else {
+			eps = append(eps, ep)
 		}
 	}
 	if len(eps) == 0 {

@@ -141,13 +141,20 @@ func (f *Framework) CheckAgreement(name string, n int) {
 	if got := strings.Join(names, ","); got != want {
 		f.t.Fatalf("etcd members %s, want %s", got, want)
 	}
-	out := f.MustNS("get", "pods", "-l", "etcd.operator.dev/cluster="+name, "-o",
-		"jsonpath={range .items[*]}{.metadata.name}{\"\\n\"}{end}")
-	pods := strings.Fields(out)
-	sort.Strings(pods)
-	if got := strings.Join(pods, ","); got != want {
-		f.t.Fatalf("member pods %s, want %s", got, want)
-	}
+	// A removed member's pod may still be terminating: it has to be gone within a deadline.
+	f.Eventually("member pods "+want, 2*time.Minute, func() (bool, error) {
+		out, err := f.NS("get", "pods", "-l", "etcd.operator.dev/cluster="+name, "-o",
+			"jsonpath={range .items[*]}{.metadata.name}{\"\\n\"}{end}")
+		if err != nil {
+			return false, err
+		}
+		pods := strings.Fields(out)
+		sort.Strings(pods)
+		if got := strings.Join(pods, ","); got != want {
+			return false, fmt.Errorf("member pods %s, want %s", got, want)
+		}
+		return true, nil
+	})
 }
 
 // ClientEtcdctl runs etcdctl inside pod against the cluster's client Service, the way an
