@@ -23,10 +23,11 @@ type EtcdCluster struct {
 		ReadyMembers       int    `json:"readyMembers"`
 		CurrentVersion     string `json:"currentVersion"`
 		Conditions         []struct {
-			Type    string `json:"type"`
-			Status  string `json:"status"`
-			Reason  string `json:"reason"`
-			Message string `json:"message"`
+			Type               string    `json:"type"`
+			Status             string    `json:"status"`
+			Reason             string    `json:"reason"`
+			Message            string    `json:"message"`
+			LastTransitionTime time.Time `json:"lastTransitionTime"`
 		} `json:"conditions"`
 		Members []struct {
 			Name    string `json:"name"`
@@ -46,6 +47,16 @@ func (c *EtcdCluster) Condition(t string) string {
 		}
 	}
 	return ""
+}
+
+// AvailableFor reports how long the cluster has been Available (0 when it is not).
+func (c *EtcdCluster) AvailableFor(now time.Time) time.Duration {
+	for _, cond := range c.Status.Conditions {
+		if cond.Type == "Available" && cond.Status == "True" {
+			return now.Sub(cond.LastTransitionTime)
+		}
+	}
+	return 0
 }
 
 // MemberID returns the ID status reports for a member, or "".
