@@ -80,79 +80,46 @@ func (r *Reconciler) act(ctx context.Context, c *api.EtcdCluster, o *observation
 		r.event(c, corev1.EventTypeNormal, EventPodDeleted, "Deleted pod %s (%s)", member, why)
 
 	case ActionAddLearner:
-		var refused bool
-		err := r.withVoters(ctx, o, 0, func(cli etcdutil.Client) error {
+		var id uint64
+		applied, retry, err := r.changeMembership(ctx, o, 0, func(cli etcdutil.Client) error {
 			m, err := cli.MemberAddAsLearner(ctx, k8sutil.PeerURL(c.Name, c.Namespace, a.Ordinal))
-			if errors.Is(err, etcdutil.ErrPeerURLExists) {
-				return nil
-			}
-			if errors.Is(err, etcdutil.ErrUnhealthy) {
-				// etcd adds a member only when every voting member has been connected
-				// for a few seconds (strict reconfiguration check).
-				refused = true
-				return nil
-			}
-			if err != nil {
-				return fmt.Errorf("adding member %s as learner: %w", member, err)
-			}
-			log.WithField("id", hexID(m.ID)).Info("added learner")
-			r.event(c, corev1.EventTypeNormal, EventMemberAdded, "Added member %s (%s) as a learner", member, hexID(m.ID))
-			return nil
-		})
-		if refused {
-			log.Debug("etcd refused the new member for now")
-			return etcdRefusedRetry, err
+			id = m.ID
+			return err
+		}, etcdutil.ErrPeerURLExists, etcdRefusedRetry, etcdutil.ErrUnhealthy)
+		if err != nil {
+			return 0, fmt.Errorf("adding member %s as learner: %w", member, err)
 		}
-		return 0, err
+		if applied {
+			log.WithField("id", hexID(id)).Info("added learner")
+			r.event(c, corev1.EventTypeNormal, EventMemberAdded, "Added member %s (%s) as a learner", member, hexID(id))
+		}
+		return retry, nil
 
 	case ActionPromote:
-		var notReady bool
-		err := r.withVoters(ctx, o, 0, func(cli etcdutil.Client) error {
-			err := cli.MemberPromote(ctx, a.MemberID)
-			switch {
-			case errors.Is(err, etcdutil.ErrLearnerNotReady), errors.Is(err, etcdutil.ErrUnhealthy):
-				notReady = true
-				return nil
-			case errors.Is(err, etcdutil.ErrMemberNotFound):
-				return nil
-			case err != nil:
-				return fmt.Errorf("promoting member %s: %w", member, err)
-			}
+		applied, retry, err := r.changeMembership(ctx, o, 0, func(cli etcdutil.Client) error {
+			return cli.MemberPromote(ctx, a.MemberID)
+		}, etcdutil.ErrMemberNotFound, whileWaiting, etcdutil.ErrLearnerNotReady, etcdutil.ErrUnhealthy)
+		if err != nil {
+			return 0, fmt.Errorf("promoting member %s: %w", member, err)
+		}
+		if applied {
 			log.WithField("id", hexID(a.MemberID)).Info("promoted learner")
 			r.event(c, corev1.EventTypeNormal, EventMemberPromoted, "Promoted member %s (%s) to a voting member", member, hexID(a.MemberID))
-			return nil
-		})
-		if notReady {
-			log.Debug("learner not caught up yet")
-			return whileWaiting, err
 		}
-		return 0, err
+		return retry, nil
 
 	case ActionRemoveMember:
-		var refused bool
-		err := r.withVoters(ctx, o, a.MemberID, func(cli etcdutil.Client) error {
-			err := cli.MemberRemove(ctx, a.MemberID)
-			if errors.Is(err, etcdutil.ErrMemberNotFound) {
-				return nil
-			}
-			if errors.Is(err, etcdutil.ErrUnhealthy) {
-				// etcd's own quorum check: the members left have not all been
-				// connected long enough. Not an error; look again shortly.
-				refused = true
-				return nil
-			}
-			if err != nil {
-				return fmt.Errorf("removing member %s: %w", member, err)
-			}
+		applied, retry, err := r.changeMembership(ctx, o, a.MemberID, func(cli etcdutil.Client) error {
+			return cli.MemberRemove(ctx, a.MemberID)
+		}, etcdutil.ErrMemberNotFound, etcdRefusedRetry, etcdutil.ErrUnhealthy)
+		if err != nil {
+			return 0, fmt.Errorf("removing member %s: %w", member, err)
+		}
+		if applied {
 			log.WithField("id", hexID(a.MemberID)).Info("removed member")
 			r.event(c, corev1.EventTypeNormal, EventMemberRemoved, "Removed member %s (%s): %s", member, hexID(a.MemberID), why)
-			return nil
-		})
-		if refused {
-			log.Debug("etcd refused the removal for now")
-			return etcdRefusedRetry, err
 		}
-		return 0, err
+		return retry, nil
 
 	case ActionMoveLeader:
 		leaderPod := o.pods[a.Ordinal]
@@ -172,6 +139,29 @@ func (r *Reconciler) act(ctx context.Context, c *api.EtcdCluster, o *observation
 		r.event(c, corev1.EventTypeNormal, EventLeaderMoved, "Moved leadership from %s to member %s before removing it", member, hexID(a.Transferee))
 	}
 	return 0, nil
+}
+
+// changeMembership sends one membership change to the voting members. An error matching
+// alreadyDone means an earlier pass (perhaps of an operator that died since) made it; errors
+// matching notYet mean etcd refuses it for now (a learner still catching up, or etcd's strict
+// reconfiguration check, which wants every member connected for a few seconds): neither is a
+// failure. applied is true when this call made the change; retry is when to look again.
+func (r *Reconciler) changeMembership(ctx context.Context, o *observation, exclude uint64, change func(etcdutil.Client) error,
+	alreadyDone error, retryIn time.Duration, notYet ...error) (applied bool, retry time.Duration, err error) {
+	err = r.withVoters(ctx, o, exclude, change)
+	switch {
+	case err == nil:
+		return true, 0, nil
+	case errors.Is(err, alreadyDone):
+		return false, 0, nil
+	}
+	for _, e := range notYet {
+		if errors.Is(err, e) {
+			r.deps.Log.WithError(err).Debug("etcd refused the change for now")
+			return false, retryIn, nil
+		}
+	}
+	return false, 0, err
 }
 
 // withVoters runs f with a client over the voting members that answered this pass, the
