@@ -51,6 +51,7 @@ func (r *Reconciler) act(ctx context.Context, c *api.EtcdCluster, o *observation
 			InitialCluster: a.InitialCluster,
 			InitImage:      r.deps.MemberInitImage,
 			DataVolume:     k8sutil.DataVolume(&c.Spec),
+			Version:        memberVersion(c),
 		})
 		_, err := r.deps.Kube.CoreV1().Pods(c.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
@@ -139,6 +140,16 @@ func (r *Reconciler) act(ctx context.Context, c *api.EtcdCluster, o *observation
 		r.event(c, corev1.EventTypeNormal, EventLeaderMoved, "Moved leadership from %s to member %s before removing it", member, hexID(a.Transferee))
 	}
 	return 0, nil
+}
+
+// memberVersion is the etcd version new members run. Changing the version of a running
+// cluster is not supported yet: until it is, new members keep the version the cluster runs,
+// so that a changed spec.version never mixes versions unannounced; status says so.
+func memberVersion(c *api.EtcdCluster) string {
+	if running := c.Status.CurrentVersion; running != "" && running != k8sutil.NormalizeVersion(c.Spec.Version) {
+		return running
+	}
+	return c.Spec.Version
 }
 
 // changeMembership sends one membership change to the voting members. An error matching

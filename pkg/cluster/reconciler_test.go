@@ -205,3 +205,28 @@ func TestSyncNeverRebootstrapsALostCluster(t *testing.T) {
 		t.Errorf("Degraded not set: %+v", st.Conditions)
 	}
 }
+
+func TestVersionChangeIsReportedNotMixed(t *testing.T) {
+	c := newCluster(3)
+	c.Spec.Version = "v3.6.17"
+	if got := memberVersion(c); got != "v3.6.17" {
+		t.Errorf("a cluster that runs nothing yet uses spec.version, got %s", got)
+	}
+	c.Status.CurrentVersion = "3.6.16"
+	if got := memberVersion(c); got != "3.6.16" {
+		t.Errorf("new members of a running 3.6.16 cluster must keep 3.6.16, got %s", got)
+	}
+	st := computeStatus(c, &observation{cluster: c, pods: map[int]*corev1.Pod{}}, Decision{})
+	deg := meta.FindStatusCondition(st.Conditions, string(api.ConditionDegraded))
+	if deg == nil || deg.Status != metav1.ConditionTrue || deg.Reason != string(api.ReasonVersionChangeUnsupported) {
+		t.Errorf("Degraded = %+v, want VersionChangeUnsupported", deg)
+	}
+	c.Spec.Version = "v3.6.16"
+	if got := memberVersion(c); got != "v3.6.16" {
+		t.Errorf("same version with a leading v: %s", got)
+	}
+	st = computeStatus(c, &observation{cluster: c, pods: map[int]*corev1.Pod{}}, Decision{})
+	if meta.IsStatusConditionTrue(st.Conditions, string(api.ConditionDegraded)) {
+		t.Errorf("v3.6.16 and 3.6.16 are the same version: %+v", st.Conditions)
+	}
+}

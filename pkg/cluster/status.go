@@ -96,6 +96,10 @@ func computeStatus(old *api.EtcdCluster, o *observation, d Decision) api.EtcdClu
 	case o.membersKnown && healthy < voting:
 		set(api.ConditionDegraded, metav1.ConditionTrue, api.ReasonMembersUnhealthy,
 			fmt.Sprintf("%d of %d voting members are unhealthy", voting-healthy, voting))
+	case st.CurrentVersion != "" && st.CurrentVersion != k8sutil.NormalizeVersion(c.Spec.Version):
+		set(api.ConditionDegraded, metav1.ConditionTrue, api.ReasonVersionChangeUnsupported, fmt.Sprintf(
+			"spec.version %s differs from the running %s: changing the version of a running cluster is not supported yet; members, new ones included, keep running %s",
+			c.Spec.Version, st.CurrentVersion, st.CurrentVersion))
 	default:
 		set(api.ConditionDegraded, metav1.ConditionFalse, api.ReasonAsExpected, "nothing is wrong")
 	}

@@ -64,11 +64,18 @@ type MemberPodParams struct {
 	InitImage string
 	// DataVolume is the volume mounted at DataDir; its name must be DataVolumeName.
 	DataVolume corev1.Volume
+	// Version is the etcd version the member runs; empty means spec.version.
+	Version string
 }
 
-// ImageFor returns the etcd image of a spec: <repository>:v<version>.
-func ImageFor(spec *api.EtcdClusterSpec) string {
-	return spec.Repository + ":v" + strings.TrimPrefix(spec.Version, "v")
+// ImageFor returns the etcd image of a version: <repository>:v<version>.
+func ImageFor(repository, version string) string {
+	return repository + ":v" + NormalizeVersion(version)
+}
+
+// NormalizeVersion drops the optional leading "v" of a spec.version.
+func NormalizeVersion(version string) string {
+	return strings.TrimPrefix(version, "v")
 }
 
 // ClusterToken is the unique --initial-cluster-token of a cluster.
@@ -147,7 +154,11 @@ func MemberPod(c *api.EtcdCluster, p MemberPodParams) *corev1.Pod {
 	}
 
 	mounts := []corev1.VolumeMount{{Name: DataVolumeName, MountPath: DataMountPath}}
-	readyPath, livePath := probePaths(c.Spec.Version)
+	version := p.Version
+	if version == "" {
+		version = c.Spec.Version
+	}
+	readyPath, livePath := probePaths(version)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            name,
@@ -181,7 +192,7 @@ func MemberPod(c *api.EtcdCluster, p MemberPodParams) *corev1.Pod {
 			}},
 			Containers: []corev1.Container{{
 				Name:            EtcdContainerName,
-				Image:           ImageFor(&c.Spec),
+				Image:           ImageFor(c.Spec.Repository, version),
 				ImagePullPolicy: corev1.PullIfNotPresent,
 				Command:         []string{"/usr/local/bin/etcd"},
 				Args:            args,

@@ -112,6 +112,11 @@ func TestMemberPodSeedAndOldVersion(t *testing.T) {
 	if got, _ := argValue(p.Spec.InitContainers[0].Args, "--initial-cluster-state"); got != "new" {
 		t.Errorf("seed init state %q", got)
 	}
+	pinned := MemberPod(c, MemberPodParams{Ordinal: 1, ClusterState: ClusterStateExisting, InitialCluster: []int{0, 1},
+		InitImage: "op:1", DataVolume: DataVolume(&c.Spec), Version: "3.6.16"})
+	if img := pinned.Spec.Containers[0].Image; img != "gcr.io/etcd-development/etcd:v3.6.16" {
+		t.Errorf("a member pinned to the running version got image %s", img)
+	}
 	if etcd.ReadinessProbe.HTTPGet.Path != "/health" {
 		t.Errorf("readiness probe %s, want /health before 3.6", etcd.ReadinessProbe.HTTPGet.Path)
 	}

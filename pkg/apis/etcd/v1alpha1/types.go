@@ -213,6 +213,9 @@ const (
 	ReasonQuorumAtRisk ConditionReason = "QuorumAtRisk"
 	// ReasonInvalidSpec: the spec asks for something the operator cannot do.
 	ReasonInvalidSpec ConditionReason = "InvalidSpec"
+	// ReasonVersionChangeUnsupported: spec.version differs from the version the cluster runs,
+	// and the operator does not change the version of a running cluster yet.
+	ReasonVersionChangeUnsupported ConditionReason = "VersionChangeUnsupported"
 	// ReasonEtcdUnreachable: no member answered the operator.
 	ReasonEtcdUnreachable ConditionReason = "EtcdUnreachable"
 	// ReasonAsExpected: nothing is wrong.
