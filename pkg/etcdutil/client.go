@@ -7,19 +7,23 @@ import (
 	"strings"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 )
 
 // Defaults of the factory: short, so that a pass never waits long on a member that is gone.
 const (
+	// DefaultDialTimeout is what one attempt to connect to an endpoint is given before it
+	// is retried (gRPC's minimum connect timeout; later attempts get their backoff delay).
 	DefaultDialTimeout = time.Second
+	// DefaultCallTimeout bounds every call of a Client, retries and connecting included.
 	DefaultCallTimeout = 2 * time.Second
 )
 
-// NewFactory returns a Factory whose clients dial within dialTimeout and bound every call by
-// callTimeout (zero picks the defaults).
+// NewFactory returns a Factory whose clients give an attempt to connect to an endpoint
+// dialTimeout and bound every call by callTimeout (zero or less picks the defaults).
 func NewFactory(dialTimeout, callTimeout time.Duration) Factory {
 	if dialTimeout <= 0 {
 		dialTimeout = DefaultDialTimeout
@@ -37,43 +41,70 @@ type factory struct {
 
 var _ Factory = (*factory)(nil)
 
-// New opens a client over endpoints. The connection is made lazily, so New itself does not
-// block on an unreachable member.
+// New opens a client over endpoints. Connections are made in the background, so New does
+// not block on an unreachable member; calls wait for a connection up to their timeout.
 func (f *factory) New(endpoints []string) (Client, error) {
+	cli, err := f.open(endpoints)
+	if err != nil {
+		return nil, err
+	}
+	return &client{cli: cli, factory: f}, nil
+}
+
+// open makes an etcd client that logs nothing and retries connecting quickly: gRPC's
+// default backoff grows to two minutes, which would leave a long-lived client (the member
+// init container's) blind long after a member came back.
+func (f *factory) open(endpoints []string) (*clientv3.Client, error) {
 	if len(endpoints) == 0 {
-		return nil, errors.New("no endpoints")
+		return nil, errors.New("creating etcd client: no endpoints")
 	}
 	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:            endpoints,
-		DialTimeout:          f.dialTimeout,
-		DialKeepAliveTime:    10 * time.Second,
-		DialKeepAliveTimeout: f.dialTimeout,
-		Logger:               zap.NewNop(),
+		Endpoints:   endpoints,
+		DialTimeout: f.dialTimeout,
+		Logger:      zap.NewNop(),
+		DialOptions: []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff: backoff.Config{
+				BaseDelay:  100 * time.Millisecond,
+				Multiplier: 1.6,
+				Jitter:     0.2,
+				MaxDelay:   f.callTimeout,
+			},
+			MinConnectTimeout: f.dialTimeout,
+		})},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating etcd client for %s: %w", strings.Join(endpoints, ","), err)
 	}
-	return &client{cli: cli, timeout: f.callTimeout, dialTimeout: f.dialTimeout}, nil
+	return cli, nil
 }
 
+// client is a Client over one clientv3.Client, which balances calls over its endpoints.
 type client struct {
-	cli         *clientv3.Client
-	timeout     time.Duration
-	dialTimeout time.Duration
+	cli     *clientv3.Client
+	factory *factory
 }
 
 var _ Client = (*client)(nil)
 
-func (c *client) ctx(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, c.timeout)
+// call runs one request within the call timeout. A learner refuses every request but
+// Status; clientv3's retry interceptor then sends the request to the next endpoint, when
+// there is one, so a learner among the endpoints costs a round trip, not the call.
+func (c *client) call(ctx context.Context, do func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, c.factory.callTimeout)
+	defer cancel()
+	return mapErr(do(ctx))
 }
 
+// MemberList uses clientv3's default, a linearizable member list: the answering member
+// confirms with the leader that it has applied every membership change made so far.
 func (c *client) MemberList(ctx context.Context) ([]Member, error) {
-	ctx, cancel := c.ctx(ctx)
-	defer cancel()
-	resp, err := c.cli.MemberList(ctx)
+	var resp *clientv3.MemberListResponse
+	err := c.call(ctx, func(ctx context.Context) (err error) {
+		resp, err = c.cli.MemberList(ctx)
+		return err
+	})
 	if err != nil {
-		return nil, fmt.Errorf("listing members: %w", mapErr(err))
+		return nil, fmt.Errorf("listing members: %w", err)
 	}
 	out := make([]Member, 0, len(resp.Members))
 	for _, m := range resp.Members {
@@ -83,59 +114,71 @@ func (c *client) MemberList(ctx context.Context) ([]Member, error) {
 }
 
 func (c *client) MemberAddAsLearner(ctx context.Context, peerURL string) (Member, error) {
-	ctx, cancel := c.ctx(ctx)
-	defer cancel()
-	resp, err := c.cli.MemberAddAsLearner(ctx, []string{peerURL})
+	var resp *clientv3.MemberAddResponse
+	err := c.call(ctx, func(ctx context.Context) (err error) {
+		resp, err = c.cli.MemberAddAsLearner(ctx, []string{peerURL})
+		return err
+	})
 	if err != nil {
-		return Member{}, fmt.Errorf("adding learner %s: %w", peerURL, mapErr(err))
+		return Member{}, fmt.Errorf("adding learner %s: %w", peerURL, err)
 	}
 	m := resp.Member
 	return Member{ID: m.ID, Name: m.Name, PeerURLs: m.PeerURLs, ClientURLs: m.ClientURLs, IsLearner: m.IsLearner}, nil
 }
 
 func (c *client) MemberPromote(ctx context.Context, id uint64) error {
-	ctx, cancel := c.ctx(ctx)
-	defer cancel()
-	if _, err := c.cli.MemberPromote(ctx, id); err != nil {
-		return fmt.Errorf("promoting member %x: %w", id, mapErr(err))
+	err := c.call(ctx, func(ctx context.Context) error {
+		_, err := c.cli.MemberPromote(ctx, id)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("promoting member %x: %w", id, err)
 	}
 	return nil
 }
 
 func (c *client) MemberRemove(ctx context.Context, id uint64) error {
-	ctx, cancel := c.ctx(ctx)
-	defer cancel()
-	if _, err := c.cli.MemberRemove(ctx, id); err != nil {
-		return fmt.Errorf("removing member %x: %w", id, mapErr(err))
-	}
-	return nil
-}
-
-// MoveLeader opens a connection to leaderEndpoint alone: etcd accepts MoveLeader only from
-// the current leader.
-func (c *client) MoveLeader(ctx context.Context, leaderEndpoint string, transferee uint64) error {
-	lc, err := clientv3.New(clientv3.Config{
-		Endpoints: []string{leaderEndpoint}, DialTimeout: c.dialTimeout, Logger: zap.NewNop(),
+	err := c.call(ctx, func(ctx context.Context) error {
+		_, err := c.cli.MemberRemove(ctx, id)
+		return err
 	})
 	if err != nil {
-		return fmt.Errorf("connecting to leader %s: %w", leaderEndpoint, err)
-	}
-	defer lc.Close()
-	// A transfer waits for the transferee to catch up; allow it an election's worth more.
-	ctx, cancel := context.WithTimeout(ctx, 2*c.timeout)
-	defer cancel()
-	if _, err := lc.MoveLeader(ctx, transferee); err != nil {
-		return fmt.Errorf("moving leadership to %x: %w", transferee, mapErr(err))
+		return fmt.Errorf("removing member %x: %w", id, err)
 	}
 	return nil
 }
 
-func (c *client) Status(ctx context.Context, endpoint string) (Status, error) {
-	ctx, cancel := c.ctx(ctx)
-	defer cancel()
-	resp, err := c.cli.Status(ctx, endpoint)
+// MoveLeader connects to leaderEndpoint alone: etcd takes a leader transfer only from the
+// leader, and the client's balancer could send it to any of its endpoints.
+func (c *client) MoveLeader(ctx context.Context, leaderEndpoint string, transferee uint64) error {
+	lc, err := c.factory.open([]string{leaderEndpoint})
 	if err != nil {
-		return Status{}, fmt.Errorf("status of %s: %w", endpoint, mapErr(err))
+		return fmt.Errorf("moving leadership to %x: %w", transferee, err)
+	}
+	defer lc.Close()
+	ctx, cancel := context.WithTimeout(ctx, c.factory.callTimeout)
+	defer cancel()
+	if _, err := lc.MoveLeader(ctx, transferee); err != nil {
+		mapped := mapErr(err)
+		if errors.Is(err, errNotSupportedForLearner) {
+			// A learner refuses the request unread: it never leads.
+			mapped = &etcdError{sentinel: ErrNotLeader, err: err}
+		}
+		return fmt.Errorf("moving leadership from %s to %x: %w", leaderEndpoint, transferee, mapped)
+	}
+	return nil
+}
+
+// Status dials endpoint alone (clientv3's Maintenance.Status does), whichever endpoints the
+// client balances over.
+func (c *client) Status(ctx context.Context, endpoint string) (Status, error) {
+	var resp *clientv3.StatusResponse
+	err := c.call(ctx, func(ctx context.Context) (err error) {
+		resp, err = c.cli.Status(ctx, endpoint)
+		return err
+	})
+	if err != nil {
+		return Status{}, fmt.Errorf("getting status of %s: %w", endpoint, err)
 	}
 	return Status{
 		ID:               resp.Header.MemberId,
@@ -149,27 +192,9 @@ func (c *client) Status(ctx context.Context, endpoint string) (Status, error) {
 	}, nil
 }
 
-func (c *client) Close() error { return c.cli.Close() }
-
-// mapErr turns etcd's errors into the package's sentinels, keeping the original text.
-func mapErr(err error) error {
-	converted := rpctypes.Error(err)
-	var sentinel error
-	switch {
-	case errors.Is(converted, rpctypes.ErrMemberLearnerNotReady), errors.Is(err, rpctypes.ErrGRPCLearnerNotReady):
-		sentinel = ErrLearnerNotReady
-	case errors.Is(converted, rpctypes.ErrMemberNotFound), errors.Is(err, rpctypes.ErrGRPCMemberNotFound):
-		sentinel = ErrMemberNotFound
-	case errors.Is(converted, rpctypes.ErrTooManyLearners), errors.Is(err, rpctypes.ErrGRPCTooManyLearners):
-		sentinel = ErrTooManyLearners
-	case errors.Is(converted, rpctypes.ErrPeerURLExist), errors.Is(err, rpctypes.ErrGRPCPeerURLExist),
-		// The member ID derives from the peer URL: a retried add can meet either error.
-		errors.Is(converted, rpctypes.ErrMemberExist), errors.Is(err, rpctypes.ErrGRPCMemberExist):
-		sentinel = ErrPeerURLExists
-	case errors.Is(converted, rpctypes.ErrUnhealthy), errors.Is(err, rpctypes.ErrGRPCUnhealthy):
-		sentinel = ErrUnhealthy
-	default:
-		return err
+func (c *client) Close() error {
+	if err := c.cli.Close(); err != nil && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("closing etcd client: %w", err)
 	}
-	return fmt.Errorf("%w: %v", sentinel, err)
+	return nil
 }

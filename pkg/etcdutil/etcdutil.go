@@ -18,8 +18,14 @@ var (
 	ErrTooManyLearners = errors.New("too many learner members in cluster")
 	// ErrPeerURLExists: a member with this peer URL is already in the member list.
 	ErrPeerURLExists = errors.New("peer URL already exists")
-	// ErrUnhealthy: the cluster refused a membership change because it would be unsafe.
+	// ErrUnhealthy: the cluster refused a membership change because it would be unsafe: too
+	// few members started, or the member asked not connected to enough peers for long enough
+	// (etcd's strict reconfiguration check). Try again later.
 	ErrUnhealthy = errors.New("cluster refused the change as unhealthy")
+	// ErrMemberNotLearner: the member to promote is a voting member already.
+	ErrMemberNotLearner = errors.New("member is not a learner")
+	// ErrNotLeader: the member asked to hand over leadership is not the leader.
+	ErrNotLeader = errors.New("member is not the leader")
 )
 
 // Member is one entry of etcd's member list.
@@ -58,22 +64,27 @@ type Status struct {
 // Client talks to one etcd cluster through the endpoints it was opened with.
 // Every method honours ctx and returns within the factory's per-call timeout.
 type Client interface {
-	// MemberList returns the cluster's members, as seen by any endpoint that answers.
+	// MemberList returns the cluster's members, as seen by any voting endpoint that answers,
+	// with a linearizable read: a member added through any other member is listed. A learner
+	// among the endpoints is passed over (etcd refuses member lists from learners).
 	MemberList(ctx context.Context) ([]Member, error)
 	// MemberAddAsLearner adds a non-voting member with the given peer URL and returns it.
 	// It returns ErrPeerURLExists when a member with that peer URL already exists, and
 	// ErrTooManyLearners when another learner is still pending.
 	MemberAddAsLearner(ctx context.Context, peerURL string) (Member, error)
 	// MemberPromote turns a learner into a voting member. It returns ErrLearnerNotReady while
-	// the learner lags behind the leader, and ErrMemberNotFound if there is no such member.
+	// the learner lags behind the leader (or has not started), ErrMemberNotFound if there is
+	// no such member, and ErrMemberNotLearner if it is a voting member already.
 	MemberPromote(ctx context.Context, id uint64) error
 	// MemberRemove removes a member. It returns ErrMemberNotFound if it was already removed,
 	// and ErrUnhealthy when etcd refuses because the removal would cost quorum.
 	MemberRemove(ctx context.Context, id uint64) error
-	// MoveLeader asks the current leader, reached at leaderEndpoint, to hand leadership to
-	// the voting member transferee. It returns when the transfer is done or failed.
+	// MoveLeader asks the current leader, reached at leaderEndpoint alone, to hand leadership
+	// to the voting member transferee. It returns when the transfer is done or failed, and
+	// ErrNotLeader when the member at leaderEndpoint does not lead (any more).
 	MoveLeader(ctx context.Context, leaderEndpoint string, transferee uint64) error
-	// Status asks the member at endpoint (one of the client URLs) for its status.
+	// Status asks the member at endpoint (any client URL, not only the client's endpoints)
+	// for its status. Learners answer too.
 	Status(ctx context.Context, endpoint string) (Status, error)
 	// Close releases the client's connections.
 	Close() error

@@ -1,12 +1,25 @@
-// Package etcdtest runs real etcd members in the test process (go.etcd.io/etcd/server/v3/embed)
-// on loopback ports, so membership code is tested against etcd itself rather than a fake.
+// Package etcdtest runs real etcd members inside the test process
+// (go.etcd.io/etcd/server/v3/embed), so that membership code is tested against etcd itself
+// rather than against a fake of it.
+//
+// Each member listens on a loopback address of its own (127.x.y.z), on ports the kernel
+// found free there. Outgoing connections take their source ports on 127.0.0.1, so between
+// reserving a member's ports and starting it nothing else on the machine takes them, not
+// even for a member that is started long after it was added to the cluster.
 package etcdtest
 
 import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -14,92 +27,235 @@ import (
 	"go.uber.org/zap"
 )
 
-// Member is one embedded etcd member.
+// ReadyTimeout bounds how long a member may take to join its cluster and serve clients.
+const ReadyTimeout = 30 * time.Second
+
+// Member is one embedded etcd member. Reserve makes one to start later with Join;
+// StartCluster makes and starts several. A member runs until Stop or the end of the test.
 type Member struct {
-	Name      string
+	// Name is the member's --name.
+	Name string
+	// PeerURL and ClientURL are the member's only peer and client URL.
 	PeerURL   string
 	ClientURL string
-	Etcd      *embed.Etcd
+	// Dir is the member's data directory; it outlives Stop until the end of the test.
+	Dir string
+	// Etcd is the running member; nil until it is started.
+	Etcd *embed.Etcd
+
+	token    string
+	group    *group
+	stopOnce sync.Once
+	stopped  atomic.Bool
 }
 
-// ID is the member's etcd ID.
+// group is the members started as one cluster, new or joined, for stopping them together.
+type group struct {
+	mu      sync.Mutex
+	members []*Member
+}
+
+func (g *group) add(m *Member) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	m.group = g
+	g.members = append(g.members, m)
+}
+
+// stop stops the members, the leader first each time. A leader that stops hands leadership
+// to a peer and waits for it up to etcd's request timeout (7 s): its peers must still run.
+func (g *group) stop() {
+	g.mu.Lock()
+	members := slices.Clone(g.members)
+	g.mu.Unlock()
+	for {
+		var next *Member
+		for _, m := range members {
+			if m.Etcd != nil && !m.stopped.Load() && (next == nil || m.isLeader()) {
+				next = m
+			}
+		}
+		if next == nil {
+			return
+		}
+		next.Stop()
+	}
+}
+
+func (m *Member) isLeader() bool {
+	return m.Etcd.Server.Leader() == m.Etcd.Server.MemberID()
+}
+
+// Reserve picks addresses and a data directory for a member without starting it: a test
+// adds the member to a cluster by its PeerURL first and starts it afterwards with Join.
+func Reserve(t testing.TB, name string) *Member {
+	t.Helper()
+	host := loopbackHost(t)
+	return &Member{
+		Name:      name,
+		PeerURL:   "http://" + freeAddr(t, host),
+		ClientURL: "http://" + freeAddr(t, host),
+		Dir:       t.TempDir(),
+	}
+}
+
+// StartCluster starts a new cluster of n voting members and returns once every member has
+// joined it and serves clients.
+func StartCluster(t testing.TB, n int) []*Member {
+	t.Helper()
+	token := "etcdtest-" + randomHex(t, 8)
+	members := make([]*Member, n)
+	g := &group{}
+	t.Cleanup(g.stop)
+	for i := range members {
+		members[i] = Reserve(t, fmt.Sprintf("m%d", i))
+		members[i].token = token
+		g.add(members[i])
+	}
+	for _, m := range members {
+		m.start(t, embed.ClusterStateFlagNew, members)
+	}
+	for _, m := range members {
+		m.waitReady(t)
+	}
+	return members
+}
+
+// Join starts m as a member of the running cluster of the given members, after the cluster
+// has been told of m (as a learner or a voter): initial-cluster-state is existing and
+// --initial-cluster lists members and m. Join returns once m has joined and serves clients.
+func (m *Member) Join(t testing.TB, members []*Member) {
+	t.Helper()
+	if len(members) > 0 && members[0].group != nil {
+		members[0].group.add(m)
+	} else {
+		g := &group{}
+		g.add(m)
+		t.Cleanup(g.stop)
+	}
+	all := append([]*Member{m}, members...)
+	m.start(t, embed.ClusterStateFlagExisting, all)
+	m.waitReady(t)
+}
+
+// ID is the member's etcd ID; the member must be running.
 func (m *Member) ID() uint64 { return uint64(m.Etcd.Server.MemberID()) }
 
-// Stop stops the member.
-func (m *Member) Stop() { m.Etcd.Close() }
-
-// Ports reserves a loopback peer URL and client URL for a member not started yet.
-func Ports(t *testing.T, name string) *Member {
-	t.Helper()
-	return &Member{Name: name, PeerURL: "http://" + freeAddr(t), ClientURL: "http://" + freeAddr(t)}
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("reserving a port: %v", err)
+// Stop stops the member; its data directory stays until the end of the test.
+func (m *Member) Stop() {
+	if m.Etcd != nil {
+		m.stopOnce.Do(func() {
+			m.stopped.Store(true)
+			m.Etcd.Close()
+		})
 	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
-// StartSeed starts a new one-member cluster.
-func StartSeed(t *testing.T) *Member {
-	t.Helper()
-	m := Ports(t, "m0")
-	m.start(t, "new", map[string]string{m.Name: m.PeerURL})
-	return m
-}
-
-// Join starts m as a member of an existing cluster whose full membership (m included) is
-// initial; the member must already have been added (as a learner or voter).
-func (m *Member) Join(t *testing.T, initial []*Member) {
-	t.Helper()
-	cluster := map[string]string{}
-	for _, o := range initial {
-		cluster[o.Name] = o.PeerURL
+// ClientURLs lists the members' client URLs.
+func ClientURLs(members ...*Member) []string {
+	out := make([]string, 0, len(members))
+	for _, m := range members {
+		out = append(out, m.ClientURL)
 	}
-	m.start(t, "existing", cluster)
+	return out
 }
 
-func (m *Member) start(t *testing.T, state string, cluster map[string]string) {
+// start launches the member with --initial-cluster made of cluster (which must contain m).
+func (m *Member) start(t testing.TB, state string, cluster []*Member) {
 	t.Helper()
+	initial := make([]string, 0, len(cluster))
+	seen := map[string]bool{}
+	for _, o := range cluster {
+		if !seen[o.Name] {
+			seen[o.Name] = true
+			initial = append(initial, o.Name+"="+o.PeerURL)
+		}
+	}
 	cfg := embed.NewConfig()
 	cfg.Name = m.Name
-	cfg.Dir = t.TempDir()
+	cfg.Dir = m.Dir
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
-	cfg.ListenPeerUrls = []url.URL{mustURL(t, m.PeerURL)}
+	cfg.ListenPeerUrls = []url.URL{mustParse(t, m.PeerURL)}
 	cfg.AdvertisePeerUrls = cfg.ListenPeerUrls
-	cfg.ListenClientUrls = []url.URL{mustURL(t, m.ClientURL)}
+	cfg.ListenClientUrls = []url.URL{mustParse(t, m.ClientURL)}
 	cfg.AdvertiseClientUrls = cfg.ListenClientUrls
-	var parts []string
-	for name, u := range cluster {
-		parts = append(parts, name+"="+u)
-	}
-	cfg.InitialCluster = strings.Join(parts, ",")
+	cfg.InitialCluster = strings.Join(initial, ",")
 	cfg.ClusterState = state
-	cfg.InitialClusterToken = "etcdtest"
+	if m.token != "" {
+		cfg.InitialClusterToken = m.token
+	}
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
 		t.Fatalf("starting etcd member %s: %v", m.Name, err)
 	}
 	m.Etcd = e
-	t.Cleanup(e.Close)
+}
+
+// waitReady waits until the member has joined its cluster and published itself.
+func (m *Member) waitReady(t testing.TB) {
+	t.Helper()
+	timer := time.NewTimer(ReadyTimeout)
+	defer timer.Stop()
 	select {
-	case <-e.Server.ReadyNotify():
-	case err := <-e.Err():
-		t.Fatalf("etcd member %s failed: %v", m.Name, err)
-	case <-time.After(30 * time.Second):
-		t.Fatalf("etcd member %s not ready within 30s", m.Name)
+	case <-m.Etcd.Server.ReadyNotify():
+	case err := <-m.Etcd.Err():
+		t.Fatalf("etcd member %s failed while starting: %v", m.Name, err)
+	case <-m.Etcd.Server.StopNotify():
+		t.Fatalf("etcd member %s stopped while starting", m.Name)
+	case <-timer.C:
+		t.Fatalf("etcd member %s not ready within %s", m.Name, ReadyTimeout)
 	}
 }
 
-func mustURL(t *testing.T, s string) url.URL {
+// loopbackHost picks an unused loopback address of 127.0.0.0/8 for one member. Where only
+// 127.0.0.1 is configured (not on Linux), every member shares 127.0.0.1.
+func loopbackHost(t testing.TB) string {
+	t.Helper()
+	for range 20 {
+		var b [4]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			t.Fatalf("picking a loopback address: %v", err)
+		}
+		// 127.1.0.1 to 127.254.255.254: never 127.0.0.x, never a .0 or .255 host part.
+		host := fmt.Sprintf("127.%d.%d.%d", 1+int(b[0])%254, b[1], 1+int(b[2])%254)
+		l, err := net.Listen("tcp", host+":0")
+		if errors.Is(err, syscall.EADDRNOTAVAIL) {
+			return "127.0.0.1"
+		}
+		if err == nil {
+			_ = l.Close()
+			return host
+		}
+	}
+	t.Fatal("no usable loopback address in 20 tries")
+	return ""
+}
+
+// freeAddr returns host:port with a port that was free on host a moment ago.
+func freeAddr(t testing.TB, host string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", host+":0")
+	if err != nil {
+		t.Fatalf("reserving a port on %s: %v", host, err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func randomHex(t testing.TB, n int) string {
+	t.Helper()
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatalf("reading random bytes: %v", err)
+	}
+	return hex.EncodeToString(b)
+}
+
+func mustParse(t testing.TB, s string) url.URL {
 	t.Helper()
 	u, err := url.Parse(s)
 	if err != nil {
-		t.Fatal(fmt.Errorf("parsing %s: %w", s, err))
+		t.Fatalf("parsing URL %s: %v", s, err)
 	}
 	return *u
 }
