@@ -1,11 +1,14 @@
-// Package memberinit is the init container of every member pod (`etcd-operator member-init`).
-// It holds etcd back until the operator has registered the member, so etcd never starts with
-// an --initial-cluster that the cluster would refuse, which would only put the pod into
-// CrashLoopBackOff.
+// Package memberinit is the init container of every member pod (`etcd-operator member-init`;
+// the etcd image has no shell, so the operator's own binary runs it). It holds etcd back
+// until the operator has added the member to the cluster, so that a joining etcd never
+// starts with an --initial-cluster the cluster would refuse, which would only put the pod
+// into CrashLoopBackOff.
 //
-// It never looks up its own member's DNS name: the operator registers the member only once
-// the pod's record is published, and an early lookup would make CoreDNS cache a negative
-// answer for up to 30 s.
+// It never looks up its own member's DNS name: the operator adds the member only once the
+// pod's record is published, and an earlier lookup would make CoreDNS cache the negative
+// answer for 30 s, which etcd's peers would then meet too. It asks the members already
+// running, by their names, and matches itself by its peer URL, which etcd lists for an
+// added member before it has started.
 package memberinit
 
 import (
@@ -14,76 +17,133 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/sirupsen/logrus"
+
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 )
 
-// progressEvery bounds how often a waiting member logs that it is still waiting.
+// ClusterState is the value of --initial-cluster-state, as etcd's flag of that name.
+type ClusterState string
+
+// The cluster states a member starts in.
+const (
+	// ClusterStateNew: the member bootstraps a new cluster and starts at once.
+	ClusterStateNew ClusterState = "new"
+	// ClusterStateExisting: the member joins a running cluster once it has been added.
+	ClusterStateExisting ClusterState = "existing"
+)
+
+// DefaultPollInterval is how often a joining member asks for the member list by default.
+const DefaultPollInterval = 200 * time.Millisecond
+
+// progressEvery bounds how often a waiting member logs: one line per change of what it
+// sees, no more than one per progressEvery.
 const progressEvery = 5 * time.Second
 
 // Options are the init container's flags.
 type Options struct {
-	DataDir      string
-	PeerURL      string
-	ClusterState string
-	Endpoints    []string
+	// DataDir is etcd's --data-dir. A member whose data dir holds data starts at once.
+	DataDir string
+	// PeerURL is this member's peer URL, exactly as the operator adds it.
+	PeerURL string
+	// ClusterState is the --initial-cluster-state etcd will start with.
+	ClusterState ClusterState
+	// Endpoints are client URLs of the members already in the cluster; never this one's.
+	Endpoints []string
+	// PollInterval is how often the member list is asked for.
 	PollInterval time.Duration
 }
 
-// Parse reads the flags of `etcd-operator member-init`.
+// Parse reads the flags of `etcd-operator member-init` (args without the subcommand). It
+// returns flag.ErrHelp for -h.
 func Parse(args []string) (Options, error) {
 	fs := flag.NewFlagSet("member-init", flag.ContinueOnError)
 	var o Options
-	var endpoints string
-	fs.StringVar(&o.DataDir, "data-dir", "", "etcd's data directory; a member that has data starts at once")
-	fs.StringVar(&o.PeerURL, "peer-url", "", "this member's peer URL, as registered in the member list")
-	fs.StringVar(&o.ClusterState, "initial-cluster-state", "existing", "new (the seed member) or existing")
-	fs.StringVar(&endpoints, "endpoints", "", "comma-separated client URLs of the members already in the cluster")
-	fs.DurationVar(&o.PollInterval, "poll-interval", 200*time.Millisecond, "how often to ask the member list")
+	var state, endpoints string
+	fs.StringVar(&o.DataDir, "data-dir", "", "etcd's data directory; a member whose directory holds data starts at once")
+	fs.StringVar(&o.PeerURL, "peer-url", "", "this member's peer URL, exactly as the operator adds it to the cluster")
+	fs.StringVar(&state, "initial-cluster-state", "", "new (bootstraps the cluster: start at once) or existing (wait to be added)")
+	fs.StringVar(&endpoints, "endpoints", "", "comma-separated client URLs of the members already running, never this member's own")
+	fs.DurationVar(&o.PollInterval, "poll-interval", DefaultPollInterval, "how often to ask for the member list")
 	if err := fs.Parse(args); err != nil {
 		return Options{}, err
 	}
+	if fs.NArg() > 0 {
+		return Options{}, fmt.Errorf("parsing member-init flags: unexpected arguments %q", fs.Args())
+	}
+	o.ClusterState = ClusterState(state)
 	for _, e := range strings.Split(endpoints, ",") {
 		if e = strings.TrimSpace(e); e != "" {
 			o.Endpoints = append(o.Endpoints, e)
 		}
 	}
-	switch {
-	case o.DataDir == "" || o.PeerURL == "":
-		return Options{}, errors.New("--data-dir and --peer-url are required")
-	case o.ClusterState != "new" && o.ClusterState != "existing":
-		return Options{}, fmt.Errorf("--initial-cluster-state must be new or existing, not %q", o.ClusterState)
-	case o.ClusterState == "existing" && len(o.Endpoints) == 0:
-		return Options{}, errors.New("--endpoints is required to join an existing cluster")
-	case o.PollInterval <= 0:
-		return Options{}, errors.New("--poll-interval must be positive")
+	if err := o.Validate(); err != nil {
+		return Options{}, fmt.Errorf("parsing member-init flags: %w", err)
 	}
 	return o, nil
 }
 
-// hasData reports whether the data directory already holds a member: a restarted pod keeps
-// its data and must start at once, even when the cluster has lost quorum and waits for it.
-func hasData(dataDir string) bool {
-	for _, d := range []string{"member/wal", "member/snap"} {
-		if _, err := os.Stat(filepath.Join(dataDir, d)); err == nil {
-			return true
+// Validate checks the options. An endpoint on this member's own host is refused: looking
+// it up before the member's DNS record exists is what the init container must never do.
+func (o Options) Validate() error {
+	if o.DataDir == "" {
+		return errors.New("--data-dir is required")
+	}
+	peer, err := url.Parse(o.PeerURL)
+	if err != nil || peer.Hostname() == "" {
+		return fmt.Errorf("--peer-url %q is not a URL with a host", o.PeerURL)
+	}
+	switch o.ClusterState {
+	case ClusterStateNew:
+	case ClusterStateExisting:
+		if len(o.Endpoints) == 0 {
+			return errors.New("--endpoints is required to join an existing cluster")
+		}
+	default:
+		return fmt.Errorf("--initial-cluster-state must be %s or %s, not %q", ClusterStateNew, ClusterStateExisting, o.ClusterState)
+	}
+	for _, e := range o.Endpoints {
+		u, err := url.Parse(e)
+		if err != nil || u.Hostname() == "" {
+			return fmt.Errorf("endpoint %q is not a URL with a host", e)
+		}
+		if strings.EqualFold(u.Hostname(), peer.Hostname()) {
+			return fmt.Errorf("endpoint %s is this member itself (--peer-url %s)", e, o.PeerURL)
 		}
 	}
-	return false
+	if o.PollInterval <= 0 {
+		return fmt.Errorf("--poll-interval must be positive, not %s", o.PollInterval)
+	}
+	return nil
 }
 
-// Run waits until the member may start etcd, or ctx ends.
+// Run returns nil when etcd may start: at once for the first member of a new cluster and
+// for a member whose data dir holds data (a restarted member must start even when the
+// cluster has no quorum, which it may be needed for); otherwise once the member list, asked
+// through o.Endpoints, lists a member with exactly o.PeerURL. It waits for that as long as
+// it takes: giving up would only restart the pod. It returns an error when ctx ends first.
+// Progress is logged to out.
 func Run(ctx context.Context, o Options, f etcdutil.Factory, out io.Writer) error {
-	if o.ClusterState == "new" {
-		fmt.Fprintln(out, "seed member: starting etcd")
+	log := newLogger(out).WithField("peerURL", o.PeerURL)
+	if err := o.Validate(); err != nil {
+		return fmt.Errorf("validating options: %w", err)
+	}
+	if o.ClusterState == ClusterStateNew {
+		log.Info("member bootstraps a new cluster: starting etcd")
 		return nil
 	}
-	if hasData(o.DataDir) {
-		fmt.Fprintf(out, "%s holds a member's data: starting etcd\n", o.DataDir)
+	has, err := hasData(o.DataDir)
+	if err != nil {
+		return err
+	}
+	if has {
+		log.WithField("dataDir", o.DataDir).Info("data directory holds a member: starting etcd")
 		return nil
 	}
 	cli, err := f.New(o.Endpoints)
@@ -91,37 +151,95 @@ func Run(ctx context.Context, o Options, f etcdutil.Factory, out io.Writer) erro
 		return fmt.Errorf("opening etcd client: %w", err)
 	}
 	defer cli.Close()
+	return waitAdded(ctx, o, cli, log.WithField("endpoints", strings.Join(o.Endpoints, ",")))
+}
 
-	fmt.Fprintf(out, "waiting for %s to be added to the cluster (asking %s)\n", o.PeerURL, strings.Join(o.Endpoints, ","))
+// waitAdded polls the member list until it lists o.PeerURL or ctx ends.
+func waitAdded(ctx context.Context, o Options, cli etcdutil.Client, log *logrus.Entry) error {
+	start := time.Now()
+	log.Info("waiting for the operator to add this member")
+	p := progress{log: log, state: stateNotListed, logged: start}
 	ticker := time.NewTicker(o.PollInterval)
 	defer ticker.Stop()
-	lastLog := time.Now()
-	var lastErr string
 	for {
 		members, err := cli.MemberList(ctx)
-		switch {
-		case err == nil:
-			for _, m := range members {
-				for _, u := range m.PeerURLs {
-					if u == o.PeerURL {
-						fmt.Fprintf(out, "registered as member %x: starting etcd\n", m.ID)
-						return nil
-					}
-				}
+		if err == nil {
+			if m, ok := find(members, o.PeerURL); ok {
+				log.WithFields(logrus.Fields{
+					"id":      fmt.Sprintf("%x", m.ID),
+					"learner": m.IsLearner,
+					"waited":  time.Since(start).Round(time.Millisecond),
+				}).Info("member added: starting etcd")
+				return nil
 			}
-			lastErr = ""
-		case err.Error() != lastErr:
-			lastErr = err.Error()
-			fmt.Fprintf(out, "listing members: %v\n", err)
 		}
-		if time.Since(lastLog) >= progressEvery {
-			fmt.Fprintf(out, "still waiting for %s to be added\n", o.PeerURL)
-			lastLog = time.Now()
-		}
+		p.observe(err, time.Now())
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("waiting to be added: %w", ctx.Err())
+			return fmt.Errorf("waiting for %s to be added: %w", o.PeerURL, ctx.Err())
 		case <-ticker.C:
 		}
 	}
+}
+
+func find(members []etcdutil.Member, peerURL string) (etcdutil.Member, bool) {
+	for _, m := range members {
+		for _, u := range m.PeerURLs {
+			if u == peerURL {
+				return m, true
+			}
+		}
+	}
+	return etcdutil.Member{}, false
+}
+
+// stateNotListed is the state of a wait in which the member list answers without this member.
+const stateNotListed = "not listed"
+
+// progress logs what a waiting member sees when it changes, at most once per progressEvery,
+// instead of once per poll.
+type progress struct {
+	log *logrus.Entry
+	// state is the last state logged: stateNotListed or the text of an error.
+	state  string
+	logged time.Time
+}
+
+// observe takes the result of one poll, made at now.
+func (p *progress) observe(err error, now time.Time) {
+	state := stateNotListed
+	if err != nil {
+		state = err.Error()
+	}
+	if state == p.state || now.Sub(p.logged) < progressEvery {
+		return
+	}
+	p.state, p.logged = state, now
+	if err != nil {
+		p.log.WithError(err).Warn("cannot list members yet; still trying")
+		return
+	}
+	p.log.Info("members answer; this member is not listed yet")
+}
+
+// hasData reports whether dataDir holds a member's data (etcd's member/wal or member/snap).
+func hasData(dataDir string) (bool, error) {
+	for _, d := range []string{"member/wal", "member/snap"} {
+		_, err := os.Stat(filepath.Join(dataDir, d))
+		switch {
+		case err == nil:
+			return true, nil
+		case !errors.Is(err, os.ErrNotExist):
+			return false, fmt.Errorf("checking data dir %s: %w", dataDir, err)
+		}
+	}
+	return false, nil
+}
+
+// newLogger logs in the operator's text format.
+func newLogger(out io.Writer) *logrus.Logger {
+	log := logrus.New()
+	log.SetOutput(out)
+	log.SetFormatter(&logrus.TextFormatter{FullTimestamp: true, TimestampFormat: "2006-01-02T15:04:05.000Z07:00", DisableColors: true})
+	return log
 }

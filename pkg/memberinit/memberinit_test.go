@@ -4,16 +4,23 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/sirupsen/logrus"
 
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil/etcdtest"
 )
+
+// waitTimeout bounds every wait of these tests.
+const waitTimeout = 10 * time.Second
 
 // syncBuffer is a bytes.Buffer safe to read while Run writes to it.
 type syncBuffer struct {
@@ -33,109 +40,274 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func TestParse(t *testing.T) {
-	o, err := Parse([]string{"--data-dir=/d", "--peer-url=http://a:2380", "--endpoints=http://b:2379, http://c:2379"})
+// countingFactory counts the clients opened and the member lists asked for and answered.
+type countingFactory struct {
+	etcdutil.Factory
+	opened, asked, answered atomic.Int32
+}
+
+func (f *countingFactory) New(endpoints []string) (etcdutil.Client, error) {
+	f.opened.Add(1)
+	cli, err := f.Factory.New(endpoints)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	if o.ClusterState != "existing" || len(o.Endpoints) != 2 || o.Endpoints[1] != "http://c:2379" {
-		t.Errorf("parsed %+v", o)
+	return &countingClient{Client: cli, f: f}, nil
+}
+
+type countingClient struct {
+	etcdutil.Client
+	f *countingFactory
+}
+
+func (c *countingClient) MemberList(ctx context.Context) ([]etcdutil.Member, error) {
+	c.f.asked.Add(1)
+	ms, err := c.Client.MemberList(ctx)
+	if err == nil {
+		c.f.answered.Add(1)
 	}
-	for _, bad := range [][]string{
-		{"--peer-url=http://a:2380", "--endpoints=http://b:2379"},
-		{"--data-dir=/d", "--peer-url=http://a:2380"},
-		{"--data-dir=/d", "--peer-url=http://a:2380", "--initial-cluster-state=maybe"},
-	} {
-		if _, err := Parse(bad); err == nil {
-			t.Errorf("Parse(%v) accepted", bad)
+	return ms, err
+}
+
+// eventually polls cond until it holds, failing the test after waitTimeout.
+func eventually(t *testing.T, desc string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s", desc, waitTimeout)
 		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
-func TestRunReturnsAtOnce(t *testing.T) {
-	withData := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(withData, "member", "wal"), 0o700); err != nil {
-		t.Fatal(err)
+// start runs Run in the background; the channel gets its result.
+func start(ctx context.Context, o Options, f etcdutil.Factory, out *syncBuffer) <-chan error {
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, o, f, out) }()
+	return done
+}
+
+func TestParse(t *testing.T) {
+	o, err := Parse([]string{"--data-dir=/d", "--peer-url=http://m2.peers.ns.svc:2380", "--initial-cluster-state=existing",
+		"--endpoints=http://m0.peers.ns.svc:2379, http://m1.peers.ns.svc:2379", "--poll-interval=1s"})
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
 	}
+	want := Options{DataDir: "/d", PeerURL: "http://m2.peers.ns.svc:2380", ClusterState: ClusterStateExisting,
+		Endpoints: []string{"http://m0.peers.ns.svc:2379", "http://m1.peers.ns.svc:2379"}, PollInterval: time.Second}
+	if o.DataDir != want.DataDir || o.PeerURL != want.PeerURL || o.ClusterState != want.ClusterState ||
+		strings.Join(o.Endpoints, " ") != strings.Join(want.Endpoints, " ") || o.PollInterval != want.PollInterval {
+		t.Errorf("Parse = %+v, want %+v", o, want)
+	}
+	seed, err := Parse([]string{"--data-dir=/d", "--peer-url=http://m0.peers.ns.svc:2380", "--initial-cluster-state=new", "--endpoints="})
+	if err != nil {
+		t.Fatalf("Parse of the first member's flags: %v", err)
+	}
+	if seed.PollInterval != DefaultPollInterval || len(seed.Endpoints) != 0 {
+		t.Errorf("Parse of the first member's flags = %+v", seed)
+	}
+
+	base := []string{"--data-dir=/d", "--peer-url=http://m2.peers.ns.svc:2380", "--initial-cluster-state=existing", "--endpoints=http://m0.peers.ns.svc:2379"}
+	for name, args := range map[string][]string{
+		"no data dir":           {"--peer-url=http://m2.peers.ns.svc:2380", "--initial-cluster-state=existing", "--endpoints=http://m0.peers.ns.svc:2379"},
+		"no peer URL":           {"--data-dir=/d", "--initial-cluster-state=existing", "--endpoints=http://m0.peers.ns.svc:2379"},
+		"no cluster state":      {"--data-dir=/d", "--peer-url=http://m2.peers.ns.svc:2380", "--endpoints=http://m0.peers.ns.svc:2379"},
+		"bad cluster state":     append(base, "--initial-cluster-state=maybe"),
+		"joining, no endpoints": {"--data-dir=/d", "--peer-url=http://m2.peers.ns.svc:2380", "--initial-cluster-state=existing"},
+		"own endpoint":          append(base, "--endpoints=http://m0.peers.ns.svc:2379,http://M2.peers.ns.svc:2379"),
+		"endpoint without host": append(base, "--endpoints=m0:2379"),
+		"zero poll interval":    append(base, "--poll-interval=0s"),
+		"extra argument":        append(base, "etcd"),
+	} {
+		if _, err := Parse(args); err == nil {
+			t.Errorf("%s: Parse(%q) accepted", name, args)
+		}
+	}
+	if _, err := Parse([]string{"-h"}); !errors.Is(err, flag.ErrHelp) {
+		t.Errorf("Parse(-h) = %v, want flag.ErrHelp", err)
+	}
+}
+
+// TestRunStartsAtOnce: the first member of a new cluster, and a member that has data,
+// start without asking anyone, even when no member answers.
+func TestRunStartsAtOnce(t *testing.T) {
+	t.Parallel()
+	// Real data of a member that has stopped, and with it the only member of its cluster.
+	stopped := etcdtest.StartCluster(t, 1)[0]
+	stopped.Stop()
+	gone := etcdtest.Reserve(t, "gone")
 	for name, o := range map[string]Options{
-		"seed": {DataDir: t.TempDir(), PeerURL: "http://a:2380", ClusterState: "new", PollInterval: time.Millisecond},
-		// Nobody answers at this endpoint: a member with data must start without asking.
-		"restart with data": {DataDir: withData, PeerURL: "http://a:2380", ClusterState: "existing",
-			Endpoints: []string{"http://127.0.0.1:1"}, PollInterval: time.Millisecond},
+		"first member of a new cluster": {DataDir: t.TempDir(), PeerURL: "http://m0.peers.ns.svc:2380",
+			ClusterState: ClusterStateNew, PollInterval: time.Millisecond},
+		"restarted with data, no quorum": {DataDir: stopped.Dir, PeerURL: stopped.PeerURL,
+			ClusterState: ClusterStateExisting, Endpoints: []string{gone.ClientURL}, PollInterval: time.Millisecond},
 	} {
 		t.Run(name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			f := &countingFactory{Factory: etcdutil.NewFactory(0, 0)}
+			ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 			defer cancel()
-			var out bytes.Buffer
-			if err := Run(ctx, o, etcdutil.NewFactory(0, 0), &out); err != nil {
-				t.Fatalf("Run: %v (%s)", err, out.String())
+			out := &syncBuffer{}
+			begin := time.Now()
+			if err := Run(ctx, o, f, out); err != nil {
+				t.Fatalf("Run: %v\n%s", err, out)
+			}
+			if d := time.Since(begin); d > time.Second {
+				t.Errorf("Run took %s", d)
+			}
+			if n := f.opened.Load(); n != 0 {
+				t.Errorf("Run opened %d etcd clients; it must not ask anyone", n)
+			}
+			if !strings.Contains(out.String(), "starting etcd") {
+				t.Errorf("Run logged %q", out)
 			}
 		})
 	}
 }
 
+// TestRunWaitsUntilAdded: a joining member waits while the cluster answers without it, and
+// starts soon after the operator adds it; etcd then joins with the flags it was given.
 func TestRunWaitsUntilAdded(t *testing.T) {
-	seed := etcdtest.StartSeed(t)
-	joiner := etcdtest.Ports(t, "m1")
-	o := Options{DataDir: t.TempDir(), PeerURL: joiner.PeerURL, ClusterState: "existing",
-		Endpoints: []string{seed.ClientURL}, PollInterval: 20 * time.Millisecond}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Parallel()
+	seed := etcdtest.StartCluster(t, 1)[0]
+	joiner := etcdtest.Reserve(t, "m1")
+	down := etcdtest.Reserve(t, "down") // a member that does not answer is passed over
+	o := Options{DataDir: joiner.Dir, PeerURL: joiner.PeerURL, ClusterState: ClusterStateExisting,
+		Endpoints: []string{down.ClientURL, seed.ClientURL}, PollInterval: 10 * time.Millisecond}
+	f := &countingFactory{Factory: etcdutil.NewFactory(0, 0)}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*waitTimeout)
 	defer cancel()
-
 	out := &syncBuffer{}
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, o, etcdutil.NewFactory(0, 0), out) }()
+	done := start(ctx, o, f, out)
 
-	// Run must still be waiting once it has asked at least once.
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(out.String(), "waiting for") {
-		if time.Now().After(deadline) {
-			t.Fatalf("Run never started waiting: %q", out.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	eventually(t, "the cluster answers Run three times", func() bool { return f.answered.Load() >= 3 })
 	select {
 	case err := <-done:
-		t.Fatalf("Run returned %v before the member was added", err)
-	case <-time.After(200 * time.Millisecond):
+		t.Fatalf("Run returned before the member was added: %v\n%s", err, out)
+	default:
 	}
 
 	cli, err := etcdutil.NewFactory(0, 0).New([]string{seed.ClientURL})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("opening client: %v", err)
 	}
 	defer cli.Close()
-	added := time.Now()
 	if _, err := cli.MemberAddAsLearner(ctx, joiner.PeerURL); err != nil {
-		t.Fatal(err)
+		t.Fatalf("MemberAddAsLearner: %v", err)
 	}
+	added := time.Now()
 	select {
 	case err := <-done:
 		if err != nil {
-			t.Fatalf("Run: %v", err)
+			t.Fatalf("Run: %v\n%s", err, out)
 		}
-		if d := time.Since(added); d > 2*time.Second {
-			t.Errorf("Run noticed the add after %s", d)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatalf("Run still waiting 10s after the member was added: %q", out.String())
+	case <-time.After(waitTimeout):
+		t.Fatalf("Run still waiting %s after the member was added\n%s", waitTimeout, out)
+	}
+	if d := time.Since(added); d > 2*time.Second {
+		t.Errorf("Run noticed the member %s after it was added; it polls every %s", d, o.PollInterval)
+	}
+	if !strings.Contains(out.String(), "member added") {
+		t.Errorf("Run logged %q", out)
+	}
+	joiner.Join(t, []*etcdtest.Member{seed})
+}
+
+// TestRunLogsChangesNotPolls: many polls that see the same thing make one line.
+func TestRunLogsChangesNotPolls(t *testing.T) {
+	t.Parallel()
+	seed := etcdtest.StartCluster(t, 1)[0]
+	o := Options{DataDir: t.TempDir(), PeerURL: etcdtest.Reserve(t, "never").PeerURL, ClusterState: ClusterStateExisting,
+		Endpoints: []string{seed.ClientURL}, PollInterval: time.Millisecond}
+	f := &countingFactory{Factory: etcdutil.NewFactory(0, 0)}
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &syncBuffer{}
+	done := start(ctx, o, f, out)
+	eventually(t, "50 polls", func() bool { return f.answered.Load() >= 50 })
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run after cancel = %v, want context.Canceled", err)
+	}
+	if lines := strings.Count(out.String(), "\n"); lines != 1 {
+		t.Errorf("Run logged %d lines for %d polls that saw the same:\n%s", lines, f.answered.Load(), out)
 	}
 }
 
+func TestProgress(t *testing.T) {
+	var out bytes.Buffer
+	log := newLogger(&out)
+	t0 := time.Now()
+	p := progress{log: logrus.NewEntry(log), state: stateNotListed, logged: t0}
+	refused := errors.New("listing members: connection refused")
+	for _, step := range []struct {
+		at    time.Duration
+		err   error
+		lines int // lines logged so far
+	}{
+		{100 * time.Millisecond, nil, 0},
+		{200 * time.Millisecond, refused, 0}, // a change, but within 5 s of the last line
+		{5 * time.Second, refused, 1},        // the change is told once 5 s have passed
+		{6 * time.Second, refused, 1},
+		{7 * time.Second, nil, 1},
+		{10 * time.Second, nil, 2},
+		{20 * time.Second, nil, 2},
+	} {
+		p.observe(step.err, t0.Add(step.at))
+		if got := strings.Count(out.String(), "\n"); got != step.lines {
+			t.Fatalf("after the poll at %s: %d lines, want %d:\n%s", step.at, got, step.lines, out.String())
+		}
+	}
+	if !strings.Contains(out.String(), "connection refused") {
+		t.Errorf("the error is not logged:\n%s", out.String())
+	}
+}
+
+// TestRunHonoursCancel: Run returns when its context ends, also in the middle of a call to
+// a member that does not answer.
 func TestRunHonoursCancel(t *testing.T) {
-	seed := etcdtest.StartSeed(t)
-	o := Options{DataDir: t.TempDir(), PeerURL: "http://never:2380", ClusterState: "existing",
-		Endpoints: []string{seed.ClientURL}, PollInterval: 20 * time.Millisecond}
+	t.Parallel()
+	gone := etcdtest.Reserve(t, "gone")
+	o := Options{DataDir: t.TempDir(), PeerURL: "http://m1.peers.ns.svc:2380", ClusterState: ClusterStateExisting,
+		Endpoints: []string{gone.ClientURL}, PollInterval: 10 * time.Millisecond}
+	f := &countingFactory{Factory: etcdutil.NewFactory(0, time.Minute)}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, o, etcdutil.NewFactory(0, 0), &syncBuffer{}) }()
+	out := &syncBuffer{}
+	done := start(ctx, o, f, out)
+	eventually(t, "Run asks for the member list", func() bool { return f.asked.Load() >= 1 })
+	cancelled := time.Now()
 	cancel()
 	select {
 	case err := <-done:
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("Run after cancel = %v, want context.Canceled", err)
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Run ignored cancellation")
+	case <-time.After(waitTimeout):
+		t.Fatal("Run ignored the cancellation")
+	}
+	if d := time.Since(cancelled); d > time.Second {
+		t.Errorf("Run returned %s after the cancellation; its call timeout is a minute", d)
+	}
+}
+
+// TestHasData: an empty or missing data dir holds no member; etcd's member/wal or
+// member/snap does.
+func TestHasData(t *testing.T) {
+	for name, dirs := range map[string][]string{"empty": nil, "wal": {"member/wal"}, "snap": {"member/snap"}, "other": {"lost+found"}} {
+		dir := t.TempDir()
+		for _, d := range dirs {
+			if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := hasData(dir)
+		if err != nil {
+			t.Fatalf("%s: hasData: %v", name, err)
+		}
+		if want := name == "wal" || name == "snap"; got != want {
+			t.Errorf("%s: hasData = %v, want %v", name, got, want)
+		}
+	}
+	if got, err := hasData(filepath.Join(t.TempDir(), "missing")); got || err != nil {
+		t.Errorf("hasData of a missing dir = %v, %v", got, err)
 	}
 }
