@@ -86,7 +86,7 @@ func (r *Reconciler) act(ctx context.Context, c *api.EtcdCluster, o *observation
 			m, err := cli.MemberAddAsLearner(ctx, k8sutil.PeerURL(c.Name, c.Namespace, a.Ordinal))
 			id = m.ID
 			return err
-		}, etcdutil.ErrPeerURLExists, etcdRefusedRetry, etcdutil.ErrUnhealthy)
+		}, []error{etcdutil.ErrPeerURLExists}, etcdRefusedRetry, etcdutil.ErrUnhealthy)
 		if err != nil {
 			return 0, fmt.Errorf("adding member %s as learner: %w", member, err)
 		}
@@ -99,7 +99,7 @@ func (r *Reconciler) act(ctx context.Context, c *api.EtcdCluster, o *observation
 	case ActionPromote:
 		applied, retry, err := r.changeMembership(ctx, o, 0, func(cli etcdutil.Client) error {
 			return cli.MemberPromote(ctx, a.MemberID)
-		}, etcdutil.ErrMemberNotFound, whileWaiting, etcdutil.ErrLearnerNotReady, etcdutil.ErrUnhealthy)
+		}, []error{etcdutil.ErrMemberNotFound, etcdutil.ErrMemberNotLearner}, whileWaiting, etcdutil.ErrLearnerNotReady, etcdutil.ErrUnhealthy)
 		if err != nil {
 			return 0, fmt.Errorf("promoting member %s: %w", member, err)
 		}
@@ -112,7 +112,7 @@ func (r *Reconciler) act(ctx context.Context, c *api.EtcdCluster, o *observation
 	case ActionRemoveMember:
 		applied, retry, err := r.changeMembership(ctx, o, a.MemberID, func(cli etcdutil.Client) error {
 			return cli.MemberRemove(ctx, a.MemberID)
-		}, etcdutil.ErrMemberNotFound, etcdRefusedRetry, etcdutil.ErrUnhealthy)
+		}, []error{etcdutil.ErrMemberNotFound}, etcdRefusedRetry, etcdutil.ErrUnhealthy)
 		if err != nil {
 			return 0, fmt.Errorf("removing member %s: %w", member, err)
 		}
@@ -133,7 +133,12 @@ func (r *Reconciler) act(ctx context.Context, c *api.EtcdCluster, o *observation
 			return 0, fmt.Errorf("opening etcd client: %w", err)
 		}
 		defer cli.Close()
-		if err := cli.MoveLeader(ctx, ep, a.Transferee); err != nil {
+		err = cli.MoveLeader(ctx, ep, a.Transferee)
+		if errors.Is(err, etcdutil.ErrNotLeader) {
+			// Leadership moved on its own since this pass looked: plan again.
+			return afterAction, nil
+		}
+		if err != nil {
 			return 0, fmt.Errorf("moving leadership from %s to %s: %w", member, hexID(a.Transferee), err)
 		}
 		log.WithField("to", hexID(a.Transferee)).Info("moved leadership")
@@ -152,19 +157,21 @@ func memberVersion(c *api.EtcdCluster) string {
 	return c.Spec.Version
 }
 
-// changeMembership sends one membership change to the voting members. An error matching
-// alreadyDone means an earlier pass (perhaps of an operator that died since) made it; errors
+// changeMembership sends one membership change to the voting members. An error matching one
+// of alreadyDone means an earlier pass (perhaps of an operator that died since) made it; errors
 // matching notYet mean etcd refuses it for now (a learner still catching up, or etcd's strict
 // reconfiguration check, which wants every member connected for a few seconds): neither is a
 // failure. applied is true when this call made the change; retry is when to look again.
 func (r *Reconciler) changeMembership(ctx context.Context, o *observation, exclude uint64, change func(etcdutil.Client) error,
-	alreadyDone error, retryIn time.Duration, notYet ...error) (applied bool, retry time.Duration, err error) {
+	alreadyDone []error, retryIn time.Duration, notYet ...error) (applied bool, retry time.Duration, err error) {
 	err = r.withVoters(ctx, o, exclude, change)
-	switch {
-	case err == nil:
+	if err == nil {
 		return true, 0, nil
-	case errors.Is(err, alreadyDone):
-		return false, 0, nil
+	}
+	for _, e := range alreadyDone {
+		if errors.Is(err, e) {
+			return false, 0, nil
+		}
 	}
 	for _, e := range notYet {
 		if errors.Is(err, e) {
