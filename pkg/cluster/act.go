@@ -183,21 +183,9 @@ func (r *Reconciler) changeMembership(ctx context.Context, o *observation, exclu
 }
 
 // withVoters runs f with a client over the voting members that answered this pass, the
-// leader first, leaving out the member the action removes (it may stop at any moment).
+// leader first, leaving out the member the action removes.
 func (r *Reconciler) withVoters(ctx context.Context, o *observation, exclude uint64, f func(etcdutil.Client) error) error {
-	var eps []string
-	for ord, st := range o.statuses {
-		p := o.pods[ord]
-		if p == nil || st.IsLearner || (exclude != 0 && st.ID == exclude) {
-			continue
-		}
-		ep := k8sutil.PodClientURL(p.Status.PodIP)
-		if st.ID == o.leader {
-			eps = append([]string{ep}, eps...)
-		} else {
-			eps = append(eps, ep)
-		}
-	}
+	eps := o.voterEndpoints(exclude)
 	if len(eps) == 0 {
 		return errors.New("no voting member answered")
 	}

@@ -87,27 +87,11 @@ func (r *Reconciler) observe(ctx context.Context, c *api.EtcdCluster) (*observat
 	defer cli.Close()
 	o.statuses = memberStatuses(ctx, cli, endpoints)
 
-	// Ask a voting member that answered, the leader first: learners refuse linearizable
-	// requests and a follower may lag.
-	var voters []string
-	for ord, st := range o.statuses {
-		if st.IsLearner {
-			continue
-		}
-		if st.Leader == st.ID {
-			voters = append([]string{endpoints[ord]}, voters...)
-		} else {
-			voters = append(voters, endpoints[ord])
-		}
-		if o.leader == 0 {
-			o.leader = st.Leader
-		}
-	}
-	for ord := range o.statuses {
-		if st := o.statuses[ord]; st.Leader != 0 && st.Leader == st.ID {
-			o.leader = st.ID
-		}
-	}
+	o.leader = leaderOf(o.statuses)
+
+	// Ask a voting member that answered, the leader first: learners refuse the member list
+	// and a follower may lag.
+	voters := o.voterEndpoints(0)
 	if len(voters) == 0 {
 		return o, nil
 	}
@@ -123,6 +107,40 @@ func (r *Reconciler) observe(ctx context.Context, c *api.EtcdCluster) (*observat
 	}
 	o.members, o.membersKnown = members, true
 	return o, nil
+}
+
+// leaderOf is the leader the members report: the one that says it leads, or else the one
+// the others follow.
+func leaderOf(statuses map[int]etcdutil.Status) uint64 {
+	var followed uint64
+	for _, st := range statuses {
+		if st.Leader != 0 && st.Leader == st.ID {
+			return st.ID
+		}
+		if followed == 0 {
+			followed = st.Leader
+		}
+	}
+	return followed
+}
+
+// voterEndpoints are the client URLs of the voting members that answered this pass, the
+// leader first, without the member exclude (one being removed may stop at any moment).
+func (o *observation) voterEndpoints(exclude uint64) []string {
+	var eps []string
+	for ord, st := range o.statuses {
+		p := o.pods[ord]
+		if p == nil || st.IsLearner || (exclude != 0 && st.ID == exclude) {
+			continue
+		}
+		ep := k8sutil.PodClientURL(p.Status.PodIP)
+		if st.ID == o.leader {
+			eps = append([]string{ep}, eps...)
+		} else {
+			eps = append(eps, ep)
+		}
+	}
+	return eps
 }
 
 // memberStatuses asks every member for its status in parallel.

@@ -2,6 +2,7 @@ package k8sutil
 
 import (
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 
@@ -109,18 +110,13 @@ func MemberPod(c *api.EtcdCluster, p MemberPodParams) *corev1.Pod {
 		policy = &api.PodPolicy{}
 	}
 
+	// The operator's own labels win over the pod policy's.
 	podLabels := map[string]string{}
-	for k, v := range policy.Labels {
-		podLabels[k] = v
-	}
-	for k, v := range ClusterLabels(c.Name) {
-		podLabels[k] = v
-	}
+	maps.Copy(podLabels, policy.Labels)
+	maps.Copy(podLabels, ClusterLabels(c.Name))
 	podLabels[LabelMember] = name
 	annotations := map[string]string{}
-	for k, v := range policy.Annotations {
-		annotations[k] = v
-	}
+	maps.Copy(annotations, policy.Annotations)
 	annotations[AnnotationClusterState] = p.ClusterState
 
 	initial := make([]string, 0, len(p.InitialCluster))
@@ -221,7 +217,7 @@ func MemberPod(c *api.EtcdCluster, p MemberPodParams) *corev1.Pod {
 				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 			}},
 			Volumes:           []corev1.Volume{*p.DataVolume.DeepCopy()},
-			NodeSelector:      copyMap(policy.NodeSelector),
+			NodeSelector:      maps.Clone(policy.NodeSelector),
 			Affinity:          policy.Affinity.DeepCopy(),
 			SecurityContext:   podSecurityContext(policy.SecurityContext),
 			PriorityClassName: policy.PriorityClassName,
@@ -294,17 +290,6 @@ func userEnv(env []corev1.EnvVar) []corev1.EnvVar {
 		if !reservedEnv[e.Name] {
 			out = append(out, *e.DeepCopy())
 		}
-	}
-	return out
-}
-
-func copyMap(m map[string]string) map[string]string {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
 	}
 	return out
 }
