@@ -16,6 +16,11 @@ OUT=${OUTPUT_DIR:-$ROOT/_output}
 OPERATOR_NS=etcd-operator-system
 SRC=${OPERATOR_SRC:-$ROOT}
 PKG=${OPERATOR_PKG:-./cmd/etcd-operator}
+# grpcnotrace keeps golang.org/x/net/trace (and with it html/template) out of the binary.
+# text/template's reflective method calls make the linker keep every exported method of
+# every reachable type; without them the binary loses a third of its size and the operator
+# a matching share of its resident memory. The Dockerfile passes the same tag.
+GO_BUILD_TAGS=${GO_BUILD_TAGS:-grpcnotrace}
 if [ ! -d "$SRC/$PKG" ]; then
 	ts "$PKG does not exist yet in $SRC: no operator image to build"
 	exit 0
@@ -30,7 +35,7 @@ if [ "$mode" = kind ]; then
 else
 	mkdir -p "$OUT/bin" "$OUT/images"
 	ts "building $OUT/bin/etcd-operator"
-	(cd "$SRC" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$OUT/bin/etcd-operator" "$PKG")
+	(cd "$SRC" && CGO_ENABLED=0 go build -trimpath -tags "$GO_BUILD_TAGS" -ldflags "-s -w" -o "$OUT/bin/etcd-operator" "$PKG")
 	work=$(mktemp -d "$OUT/images/.work.XXXXXX")
 	trap 'rm -rf "$work"' EXIT
 	# a distroless static base: /etc/passwd and /etc/group with nonroot (65532), /tmp
