@@ -59,7 +59,7 @@ func Run(ctx context.Context, o *Options, log *logrus.Logger) error {
 	start := time.Now()
 	entry := logrus.NewEntry(log)
 	RouteKlog(entry)
-	SetMemoryLimit(entry)
+	TuneMemory(entry)
 	cl, err := newClients(o.Kubeconfig)
 	if err != nil {
 		return err
