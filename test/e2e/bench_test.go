@@ -137,6 +137,30 @@ func TestBenchFigures(t *testing.T) {
 		sort.Float64s(applies)
 		figure(t, fmt.Sprintf("operator: apply -> Available(3), median of %d", len(applies)), applies[len(applies)/2], "s")
 	}
+
+	t.Run("memory", func(t *testing.T) {
+		f := framework.New(t)
+		requireOperator(t, f)
+		const clusters = 3
+		for i := 0; i < clusters; i++ {
+			f.Apply(strings.Replace(exampleManifest(t), "name: example", fmt.Sprintf("name: mem%d", i), 1))
+		}
+		for i := 0; i < clusters; i++ {
+			f.WaitClusterInSpec(fmt.Sprintf("mem%d", i), 3, 3*time.Minute)
+		}
+		// The highest of a few readings over 30 s of steady passes (each loop requeues
+		// itself every 10 s), not one lucky sample right after a collection.
+		var peak float64
+		for n := 0; n < 6; n++ {
+			rss, err := operatorRSS(f)
+			if err != nil {
+				t.Fatalf("operator memory: %v", err)
+			}
+			peak = max(peak, rss)
+			time.Sleep(5 * time.Second)
+		}
+		figure(t, fmt.Sprintf("operator: resident memory, %d more clusters (peak)", clusters), peak/(1<<20), "MiB")
+	})
 }
 
 // operatorRSS reads process_resident_memory_bytes from the operator's /metrics through the
