@@ -99,9 +99,10 @@ func OwnerReference(c *api.EtcdCluster) metav1.OwnerReference {
 	return *metav1.NewControllerRef(c, api.SchemeGroupVersion.WithKind("EtcdCluster"))
 }
 
-// MemberPod builds the pod of one member. The init container (the operator binary) holds
-// etcd back until the member is in the member list, so etcd never starts with a
-// configuration the cluster would reject, and never asks DNS for a name before it exists.
+// MemberPod builds the pod of one member. The init container (the operator binary) holds a
+// joining member's etcd back until the member is in the member list, so etcd never starts
+// with a configuration the cluster would reject, and never asks DNS for a name before it
+// exists. The seed of a new cluster has no init container.
 func MemberPod(c *api.EtcdCluster, p MemberPodParams) *corev1.Pod {
 	name := MemberName(c.Name, p.Ordinal)
 	ns := c.Namespace
@@ -135,20 +136,6 @@ func MemberPod(c *api.EtcdCluster, p MemberPodParams) *corev1.Pod {
 		"--initial-cluster-token=" + ClusterToken(c),
 	}
 
-	var endpoints []string
-	for _, o := range p.InitialCluster {
-		if o != p.Ordinal {
-			endpoints = append(endpoints, ClientURL(c.Name, ns, o))
-		}
-	}
-	initArgs := []string{
-		"member-init",
-		"--data-dir=" + DataDir,
-		"--peer-url=" + PeerURL(c.Name, ns, p.Ordinal),
-		"--initial-cluster-state=" + p.ClusterState,
-		"--endpoints=" + strings.Join(endpoints, ","),
-	}
-
 	mounts := []corev1.VolumeMount{{Name: DataVolumeName, MountPath: DataMountPath}}
 	version := p.Version
 	if version == "" {
@@ -170,22 +157,6 @@ func MemberPod(c *api.EtcdCluster, p MemberPodParams) *corev1.Pod {
 			EnableServiceLinks: ptr.To(false),
 			// The pods talk to etcd only; they need no API credentials.
 			AutomountServiceAccountToken: ptr.To(false),
-			InitContainers: []corev1.Container{{
-				Name:                     InitContainerName,
-				Image:                    p.InitImage,
-				ImagePullPolicy:          corev1.PullIfNotPresent,
-				Args:                     initArgs,
-				VolumeMounts:             mounts,
-				SecurityContext:          restrictedContainer(),
-				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-				Resources: corev1.ResourceRequirements{
-					Requests: corev1.ResourceList{
-						corev1.ResourceCPU:    resource.MustParse("10m"),
-						corev1.ResourceMemory: resource.MustParse("16Mi"),
-					},
-					Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")},
-				},
-			}},
 			Containers: []corev1.Container{{
 				Name:            EtcdContainerName,
 				Image:           ImageFor(c.Spec.Repository, version),
@@ -226,7 +197,50 @@ func MemberPod(c *api.EtcdCluster, p MemberPodParams) *corev1.Pod {
 	for _, t := range policy.Tolerations {
 		pod.Spec.Tolerations = append(pod.Spec.Tolerations, *t.DeepCopy())
 	}
+	// The seed of a new cluster has nothing to wait for. Without an init container its etcd
+	// starts as soon as the pod does, instead of after the kubelet notices the init
+	// container's exit (its pod lifecycle relist runs once a second): that second is on the
+	// critical path of every bootstrap.
+	if p.ClusterState != ClusterStateNew {
+		pod.Spec.InitContainers = []corev1.Container{memberInitContainer(c, p, mounts)}
+	}
 	return pod
+}
+
+// memberInitContainer runs the operator binary's member-init: it returns once the member is
+// in the member list, asked of the other members named in p.InitialCluster, or at once when
+// the data dir already holds the member.
+func memberInitContainer(c *api.EtcdCluster, p MemberPodParams, mounts []corev1.VolumeMount) corev1.Container {
+	ns := c.Namespace
+	var endpoints []string
+	for _, o := range p.InitialCluster {
+		if o != p.Ordinal {
+			endpoints = append(endpoints, ClientURL(c.Name, ns, o))
+		}
+	}
+	args := []string{
+		"member-init",
+		"--data-dir=" + DataDir,
+		"--peer-url=" + PeerURL(c.Name, ns, p.Ordinal),
+		"--initial-cluster-state=" + p.ClusterState,
+		"--endpoints=" + strings.Join(endpoints, ","),
+	}
+	return corev1.Container{
+		Name:                     InitContainerName,
+		Image:                    p.InitImage,
+		ImagePullPolicy:          corev1.PullIfNotPresent,
+		Args:                     args,
+		VolumeMounts:             mounts,
+		SecurityContext:          restrictedContainer(),
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{
+				corev1.ResourceCPU:    resource.MustParse("10m"),
+				corev1.ResourceMemory: resource.MustParse("16Mi"),
+			},
+			Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")},
+		},
+	}
 }
 
 // probePaths picks the health endpoints: /readyz and /livez exist from etcd 3.6 on; older

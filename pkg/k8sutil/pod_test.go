@@ -76,7 +76,13 @@ func TestMemberPodJoining(t *testing.T) {
 	if !slices.Equal(env, []string{"ETCD_QUOTA_BACKEND_BYTES"}) {
 		t.Errorf("env %v: user variables that shadow the operator's flags must be dropped", env)
 	}
+	if len(p.Spec.InitContainers) != 1 {
+		t.Fatalf("init containers %v, want member-init only", p.Spec.InitContainers)
+	}
 	init := p.Spec.InitContainers[0]
+	if got, _ := argValue(init.Args, "--initial-cluster-state"); got != "existing" {
+		t.Errorf("init --initial-cluster-state = %q", got)
+	}
 	if init.Image != "op:1" || init.Args[0] != "member-init" {
 		t.Errorf("init container %s %v", init.Image, init.Args)
 	}
@@ -109,8 +115,11 @@ func TestMemberPodSeedAndOldVersion(t *testing.T) {
 	if got, _ := argValue(etcd.Args, "--initial-cluster"); got != "demo-0=http://demo-0.demo.prod.svc:2380" {
 		t.Errorf("seed --initial-cluster = %q", got)
 	}
-	if got, _ := argValue(p.Spec.InitContainers[0].Args, "--initial-cluster-state"); got != "new" {
-		t.Errorf("seed init state %q", got)
+	if len(p.Spec.InitContainers) != 0 {
+		t.Errorf("the seed has init containers %v: it waits for nobody", p.Spec.InitContainers)
+	}
+	if got, _ := argValue(etcd.Args, "--initial-cluster-state"); got != "new" {
+		t.Errorf("seed --initial-cluster-state = %q", got)
 	}
 	pinned := MemberPod(c, MemberPodParams{Ordinal: 1, ClusterState: ClusterStateExisting, InitialCluster: []int{0, 1},
 		InitImage: "op:1", DataVolume: DataVolume(&c.Spec), Version: "3.6.16"})
