@@ -19,6 +19,10 @@ import (
 // off by at most one kubectl round trip.
 const benchPoll = 100 * time.Millisecond
 
+// slowApply is an apply -> Available(3) time far enough off the usual 9-10 s that the bench
+// dumps the namespace, member logs included, before it is deleted.
+const slowApply = 20 * time.Second
+
 // figure prints one measured figure in a fixed, greppable form.
 func figure(t *testing.T, name string, v float64, unit string) {
 	t.Helper()
@@ -76,6 +80,11 @@ func TestBenchFigures(t *testing.T) {
 			d := time.Since(start)
 			applies = append(applies, d.Seconds())
 			figure(t, "operator: apply -> Available(3)", d.Seconds(), "s")
+			if d > slowApply {
+				// Far off the usual figure: keep what explains it (member logs, events).
+				t.Logf("apply -> Available took %v, more than %v: dumping the namespace", d.Round(time.Millisecond), slowApply)
+				f.Dump()
+			}
 			if i > 0 {
 				return
 			}

@@ -10,7 +10,8 @@ const APIGroup = "etcd.operator.dev"
 
 // Dump logs what explains a failure: the operator's logs (current and previous
 // containers of every pod in etcd-operator-system), the test namespace's events
-// in time order, its pods with `get -o wide` and `describe`, and its other
+// in time order, its pods with `get -o wide` and `describe`, every container's logs of
+// those pods (the member-init and etcd containers, previous runs included), and its other
 // objects. Each section is fetched independently; a failing fetch is reported
 // in place and does not hide the others.
 func (f *Framework) Dump() {
@@ -42,6 +43,14 @@ func (f *Framework) Dump() {
 		"-o", "custom-columns=LAST:.lastTimestamp,TYPE:.type,REASON:.reason,KIND:.involvedObject.kind,OBJECT:.involvedObject.name,MESSAGE:.message")
 	section("pods in "+ns, "-n", ns, "get", "pods", "-o", "wide")
 	section("describe pods in "+ns, "-n", ns, "describe", "pods")
+	if pods, err := f.Kubectl("-n", ns, "get", "pods", "-o", "name"); err == nil {
+		for _, p := range strings.Fields(pods) {
+			section("logs "+p, "-n", ns, "logs", p, "--all-containers", "--prefix", "--timestamps", "--tail=200")
+			if out, err := f.Kubectl("-n", ns, "logs", p, "--all-containers", "--prefix", "--timestamps", "--previous", "--tail=100"); err == nil && strings.TrimSpace(out) != "" {
+				f.t.Logf("===== logs %s (previous containers) =====\n%s", p, strings.TrimRight(out, "\n"))
+			}
+		}
+	}
 	section("objects in "+ns, "-n", ns, "get", "all,pvc,configmaps", "-o", "wide")
 	if out, err := f.Kubectl("api-resources", "--api-group="+APIGroup, "-o", "name"); err == nil && strings.TrimSpace(out) != "" {
 		for _, r := range strings.Fields(out) {
