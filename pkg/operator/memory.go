@@ -10,10 +10,10 @@ import (
 )
 
 // defaultGCPercent is the operator's GOGC when $GOGC is not set. Its live heap is small
-// (about 4 MiB managing a few clusters: the API schemes, the filtered caches) and it
-// allocates little between passes, so the heap the Go default of 100 lets it grow to before
-// collecting is mostly garbage. At 50 the process holds about 2 MiB less resident memory for
-// a collection every few seconds instead of every ten.
+// (2-4 MiB managing a few clusters: the API schemes, the filtered caches) and it allocates
+// little between passes, so the heap the Go default of 100 lets it grow to before collecting
+// is mostly garbage. Managing four clusters, 50 instead of 100 held 0.7 MiB less resident
+// memory for one collection every 30 s instead of every 60 s, at the same CPU time.
 const defaultGCPercent = 50
 
 // memoryLimitShare is the share of the container's memory limit given to the Go heap as its
