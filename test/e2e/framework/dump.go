@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"fmt"
 	"strings"
 )
 
@@ -23,6 +24,14 @@ func (f *Framework) Dump() {
 		}
 		f.t.Logf("===== %s =====\n%s", title, strings.TrimRight(out, "\n"))
 	}
+	// podLogs logs every container of a pod, then the previous run of any that restarted.
+	podLogs := func(title, namespace, pod string, tail int) {
+		args := []string{"-n", namespace, "logs", pod, "--all-containers", "--prefix", "--timestamps"}
+		section(title+" "+pod, append(args, fmt.Sprintf("--tail=%d", tail))...)
+		if out, err := f.Kubectl(append(args, "--previous", "--tail=100")...); err == nil && strings.TrimSpace(out) != "" {
+			f.t.Logf("===== %s %s (previous containers) =====\n%s", title, pod, strings.TrimRight(out, "\n"))
+		}
+	}
 	ns := f.Namespace
 	f.t.Logf("===== DUMP of namespace %s after failure of %s =====", ns, f.t.Name())
 
@@ -33,10 +42,7 @@ func (f *Framework) Dump() {
 	} else {
 		section("operator pods", "-n", OperatorNamespace, "get", "pods", "-o", "wide")
 		for _, p := range strings.Fields(pods) {
-			section("operator logs "+p, "-n", OperatorNamespace, "logs", p, "--all-containers", "--tail=300", "--timestamps")
-			if out, err := f.Kubectl("-n", OperatorNamespace, "logs", p, "--all-containers", "--previous", "--tail=100", "--timestamps"); err == nil && strings.TrimSpace(out) != "" {
-				f.t.Logf("===== operator logs %s (previous container) =====\n%s", p, strings.TrimRight(out, "\n"))
-			}
+			podLogs("operator logs", OperatorNamespace, p, 300)
 		}
 	}
 	section("events in "+ns, "-n", ns, "get", "events", "--sort-by=.lastTimestamp",
@@ -45,10 +51,7 @@ func (f *Framework) Dump() {
 	section("describe pods in "+ns, "-n", ns, "describe", "pods")
 	if pods, err := f.Kubectl("-n", ns, "get", "pods", "-o", "name"); err == nil {
 		for _, p := range strings.Fields(pods) {
-			section("logs "+p, "-n", ns, "logs", p, "--all-containers", "--prefix", "--timestamps", "--tail=200")
-			if out, err := f.Kubectl("-n", ns, "logs", p, "--all-containers", "--prefix", "--timestamps", "--previous", "--tail=100"); err == nil && strings.TrimSpace(out) != "" {
-				f.t.Logf("===== logs %s (previous containers) =====\n%s", p, strings.TrimRight(out, "\n"))
-			}
+			podLogs("logs", ns, p, 200)
 		}
 	}
 	section("objects in "+ns, "-n", ns, "get", "all,pvc,configmaps", "-o", "wide")
