@@ -29,7 +29,8 @@ type observation struct {
 	// pods are the member pods the cluster controls, by ordinal.
 	pods map[int]*corev1.Pod
 	// published holds the pod names whose DNS record (hostname and current IP) is in the
-	// headless Service's EndpointSlices.
+	// headless Service's EndpointSlices and, unless the operator cannot ask, which cluster
+	// DNS already answers for.
 	published map[string]bool
 	// statuses are the answers of the members reached through their pod IPs, by ordinal.
 	statuses map[int]etcdutil.Status
@@ -65,6 +66,7 @@ func (r *Reconciler) observe(ctx context.Context, c *api.EtcdCluster) (*observat
 		return nil, fmt.Errorf("listing endpointslices: %w", err)
 	}
 	o.published = publishedPods(eps, o.pods)
+	r.checkDNS(ctx, c, o)
 
 	endpoints := map[int]string{}
 	for ord, p := range o.pods {

@@ -28,7 +28,7 @@ import (
 //  6. Scale down: remove the highest ordinal, after moving leadership away from it.
 //  7. Scale up (or re-add a replaced member): the lowest missing ordinal. Its pod is created
 //     first and holds etcd back in its init container; the member is registered as a learner
-//     only once the pod's DNS record is published, so no peer ever caches a negative answer.
+//     only once cluster DNS serves the pod's name, so no peer ever caches a negative answer.
 //
 // Every membership change is checked against quorum before it is proposed: a step that could
 // leave fewer healthy voting members than a majority is refused with a reason.
@@ -92,7 +92,8 @@ type PodView struct {
 	Phase       corev1.PodPhase
 	Terminating bool
 	IP          string
-	// Published: the pod's DNS record is in the headless Service's EndpointSlices.
+	// Published: the pod's DNS record is in the headless Service's EndpointSlices and cluster
+	// DNS answers for its name: a lookup of it now cannot cache a negative answer.
 	Published bool
 	// Unschedulable: the scheduler found no node for the pod.
 	Unschedulable bool

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/dnsutil"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 	versioned "github.com/etcd-operator/etcd-operator/pkg/generated/clientset/versioned"
 	etcdlisters "github.com/etcd-operator/etcd-operator/pkg/generated/listers/etcd/v1alpha1"
@@ -49,14 +50,19 @@ type Deps struct {
 	EndpointSlices discoverylisters.EndpointSliceLister
 	Recorder       record.EventRecorder
 	Etcd           etcdutil.Factory
+	// DNS asks cluster DNS whether it serves a member's name yet. nil when the operator
+	// cannot ask cluster DNS (it runs outside the cluster): the EndpointSlices are trusted.
+	DNS dnsutil.Checker
 	// MemberInitImage is the operator's own image, run as the member pods' init container.
 	MemberInitImage string
 	Log             *logrus.Entry
 }
 
-// Reconciler runs passes for any cluster; it holds no per-cluster state.
+// Reconciler runs passes for any cluster; it holds no per-cluster state that decides anything.
 type Reconciler struct {
 	deps Deps
+	// served only saves DNS questions already answered; nothing is decided from it alone.
+	served servedPods
 }
 
 // NewReconciler returns a Reconciler over the given dependencies.
@@ -77,12 +83,14 @@ func (r *Reconciler) log(c *api.EtcdCluster) *logrus.Entry {
 func (r *Reconciler) Sync(ctx context.Context, namespace, name string) (time.Duration, error) {
 	cached, err := r.deps.Clusters.EtcdClusters(namespace).Get(name)
 	if apierrors.IsNotFound(err) {
+		r.served.set(namespace+"/"+name, nil)
 		return 0, ErrClusterGone
 	}
 	if err != nil {
 		return 0, fmt.Errorf("getting cluster: %w", err)
 	}
 	if cached.DeletionTimestamp != nil {
+		r.served.set(namespace+"/"+name, nil)
 		return 0, ErrClusterGone
 	}
 	c := cached.DeepCopy()

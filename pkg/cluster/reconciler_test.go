@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -66,6 +67,8 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 			_ = f.kinf.Core().V1().Pods().Informer().GetIndexer().Add(o)
 		case *corev1.Service:
 			_ = f.kinf.Core().V1().Services().Informer().GetIndexer().Add(o)
+		case *discoveryv1.EndpointSlice:
+			_ = f.kinf.Discovery().V1().EndpointSlices().Informer().GetIndexer().Add(o)
 		}
 	}
 	for _, o := range etcdObjs {

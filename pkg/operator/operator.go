@@ -25,6 +25,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/pkg/cluster"
 	"github.com/etcd-operator/etcd-operator/pkg/controller"
 	"github.com/etcd-operator/etcd-operator/pkg/crd"
+	"github.com/etcd-operator/etcd-operator/pkg/dnsutil"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 	versioned "github.com/etcd-operator/etcd-operator/pkg/generated/clientset/versioned"
 
@@ -40,6 +41,8 @@ const (
 	componentName = "etcd-operator"
 	// healthServerStopTimeout bounds the wait for in-flight scrapes at exit.
 	healthServerStopTimeout = 5 * time.Second
+	// resolvConf names the pod's name servers: cluster DNS, as the member pods have it.
+	resolvConf = "/etc/resolv.conf"
 	// watchdogTimeout is how long past a missed renewal /healthz still reports a leader as
 	// healthy; past it the kubelet restarts a replica whose leader election is stuck.
 	watchdogTimeout = 20 * time.Second
@@ -167,6 +170,7 @@ func runController(ctx context.Context, o *Options, cl *clients, metrics *contro
 		EndpointSlices:  informers.EndpointSlices.Lister(),
 		Recorder:        recorder,
 		Etcd:            etcdutil.NewFactory(0, 0),
+		DNS:             clusterDNS(o, log),
 		MemberInitImage: o.MemberInitImage,
 		Log:             log.WithField("component", "cluster"),
 	})
@@ -195,6 +199,22 @@ func runController(ctx context.Context, o *Options, cl *clients, metrics *contro
 		return fmt.Errorf("running the controller: %w", err)
 	}
 	return nil
+}
+
+// clusterDNS asks the pod's own name servers, which are cluster DNS, whether a member's name is
+// served yet. Outside the cluster (--kubeconfig) the host's resolver knows no cluster names: the
+// EndpointSlices are then trusted alone.
+func clusterDNS(o *Options, log *logrus.Entry) dnsutil.Checker {
+	if o.Kubeconfig != "" {
+		log.Info("Running outside the cluster: member names are not checked against cluster DNS before use")
+		return nil
+	}
+	p, err := dnsutil.NewFromResolvConf(resolvConf)
+	if err != nil {
+		log.WithError(err).Warn("Cannot ask cluster DNS: member names are not checked against it before use")
+		return nil
+	}
+	return p
 }
 
 // goneSyncer adapts the cluster Reconciler to the controller's Syncer contract, translating

@@ -1,0 +1,109 @@
+package cluster
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/k8sutil"
+)
+
+// dnsTrustAfter is how long after its creation a pod published in the EndpointSlices counts
+// as served by DNS even though DNS has not said so (a name server that does not answer the
+// operator's probes, or answers them differently from A lookups): by then a negative answer
+// cached before the record existed has expired at CoreDNS's default 30 s TTL. It bounds what
+// the DNS check can cost; it is not how the check normally ends.
+const dnsTrustAfter = 30 * time.Second
+
+// dnsProbeTimeout bounds the DNS check of one pod.
+const dnsProbeTimeout = time.Second
+
+// servedPods remembers, per cluster, the pods whose names cluster DNS has answered for. A
+// published pod keeps its record as long as it lives, so the question is asked once per pod,
+// not once per pass. It only saves questions: a restarted operator asks again.
+type servedPods struct {
+	mu sync.Mutex
+	// byCluster maps namespace/name to the UIDs of the cluster's pods DNS serves.
+	byCluster map[string]map[types.UID]bool
+}
+
+func (s *servedPods) get(cluster string) map[types.UID]bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.byCluster[cluster]
+}
+
+func (s *servedPods) set(cluster string, uids map[types.UID]bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.byCluster == nil {
+		s.byCluster = map[string]map[types.UID]bool{}
+	}
+	if len(uids) == 0 {
+		delete(s.byCluster, cluster)
+		return
+	}
+	s.byCluster[cluster] = uids
+}
+
+// checkDNS keeps in o.published only the pods whose names cluster DNS already serves. The
+// EndpointSlices say a record is published; the DNS server watches them too and may see them
+// later. A member told about a name (as a peer of a learner the operator adds, or as a member
+// a new pod's init container asks) looks it up at once, and a "no such host" from a DNS
+// server that has not caught up is cached for 30 s. So the planner, which adds a member or
+// creates the next pod only for published names, waits for DNS's own word. Without a checker
+// (the operator runs outside the cluster and cannot ask cluster DNS) the EndpointSlices are
+// trusted alone.
+func (r *Reconciler) checkDNS(ctx context.Context, c *api.EtcdCluster, o *observation) {
+	if r.deps.DNS == nil {
+		return
+	}
+	key := c.Namespace + "/" + c.Name
+	known := r.served.get(key)
+	served := map[types.UID]bool{}
+	var ask []*corev1.Pod
+	for _, p := range o.pods {
+		switch {
+		case !o.published[p.Name]:
+		case known[p.UID]:
+			served[p.UID] = true
+		default:
+			ask = append(ask, p)
+		}
+	}
+
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, p := range ask {
+		ordinal, _ := k8sutil.MemberOrdinal(c.Name, p.Name)
+		host := k8sutil.MemberHost(c.Name, c.Namespace, ordinal)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pctx, cancel := context.WithTimeout(ctx, dnsProbeTimeout)
+			defer cancel()
+			ok, err := r.deps.DNS.Serves(pctx, host)
+			log := r.log(c).WithField("member", p.Name)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case ok:
+				served[p.UID] = true
+			case time.Since(p.CreationTimestamp.Time) >= dnsTrustAfter:
+				served[p.UID] = true
+				log.WithError(err).Warn("cluster DNS does not confirm the member's name; trusting the EndpointSlice, the pod is 30 s old")
+			default:
+				if err != nil {
+					log.WithError(err).Debug("asking cluster DNS for the member's name")
+				}
+				o.published[p.Name] = false
+			}
+		}()
+	}
+	wg.Wait()
+	r.served.set(key, served)
+}
