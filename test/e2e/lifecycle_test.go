@@ -65,6 +65,24 @@ func checkKeys(t *testing.T, f *framework.Framework, cluster string, keys map[st
 	}
 }
 
+// noFailedLookups fails the test when a member of the first n logged a failed lookup of a
+// member's name: no member may look up a name before cluster DNS serves it, or CoreDNS
+// caches the "no such host" for 30 s and the member waits as long.
+func noFailedLookups(t *testing.T, f *framework.Framework, cluster string, n int) {
+	t.Helper()
+	var pods []string
+	for i := 0; i < n; i++ {
+		pods = append(pods, fmt.Sprintf("%s-%d", cluster, i))
+	}
+	lines, err := f.FailedLookups(cluster, pods...)
+	if err != nil {
+		t.Fatalf("reading member logs: %v", err)
+	}
+	if len(lines) > 0 {
+		t.Errorf("members looked up a member's name before cluster DNS served it (%d lines):\n%s", len(lines), strings.Join(lines, "\n"))
+	}
+}
+
 // TestClusterLifecycle drives one cluster through the user's whole story with kubectl:
 // apply, patch and scale up and down, lose member pods, lose the operator mid-change,
 // delete. After every step etcd's member list, the pods and spec.size agree, the names are
@@ -80,6 +98,7 @@ func TestClusterLifecycle(t *testing.T) {
 	t.Logf("FIGURE apply -> Available (size 3): %.1fs", time.Since(start).Seconds())
 	f.WaitClusterInSpec(name, 3, time.Minute)
 	f.CheckAgreement(name, 3)
+	noFailedLookups(t, f, name, 3)
 	keys := putKeys(t, f, name, "before-scale", 5)
 
 	steps := []struct {
@@ -97,6 +116,10 @@ func TestClusterLifecycle(t *testing.T) {
 		t.Logf("FIGURE %s: %.1fs", s.desc, d.Seconds())
 		f.CheckAgreement(name, s.size)
 		checkKeys(t, f, name, keys)
+		if s.size == 5 {
+			// Members new to the cluster under names never used before in it.
+			noFailedLookups(t, f, name, 5)
+		}
 	}
 
 	// Member pods lost (emptyDir: their data goes with them): the seed, then another.

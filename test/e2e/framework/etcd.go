@@ -3,6 +3,7 @@ package framework
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 )
@@ -91,4 +92,28 @@ func (f *Framework) WaitEtcdHealthy(pod string, n int, timeout time.Duration) {
 	f.Eventually(fmt.Sprintf("etcd %s to report %d healthy members", pod, n), timeout, func() (bool, error) {
 		return f.EtcdHealthy(pod, n)
 	})
+}
+
+// failedLookup matches a log line of etcd or of Go's resolver (member-init) saying that a
+// name could not be resolved.
+var failedLookup = regexp.MustCompile(`failed to resolve URL Host|no such host|server misbehaving`)
+
+// FailedLookups returns the log lines, of every container of the given member pods, that
+// report a failed DNS lookup of a member of cluster. Such a lookup is what makes cluster DNS
+// cache a "no such host" for 30 s: the operator orders its steps so that none happens.
+func (f *Framework) FailedLookups(cluster string, pods ...string) ([]string, error) {
+	suffix := "." + cluster + "." + f.Namespace + ".svc"
+	var out []string
+	for _, pod := range pods {
+		logs, err := f.NS("logs", pod, "--all-containers", "--prefix")
+		if err != nil {
+			return nil, err
+		}
+		for _, line := range strings.Split(logs, "\n") {
+			if failedLookup.MatchString(line) && strings.Contains(line, suffix) {
+				out = append(out, line)
+			}
+		}
+	}
+	return out, nil
 }
