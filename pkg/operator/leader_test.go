@@ -15,10 +15,14 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 )
 
+// testOptions has short leases, yet long enough that a renewal delayed by a loaded machine
+// (the race detector, every package's tests at once on two cores) is not mistaken for a lost
+// lease: with a 1 s lease and a 500 ms renew deadline, the handover test lost its lease now
+// and then under make unit.
 func testOptions(identity string) *Options {
 	return &Options{
 		LeaderElect: true, LeaseName: "etcd-operator", LeaseNamespace: "ops", Identity: identity,
-		LeaseDuration: time.Second, RenewDeadline: 500 * time.Millisecond, RetryPeriod: 50 * time.Millisecond,
+		LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 100 * time.Millisecond,
 	}
 }
 
@@ -77,6 +81,15 @@ func waitClosed(t *testing.T, ch <-chan struct{}, what string) {
 func TestElectedRunHandsOverAfterInFlightWork(t *testing.T) {
 	kube := k8sfake.NewClientset()
 	a := startReplica(kube, "a")
+	released := false
+	t.Cleanup(func() {
+		// A failed check must not leave a's elector running into later tests.
+		a.cancel()
+		if !released {
+			close(a.release)
+			<-a.done
+		}
+	})
 	waitClosed(t, a.started, "replica a to lead")
 	b := startReplica(kube, "b")
 	t.Cleanup(func() {
@@ -87,7 +100,7 @@ func TestElectedRunHandsOverAfterInFlightWork(t *testing.T) {
 
 	a.cancel()
 	// While a's in-flight work runs, a keeps renewing and b cannot lead.
-	deadline := time.Now().Add(2 * time.Second) // two lease durations
+	deadline := time.Now().Add(2 * testOptions("a").LeaseDuration)
 	for time.Now().Before(deadline) {
 		if got := leaseHolder(t, kube); got != "a" {
 			t.Fatalf("lease held by %q while a's work was still in flight", got)
@@ -100,11 +113,12 @@ func TestElectedRunHandsOverAfterInFlightWork(t *testing.T) {
 	}
 	releasedAt := time.Now()
 	close(a.release)
+	released = true
 	if err := <-a.done; err != nil {
 		t.Errorf("electedRun of a = %v, want nil", err)
 	}
 	waitClosed(t, b.started, "replica b to take over")
-	if took := time.Since(releasedAt); took >= time.Second {
+	if took := time.Since(releasedAt); took >= testOptions("b").LeaseDuration/2 {
 		t.Errorf("b took over %v after a finished: the lease was not released", took)
 	}
 }
