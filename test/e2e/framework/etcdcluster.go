@@ -1,7 +1,12 @@
 package framework
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"os/exec"
 	"sort"
 	"strings"
 	"time"
@@ -94,6 +99,13 @@ func (f *Framework) ClusterInSpec(name string, n int) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	return c.InSpec(n)
+}
+
+// InSpec reports whether this version of the cluster is reported Available at its current
+// generation with exactly the members <name>-0..n-1, all ready voters.
+func (c *EtcdCluster) InSpec(n int) (bool, error) {
+	name := c.Metadata.Name
 	if c.Status.ObservedGeneration != c.Metadata.Generation {
 		return false, fmt.Errorf("status at generation %d, object at %d", c.Status.ObservedGeneration, c.Metadata.Generation)
 	}
@@ -113,6 +125,42 @@ func (f *Framework) ClusterInSpec(name string, n int) (bool, error) {
 		return false, fmt.Errorf("members %v, want %v", names, want)
 	}
 	return true, nil
+}
+
+// WatchEtcdCluster follows the cluster with one `kubectl get --watch` until cond holds for a
+// version of it, or timeout. Unlike polling, it starts no process per check, so a measurement
+// taken with it does not load the machine it measures, and it sees every version the API
+// server sends.
+func (f *Framework) WatchEtcdCluster(name string, timeout time.Duration, cond func(*EtcdCluster) (bool, error)) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, f.kubectl, "-n", f.Namespace, "get", "etcdcluster/"+name, "--watch", "-o", "json")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	defer func() {
+		cancel()
+		_ = cmd.Wait()
+	}()
+	dec := json.NewDecoder(out)
+	last := errors.New("no version received")
+	for {
+		var c EtcdCluster
+		if err := dec.Decode(&c); err != nil {
+			return fmt.Errorf("watching etcdcluster %s (last: %v): %w: %s", name, last, err, strings.TrimSpace(stderr.String()))
+		}
+		ok, err := cond(&c)
+		if ok {
+			return nil
+		}
+		last = err
+	}
 }
 
 // WaitClusterInSpec waits until ClusterInSpec holds and returns how long that took.
