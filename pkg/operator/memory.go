@@ -14,7 +14,7 @@ import (
 // little between passes, so the heap the Go default of 100 lets it grow to before collecting
 // is mostly garbage. Measured in the pod managing four size-3 clusters (six readings over
 // 30 s, and CPU time over 90 s of steady passes): 50 held 37.9-39.2 MiB resident, 25 held
-// 36.5-37.1 MiB, for 0.70-0.72 s of CPU either way; 25 collects about every 4 s instead of
+// 36.5-37.1 MiB, for 0.70-0.72 s of CPU either way; 25 collects about every 5 s instead of
 // every 7 s.
 const defaultGCPercent = 25
 

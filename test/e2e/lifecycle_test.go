@@ -70,11 +70,7 @@ func checkKeys(t *testing.T, f *framework.Framework, cluster string, keys map[st
 // caches the "no such host" for 30 s and the member waits as long.
 func noFailedLookups(t *testing.T, f *framework.Framework, cluster string, n int) {
 	t.Helper()
-	var pods []string
-	for i := 0; i < n; i++ {
-		pods = append(pods, fmt.Sprintf("%s-%d", cluster, i))
-	}
-	lines, err := f.FailedLookups(cluster, pods...)
+	lines, err := f.FailedLookups(cluster, framework.MemberNames(cluster, n)...)
 	if err != nil {
 		t.Fatalf("reading member logs: %v", err)
 	}
