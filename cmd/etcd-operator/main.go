@@ -1,5 +1,7 @@
-// Command etcd-operator runs the etcd operator, or, as `etcd-operator member-init`, the init
-// container of the member pods it creates. main only wires: flags, logger, signals, Run.
+// Command etcd-operator runs the etcd operator. In the member pods it creates, the same binary
+// is copied into the pod by `etcd-operator install` and runs as `etcd-operator member-init`,
+// which holds a joining member's etcd back until the member is added. main only wires: flags,
+// logger, signals, Run.
 package main
 
 import (
@@ -24,9 +26,12 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	var err error
-	if len(os.Args) > 1 && os.Args[1] == "member-init" {
+	switch {
+	case len(os.Args) > 1 && os.Args[1] == "member-init":
 		err = runMemberInit(ctx, os.Args[2:])
-	} else {
+	case len(os.Args) > 1 && os.Args[1] == "install":
+		err = runInstall(os.Args[2:])
+	default:
 		err = runOperator(ctx, os.Args[1:])
 	}
 	stop()
@@ -47,7 +52,7 @@ func runOperator(ctx context.Context, args []string) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q (subcommands: member-init)", fs.Args())
+		return fmt.Errorf("unexpected arguments %q (subcommands: member-init, install)", fs.Args())
 	}
 	if err := o.Complete(); err != nil {
 		return err
@@ -64,5 +69,26 @@ func runMemberInit(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	return memberinit.Run(ctx, o, etcdutil.NewFactory(0, 0), os.Stdout)
+	if err := memberinit.Run(ctx, o, etcdutil.NewFactory(0, 0), os.Stdout); err != nil {
+		return err
+	}
+	if len(o.Exec) == 0 {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err // the pod is being stopped: etcd would not get the signal
+	}
+	return memberinit.Exec(o)
+}
+
+func runInstall(args []string) error {
+	fs := flag.NewFlagSet("install", flag.ContinueOnError)
+	to := fs.String("to", "", "path to copy this binary to")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *to == "" || fs.NArg() > 0 {
+		return errors.New("usage: etcd-operator install --to=PATH")
+	}
+	return memberinit.Install(*to)
 }

@@ -53,7 +53,7 @@ func (s *servedPods) set(cluster string, uids map[types.UID]bool) {
 // checkDNS keeps in o.published only the pods whose names cluster DNS already serves. The
 // EndpointSlices say a record is published; the DNS server watches them too and may see them
 // later. A member told about a name (as a peer of a learner the operator adds, or as a member
-// a new pod's init container asks) looks it up at once, and a "no such host" from a DNS
+// a new pod's member-init asks) looks it up at once, and a "no such host" from a DNS
 // server that has not caught up is cached for 30 s. So the planner, which adds a member or
 // creates the next pod only for published names, waits for DNS's own word. Without a checker
 // (the operator runs outside the cluster and cannot ask cluster DNS) the EndpointSlices are

@@ -68,7 +68,7 @@ func createdPods(f *fixture) []string {
 }
 
 // A published pod whose name cluster DNS does not serve yet is not told to anybody: the next
-// member's pod, whose init container would look the seed up, is created only once DNS answers
+// member's pod, whose member-init would look the seed up, is created only once DNS answers
 // for the seed's name. DNS is asked once per pod, not once per pass.
 func TestSyncWaitsForClusterDNS(t *testing.T) {
 	c := newCluster(3)

@@ -27,7 +27,7 @@ import (
 //     leadership away first, so that it can be added again under the same name.
 //  6. Scale down: remove the highest ordinal, after moving leadership away from it.
 //  7. Scale up (or re-add a replaced member): the lowest missing ordinal. Its pod is created
-//     first and holds etcd back in its init container; the member is registered as a learner
+//     first and member-init holds its etcd back; the member is registered as a learner
 //     only once cluster DNS serves the pod's name, so no peer ever caches a negative answer.
 //
 // Every membership change is checked against quorum before it is proposed: a step that could
@@ -234,9 +234,9 @@ func planUnreachable(s State) Decision {
 
 // prepareNext creates, ahead of time, the pod of the member that will be added next, while
 // the one before it is still starting: the pod is scheduled, gets its IP and its DNS record
-// in the meantime, and its init container holds etcd back until the member is registered.
+// in the meantime, and member-init holds its etcd back until the member is registered.
 // No membership changes; the next member is still added only after this one is promoted.
-// The pod's init container will ask the current members by name, so it is created only once
+// The pod's member-init will ask the current members by name, so it is created only once
 // every one of their records is published: an earlier lookup would be cached as negative.
 func prepareNext(s State, members []MemberView) (Decision, bool) {
 	have := map[int]bool{}
@@ -311,7 +311,7 @@ func planGrow(s State, members map[int]MemberView) Decision {
 			return wait(s, reasonFor(s, o), "waiting for the old pod %s to go", o)
 		case p.ClusterState != k8sutil.ClusterStateExisting || !slices.Equal(p.InitialCluster, want):
 			// Its etcd would be refused (or worse, bootstrap a cluster of its own): the
-			// init container still holds it back, so the pod can go.
+			// member-init still holds it back, so the pod can go.
 			return act(s, Action{Kind: ActionDeletePod, Ordinal: o}, reasonFor(s, o),
 				"deleting pod %s, created for a membership that has changed", o)
 		case p.Published:

@@ -53,7 +53,8 @@ type Deps struct {
 	// DNS asks cluster DNS whether it serves a member's name yet. nil when the operator
 	// cannot ask cluster DNS (it runs outside the cluster): the EndpointSlices are trusted.
 	DNS dnsutil.Checker
-	// MemberInitImage is the operator's own image, run as the member pods' init container.
+	// MemberInitImage is the operator's own image, from which joining member pods copy
+	// member-init.
 	MemberInitImage string
 	Log             *logrus.Entry
 }

@@ -53,7 +53,7 @@ func (f *factory) New(endpoints []string) (Client, error) {
 
 // open makes an etcd client that logs nothing and retries connecting quickly: gRPC's
 // default backoff grows to two minutes, which would leave a long-lived client (the member
-// init container's) blind long after a member came back.
+// member-init's) blind long after a member came back.
 func (f *factory) open(endpoints []string) (*clientv3.Client, error) {
 	if len(endpoints) == 0 {
 		return nil, errors.New("creating etcd client: no endpoints")

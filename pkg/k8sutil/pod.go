@@ -38,9 +38,17 @@ const (
 	DataVolumeName = "data"
 	// EtcdContainerName is the name of the container that runs etcd.
 	EtcdContainerName = "etcd"
-	// InitContainerName is the name of the init container that holds etcd back until the
-	// member has been registered in the cluster.
-	InitContainerName = "member-init"
+	// InstallContainerName is the name of the init container that copies the operator binary
+	// into a joining member's pod, for its etcd container to wait with until the member has
+	// been registered in the cluster.
+	InstallContainerName = "install-member-init"
+	// MemberInitVolumeName is the volume the binary is copied to, mounted at MemberInitDir.
+	MemberInitVolumeName = "member-init"
+	MemberInitDir        = "/opt/etcd-operator"
+	// MemberInitPath is the copied binary, which the etcd container of a joining member runs.
+	MemberInitPath = MemberInitDir + "/etcd-operator"
+	// EtcdBinary is etcd's binary in the etcd image.
+	EtcdBinary = "/usr/local/bin/etcd"
 )
 
 // reservedEnv are etcd settings the operator passes as flags; user env may not shadow them.
@@ -61,7 +69,8 @@ type MemberPodParams struct {
 	// InitialCluster lists the ordinals of every member of the cluster once this one has
 	// been added, itself included.
 	InitialCluster []int
-	// InitImage is the operator's own image, run as the init container.
+	// InitImage is the operator's own image, from which a joining member's init container
+	// copies member-init.
 	InitImage string
 	// DataVolume is the volume mounted at DataDir; its name must be DataVolumeName.
 	DataVolume corev1.Volume
@@ -99,10 +108,10 @@ func OwnerReference(c *api.EtcdCluster) metav1.OwnerReference {
 	return *metav1.NewControllerRef(c, api.SchemeGroupVersion.WithKind("EtcdCluster"))
 }
 
-// MemberPod builds the pod of one member. The init container (the operator binary) holds a
-// joining member's etcd back until the member is in the member list, so etcd never starts
+// MemberPod builds the pod of one member. A joining member's etcd is held back (by the
+// operator binary's member-init) until the member is in the member list, so etcd never starts
 // with a configuration the cluster would reject, and never asks DNS for a name before it
-// exists. The seed of a new cluster has no init container.
+// exists. The seed of a new cluster starts at once.
 func MemberPod(c *api.EtcdCluster, p MemberPodParams) *corev1.Pod {
 	name := MemberName(c.Name, p.Ordinal)
 	ns := c.Namespace
@@ -161,7 +170,7 @@ func MemberPod(c *api.EtcdCluster, p MemberPodParams) *corev1.Pod {
 				Name:            EtcdContainerName,
 				Image:           ImageFor(c.Spec.Repository, version),
 				ImagePullPolicy: corev1.PullIfNotPresent,
-				Command:         []string{"/usr/local/bin/etcd"},
+				Command:         []string{EtcdBinary},
 				Args:            args,
 				Env:             userEnv(policy.Env),
 				Ports: []corev1.ContainerPort{
@@ -197,20 +206,22 @@ func MemberPod(c *api.EtcdCluster, p MemberPodParams) *corev1.Pod {
 	for _, t := range policy.Tolerations {
 		pod.Spec.Tolerations = append(pod.Spec.Tolerations, *t.DeepCopy())
 	}
-	// The seed of a new cluster has nothing to wait for. Without an init container its etcd
-	// starts as soon as the pod does, instead of after the kubelet notices the init
-	// container's exit (its pod lifecycle relist runs once a second): that second is on the
-	// critical path of every bootstrap.
+	// The seed of a new cluster has nothing to wait for: its etcd starts as soon as the pod
+	// does. A joining member's etcd container runs member-init first, which execs etcd once the
+	// member is added (see package memberinit for why it waits there and not in an init
+	// container).
 	if p.ClusterState != ClusterStateNew {
-		pod.Spec.InitContainers = []corev1.Container{memberInitContainer(c, p, mounts)}
+		holdBack(c, p, pod, livePath)
 	}
 	return pod
 }
 
-// memberInitContainer runs the operator binary's member-init: it returns once the member is
-// in the member list, asked of the other members named in p.InitialCluster, or at once when
-// the data dir already holds the member.
-func memberInitContainer(c *api.EtcdCluster, p MemberPodParams, mounts []corev1.VolumeMount) corev1.Container {
+// holdBack makes a joining member's etcd container wait for the member to be added: an init
+// container copies the operator binary into a volume, and the etcd container runs it as
+// `member-init ... -- etcd <flags>`. member-init asks the other members named in
+// p.InitialCluster, answers the liveness probe while it waits, and execs etcd when the member
+// is listed, or at once when the data dir already holds the member.
+func holdBack(c *api.EtcdCluster, p MemberPodParams, pod *corev1.Pod, livePath string) {
 	ns := c.Namespace
 	var endpoints []string
 	for _, o := range p.InitialCluster {
@@ -218,19 +229,29 @@ func memberInitContainer(c *api.EtcdCluster, p MemberPodParams, mounts []corev1.
 			endpoints = append(endpoints, ClientURL(c.Name, ns, o))
 		}
 	}
-	args := []string{
+	etcd := &pod.Spec.Containers[0]
+	etcd.Args = append([]string{
 		"member-init",
 		"--data-dir=" + DataDir,
 		"--peer-url=" + PeerURL(c.Name, ns, p.Ordinal),
 		"--initial-cluster-state=" + p.ClusterState,
 		"--endpoints=" + strings.Join(endpoints, ","),
-	}
-	return corev1.Container{
-		Name:                     InitContainerName,
+		fmt.Sprintf("--liveness-addr=:%d", ClientPort),
+		"--liveness-path=" + livePath,
+		"--",
+	}, append(etcd.Command, etcd.Args...)...)
+	etcd.Command = []string{MemberInitPath}
+	etcd.VolumeMounts = append(etcd.VolumeMounts,
+		corev1.VolumeMount{Name: MemberInitVolumeName, MountPath: MemberInitDir, ReadOnly: true})
+
+	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: MemberInitVolumeName,
+		VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	pod.Spec.InitContainers = []corev1.Container{{
+		Name:                     InstallContainerName,
 		Image:                    p.InitImage,
 		ImagePullPolicy:          corev1.PullIfNotPresent,
-		Args:                     args,
-		VolumeMounts:             mounts,
+		Args:                     []string{"install", "--to=" + MemberInitPath},
+		VolumeMounts:             []corev1.VolumeMount{{Name: MemberInitVolumeName, MountPath: MemberInitDir}},
 		SecurityContext:          restrictedContainer(),
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 		Resources: corev1.ResourceRequirements{
@@ -240,7 +261,7 @@ func memberInitContainer(c *api.EtcdCluster, p MemberPodParams, mounts []corev1.
 			},
 			Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")},
 		},
-	}
+	}}
 }
 
 // probePaths picks the health endpoints: /readyz and /livez exist from etcd 3.6 on; older

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/memberinit"
 )
 
 func testCluster() *api.EtcdCluster {
@@ -56,6 +57,31 @@ func TestMemberPodJoining(t *testing.T) {
 	if etcd.Image != "gcr.io/etcd-development/etcd:v3.6.16" {
 		t.Errorf("image %s", etcd.Image)
 	}
+	// The etcd container runs member-init, which execs etcd with its flags once the member is
+	// added; the real parser must accept the command.
+	if !slices.Equal(etcd.Command, []string{MemberInitPath}) {
+		t.Fatalf("etcd container command %v, want member-init from %s", etcd.Command, MemberInitPath)
+	}
+	if len(etcd.Args) == 0 || etcd.Args[0] != "member-init" {
+		t.Fatalf("etcd container args %v, want member-init first", etcd.Args)
+	}
+	o, err := memberinit.Parse(etcd.Args[1:])
+	if err != nil {
+		t.Fatalf("member-init refuses the pod's arguments: %v", err)
+	}
+	if o.ClusterState != memberinit.ClusterStateExisting || o.PeerURL != "http://demo-2.demo.prod.svc:2380" || o.DataDir != DataDir {
+		t.Errorf("member-init options %+v", o)
+	}
+	if !slices.Equal(o.Endpoints, []string{"http://demo-0.demo.prod.svc:2379", "http://demo-1.demo.prod.svc:2379"}) {
+		t.Errorf("member-init endpoints %v: the joining member asks the others, never itself", o.Endpoints)
+	}
+	if o.LivenessAddr != ":2379" || o.LivenessPath != etcd.LivenessProbe.HTTPGet.Path {
+		t.Errorf("member-init answers liveness on %s%s, the probe asks :%d%s", o.LivenessAddr, o.LivenessPath,
+			etcd.LivenessProbe.HTTPGet.Port.IntVal, etcd.LivenessProbe.HTTPGet.Path)
+	}
+	if len(o.Exec) == 0 || o.Exec[0] != EtcdBinary {
+		t.Fatalf("member-init execs %v, want etcd", o.Exec)
+	}
 	wantArgs := map[string]string{
 		"--name":                        "demo-2",
 		"--initial-cluster-state":       "existing",
@@ -65,8 +91,8 @@ func TestMemberPodJoining(t *testing.T) {
 		"--initial-cluster-token":       "demo-u1",
 	}
 	for flag, want := range wantArgs {
-		if got, _ := argValue(etcd.Args, flag); got != want {
-			t.Errorf("%s = %q, want %q", flag, got, want)
+		if got, _ := argValue(o.Exec[1:], flag); got != want {
+			t.Errorf("etcd %s = %q, want %q", flag, got, want)
 		}
 	}
 	var env []string
@@ -76,18 +102,31 @@ func TestMemberPodJoining(t *testing.T) {
 	if !slices.Equal(env, []string{"ETCD_QUOTA_BACKEND_BYTES"}) {
 		t.Errorf("env %v: user variables that shadow the operator's flags must be dropped", env)
 	}
+
+	// The binary reaches the etcd container through a volume an init container fills.
 	if len(p.Spec.InitContainers) != 1 {
-		t.Fatalf("init containers %v, want member-init only", p.Spec.InitContainers)
+		t.Fatalf("init containers %v, want the installer only", p.Spec.InitContainers)
 	}
-	init := p.Spec.InitContainers[0]
-	if got, _ := argValue(init.Args, "--initial-cluster-state"); got != "existing" {
-		t.Errorf("init --initial-cluster-state = %q", got)
+	install := p.Spec.InitContainers[0]
+	if install.Name != InstallContainerName || install.Image != "op:1" ||
+		!slices.Equal(install.Args, []string{"install", "--to=" + MemberInitPath}) {
+		t.Errorf("install container %s %s %v", install.Name, install.Image, install.Args)
 	}
-	if init.Image != "op:1" || init.Args[0] != "member-init" {
-		t.Errorf("init container %s %v", init.Image, init.Args)
+	mounted := func(c corev1.Container) (corev1.VolumeMount, bool) {
+		for _, m := range c.VolumeMounts {
+			if m.MountPath == MemberInitDir {
+				return m, true
+			}
+		}
+		return corev1.VolumeMount{}, false
 	}
-	if got, _ := argValue(init.Args, "--endpoints"); got != "http://demo-0.demo.prod.svc:2379,http://demo-1.demo.prod.svc:2379" {
-		t.Errorf("init --endpoints = %q: the joining member asks the others, never itself", got)
+	in, ok1 := mounted(install)
+	out, ok2 := mounted(etcd)
+	if !ok1 || !ok2 || in.Name != out.Name || in.ReadOnly || !out.ReadOnly {
+		t.Errorf("member-init volume: install mounts %+v, etcd mounts %+v; want the same volume, read-only for etcd", in, out)
+	}
+	if !slices.ContainsFunc(p.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == in.Name && v.EmptyDir != nil }) {
+		t.Errorf("no emptyDir volume %q in %v", in.Name, p.Spec.Volumes)
 	}
 	if p.Spec.NodeSelector["disk"] != "ssd" || p.Spec.Volumes[0].EmptyDir == nil {
 		t.Errorf("pod policy / volume not applied: %v %v", p.Spec.NodeSelector, p.Spec.Volumes)
@@ -115,8 +154,8 @@ func TestMemberPodSeedAndOldVersion(t *testing.T) {
 	if got, _ := argValue(etcd.Args, "--initial-cluster"); got != "demo-0=http://demo-0.demo.prod.svc:2380" {
 		t.Errorf("seed --initial-cluster = %q", got)
 	}
-	if len(p.Spec.InitContainers) != 0 {
-		t.Errorf("the seed has init containers %v: it waits for nobody", p.Spec.InitContainers)
+	if len(p.Spec.InitContainers) != 0 || !slices.Equal(etcd.Command, []string{EtcdBinary}) {
+		t.Errorf("the seed has init containers %v and runs %v: it waits for nobody", p.Spec.InitContainers, etcd.Command)
 	}
 	if got, _ := argValue(etcd.Args, "--initial-cluster-state"); got != "new" {
 		t.Errorf("seed --initial-cluster-state = %q", got)

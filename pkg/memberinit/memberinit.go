@@ -1,8 +1,14 @@
-// Package memberinit is the init container of every member pod (`etcd-operator member-init`;
-// the etcd image has no shell, so the operator's own binary runs it). It holds etcd back
-// until the operator has added the member to the cluster, so that a joining etcd never
-// starts with an --initial-cluster the cluster would refuse, which would only put the pod
-// into CrashLoopBackOff.
+// Package memberinit holds a joining member's etcd back until the operator has added the
+// member to the cluster (`etcd-operator member-init`), so that etcd never starts with an
+// --initial-cluster the cluster would refuse, which would only put the pod into
+// CrashLoopBackOff. The etcd image has no shell, so the operator's own binary does it: an init
+// container copies the binary into a volume the etcd container shares (Install), and the etcd
+// container runs member-init, which execs etcd once the member is listed (Exec). Waiting in
+// the etcd container itself, rather than in an init container, spares every joining member
+// the kubelet's noticing that an init container has exited (its pod lifecycle relist runs
+// once a second) and starting another container: the member's etcd starts within one poll of
+// being added. While it waits, member-init answers etcd's liveness probe, so that a long wait
+// (a cluster without quorum) does not get the container restarted and backed off.
 //
 // It never looks up its own member's DNS name: the operator adds the member only once the
 // pod's record is published, and an earlier lookup would make CoreDNS cache the negative
@@ -20,6 +26,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -46,7 +53,7 @@ const DefaultPollInterval = 200 * time.Millisecond
 // sees, no more than one per progressEvery.
 const progressEvery = 5 * time.Second
 
-// Options are the init container's flags.
+// Options are member-init's flags.
 type Options struct {
 	// DataDir is etcd's --data-dir. A member whose data dir holds data starts at once.
 	DataDir string
@@ -58,11 +65,27 @@ type Options struct {
 	Endpoints []string
 	// PollInterval is how often the member list is asked for.
 	PollInterval time.Duration
+	// LivenessAddr, when set, is where the liveness probe of etcd's container is answered
+	// while the member waits (etcd's client address); only LivenessPath (path and query, as
+	// the probe asks) is answered as alive, anything else, the readiness probe included, as
+	// unavailable.
+	LivenessAddr string
+	LivenessPath string
+	// Exec is the command (etcd and its flags) that replaces member-init once etcd may start;
+	// empty when member-init runs as an init container and only returns.
+	Exec []string
 }
 
-// Parse reads the flags of `etcd-operator member-init` (args without the subcommand). It
-// returns flag.ErrHelp for -h.
+// Parse reads the arguments of `etcd-operator member-init [flags] [-- command...]` (args
+// without the subcommand). It returns flag.ErrHelp for -h.
 func Parse(args []string) (Options, error) {
+	var command []string
+	if i := slices.Index(args, "--"); i >= 0 {
+		args, command = args[:i], args[i+1:]
+		if len(command) == 0 {
+			return Options{}, errors.New("parsing member-init flags: no command after --")
+		}
+	}
 	fs := flag.NewFlagSet("member-init", flag.ContinueOnError)
 	var o Options
 	var state, endpoints string
@@ -71,6 +94,8 @@ func Parse(args []string) (Options, error) {
 	fs.StringVar(&state, "initial-cluster-state", "", "new (bootstraps the cluster: start at once) or existing (wait to be added)")
 	fs.StringVar(&endpoints, "endpoints", "", "comma-separated client URLs of the members already running, never this member's own")
 	fs.DurationVar(&o.PollInterval, "poll-interval", DefaultPollInterval, "how often to ask for the member list")
+	fs.StringVar(&o.LivenessAddr, "liveness-addr", "", "address to answer the liveness probe on while waiting (etcd's client address)")
+	fs.StringVar(&o.LivenessPath, "liveness-path", "", "path and query of the liveness probe answered while waiting")
 	if err := fs.Parse(args); err != nil {
 		return Options{}, err
 	}
@@ -78,6 +103,7 @@ func Parse(args []string) (Options, error) {
 		return Options{}, fmt.Errorf("parsing member-init flags: unexpected arguments %q", fs.Args())
 	}
 	o.ClusterState = ClusterState(state)
+	o.Exec = command
 	for _, e := range strings.Split(endpoints, ",") {
 		if e = strings.TrimSpace(e); e != "" {
 			o.Endpoints = append(o.Endpoints, e)
@@ -90,7 +116,7 @@ func Parse(args []string) (Options, error) {
 }
 
 // Validate checks the options. An endpoint on this member's own host is refused: looking
-// it up before the member's DNS record exists is what the init container must never do.
+// it up before the member's DNS record exists is what member-init must never do.
 func (o Options) Validate() error {
 	if o.DataDir == "" {
 		return errors.New("--data-dir is required")
@@ -119,6 +145,15 @@ func (o Options) Validate() error {
 	}
 	if o.PollInterval <= 0 {
 		return fmt.Errorf("--poll-interval must be positive, not %s", o.PollInterval)
+	}
+	if (o.LivenessAddr == "") != (o.LivenessPath == "") {
+		return errors.New("--liveness-addr and --liveness-path go together")
+	}
+	if o.LivenessPath != "" && !strings.HasPrefix(o.LivenessPath, "/") {
+		return fmt.Errorf("--liveness-path %q must start with /", o.LivenessPath)
+	}
+	if len(o.Exec) > 0 && !filepath.IsAbs(o.Exec[0]) {
+		return fmt.Errorf("the command after -- must be an absolute path, not %q", o.Exec[0])
 	}
 	return nil
 }
@@ -151,7 +186,17 @@ func Run(ctx context.Context, o Options, f etcdutil.Factory, out io.Writer) erro
 		return fmt.Errorf("opening etcd client: %w", err)
 	}
 	defer cli.Close()
-	return waitAdded(ctx, o, cli, log.WithField("endpoints", strings.Join(o.Endpoints, ",")))
+	log = log.WithField("endpoints", strings.Join(o.Endpoints, ","))
+	if o.LivenessAddr != "" {
+		stop, err := serveLiveness(o.LivenessAddr, o.LivenessPath)
+		if err != nil {
+			// Only a wait longer than the probe's patience is at stake: wait anyway.
+			log.WithError(err).Warn("cannot answer the liveness probe while waiting")
+		} else {
+			defer stop()
+		}
+	}
+	return waitAdded(ctx, o, cli, log)
 }
 
 // waitAdded polls the member list until it lists o.PeerURL or ctx ends.

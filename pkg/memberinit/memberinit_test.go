@@ -7,6 +7,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -119,10 +120,23 @@ func TestParse(t *testing.T) {
 		"endpoint without host": append(base, "--endpoints=m0:2379"),
 		"zero poll interval":    append(base, "--poll-interval=0s"),
 		"extra argument":        append(base, "etcd"),
+		"nothing after --":      append(base, "--"),
+		"relative command":      append(base, "--", "etcd"),
+		"liveness without path": append(base, "--liveness-addr=:2379"),
+		"liveness path no /":    append(base, "--liveness-addr=:2379", "--liveness-path=livez"),
 	} {
 		if _, err := Parse(args); err == nil {
 			t.Errorf("%s: Parse(%q) accepted", name, args)
 		}
+	}
+	wrapped, err := Parse(append(base, "--liveness-addr=:2379", "--liveness-path=/health?serializable=true",
+		"--", "/usr/local/bin/etcd", "--name=m2", "--", "-x"))
+	if err != nil {
+		t.Fatalf("Parse with a command: %v", err)
+	}
+	if !slices.Equal(wrapped.Exec, []string{"/usr/local/bin/etcd", "--name=m2", "--", "-x"}) ||
+		wrapped.LivenessAddr != ":2379" || wrapped.LivenessPath != "/health?serializable=true" {
+		t.Errorf("Parse with a command = %+v: everything after the first -- is the command", wrapped)
 	}
 	if _, err := Parse([]string{"-h"}); !errors.Is(err, flag.ErrHelp) {
 		t.Errorf("Parse(-h) = %v, want flag.ErrHelp", err)

@@ -89,7 +89,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 		"how long in-flight passes may run after SIGTERM before they are cancelled")
 	fs.BoolVar(&o.SkipCRDInstall, "skip-crd-install", false, "do not create or update the EtcdCluster CRD (an admin installs it)")
 	fs.StringVar(&o.MemberInitImage, "member-init-image", os.Getenv(EnvOperatorImage),
-		"image of the member pods' init container, the operator's own (default $"+EnvOperatorImage+")")
+		"image joining member pods copy member-init from, the operator's own (default $"+EnvOperatorImage+")")
 }
 
 // Complete fills the defaults that need a lookup and validates the options.
@@ -122,7 +122,7 @@ func (o *Options) Complete() error {
 		}
 	}
 	if o.MemberInitImage == "" {
-		errs = append(errs, fmt.Errorf("--member-init-image or $%s is required: member pods run it as their init container", EnvOperatorImage))
+		errs = append(errs, fmt.Errorf("--member-init-image or $%s is required: joining member pods copy member-init from it", EnvOperatorImage))
 	}
 	if o.Workers <= 0 {
 		errs = append(errs, errors.New("--workers must be positive"))
