@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
@@ -171,10 +172,20 @@ func (c *client) MoveLeader(ctx context.Context, leaderEndpoint string, transfer
 
 // Status dials endpoint alone (clientv3's Maintenance.Status does), whichever endpoints the
 // client balances over.
+// Status does not wait for a member that is not serving: a refused connection, or an answer
+// that is not etcd's (a member pod whose etcd has not started: member-init answers probes on
+// the client port), fails it at once, instead of at the call timeout. The operator asks every
+// running member pod for its status each pass, and one waiting pod would otherwise hold each
+// pass back by the whole timeout.
 func (c *client) Status(ctx context.Context, endpoint string) (Status, error) {
-	var resp *clientv3.StatusResponse
-	err := c.call(ctx, func(ctx context.Context) (err error) {
-		resp, err = c.cli.Status(ctx, endpoint)
+	var resp *pb.StatusResponse
+	err := c.call(ctx, func(ctx context.Context) error {
+		conn, err := c.cli.Dial(endpoint)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		resp, err = pb.NewMaintenanceClient(conn).Status(ctx, &pb.StatusRequest{}, grpc.WaitForReady(false))
 		return err
 	})
 	if err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"slices"
 	"testing"
 	"time"
@@ -328,5 +330,42 @@ func TestUnreachableMemberIsBounded(t *testing.T) {
 	}
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("MemberList took %s past the caller's 100ms deadline", d)
+	}
+}
+
+// TestStatusOfAPodNotServingFailsFast: Status of an address that refuses connections, or
+// that answers HTTP/2 but not etcd's gRPC (member-init answering probes while it waits),
+// fails well before the call timeout: every pass asks every running member pod.
+func TestStatusOfAPodNotServingFailsFast(t *testing.T) {
+	t.Parallel()
+	gone := etcdtest.Reserve(t, "gone")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	protocols := new(http.Protocols)
+	protocols.SetHTTP1(true)
+	protocols.SetUnencryptedHTTP2(true)
+	srv := &http.Server{Protocols: protocols, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "not started", http.StatusServiceUnavailable)
+	})}
+	go srv.Serve(ln) //nolint:errcheck
+	defer srv.Close()
+
+	cli, err := etcdutil.NewFactory(0, 10*time.Second).New([]string{gone.ClientURL})
+	if err != nil {
+		t.Fatalf("opening client: %v", err)
+	}
+	defer cli.Close()
+	for name, ep := range map[string]string{"refused": gone.ClientURL, "not etcd": "http://" + ln.Addr().String()} {
+		for i := 0; i < 3; i++ { // the first call and calls on a connection that failed before
+			start := time.Now()
+			if _, err := cli.Status(context.Background(), ep); err == nil {
+				t.Fatalf("%s: Status succeeded", name)
+			}
+			if d := time.Since(start); d > 2*time.Second {
+				t.Errorf("%s: Status took %s, the call timeout is 10s: it must not wait for the member", name, d)
+			}
+		}
 	}
 }

@@ -72,7 +72,14 @@ func serveLiveness(addr, pathAndQuery string) (stop func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("listening on %s: %w", addr, err)
 	}
+	// HTTP/2 without TLS too: the operator asks every running member pod for its status over
+	// gRPC, and an HTTP/1 server leaves that call hanging until it times out, where an
+	// HTTP/2 503 fails it at once.
+	protocols := new(http.Protocols)
+	protocols.SetHTTP1(true)
+	protocols.SetUnencryptedHTTP2(true)
 	srv := &http.Server{
+		Protocols:         protocols,
 		ReadHeaderTimeout: 5 * time.Second,
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.RequestURI() == pathAndQuery {
