@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"syscall"
 
+	"github.com/etcd-operator/etcd-operator/pkg/dnsutil"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 	"github.com/etcd-operator/etcd-operator/pkg/memberinit"
 	"github.com/etcd-operator/etcd-operator/pkg/operator"
@@ -68,6 +69,12 @@ func runMemberInit(ctx context.Context, args []string) error {
 	o, err := memberinit.Parse(args)
 	if err != nil {
 		return err
+	}
+	// In a pod, the members' names are dialled only once cluster DNS serves them.
+	if dns, err := dnsutil.NewFromResolvConf(dnsutil.ResolvConf); err == nil {
+		o.DNS = dns
+	} else {
+		fmt.Fprintf(os.Stderr, "member-init: cannot ask cluster DNS, dialling members without asking: %v\n", err)
 	}
 	if err := memberinit.Run(ctx, o, etcdutil.NewFactory(0, 0), os.Stdout); err != nil {
 		return err

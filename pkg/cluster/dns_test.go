@@ -3,6 +3,8 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -10,10 +12,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 	"github.com/etcd-operator/etcd-operator/pkg/k8sutil"
 )
 
@@ -38,71 +41,152 @@ func (d *fakeDNS) questions() int {
 	return len(d.asked)
 }
 
-// startingSeed is a seed pod that has its IP and is published in the headless Service's
-// EndpointSlice, while its etcd is not running yet (so a pass dials no etcd).
-func startingSeed(c *api.EtcdCluster, created time.Time) (*corev1.Pod, *discoveryv1.EndpointSlice) {
-	pod := k8sutil.MemberPod(c, k8sutil.MemberPodParams{Ordinal: 0, ClusterState: k8sutil.ClusterStateNew,
-		InitialCluster: []int{0}, InitImage: "x", DataVolume: k8sutil.DataVolume(&c.Spec)})
-	pod.UID = "pod-uid-0"
+// fakeEtcd is a running one-member cluster as the operator's client sees it: the member list
+// and the status of the seed at its pod IP. Adding a learner is recorded; any other change
+// fails the test.
+type fakeEtcd struct {
+	t       *testing.T
+	mu      sync.Mutex
+	members []etcdutil.Member
+	status  map[string]etcdutil.Status // by client URL
+	added   []string                   // peer URLs added as learners
+}
+
+func newFakeEtcd(t *testing.T, c *api.EtcdCluster, seedIP string) *fakeEtcd {
+	return &fakeEtcd{t: t,
+		members: []etcdutil.Member{{ID: 1, Name: "demo-0", PeerURLs: []string{k8sutil.PeerURL(c.Name, c.Namespace, 0)}}},
+		status:  map[string]etcdutil.Status{k8sutil.PodClientURL(seedIP): {ID: 1, Leader: 1, Version: "3.6.16"}},
+	}
+}
+
+func (f *fakeEtcd) New([]string) (etcdutil.Client, error) { return fakeEtcdClient{f}, nil }
+
+func (f *fakeEtcd) learnersAdded() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.added)
+}
+
+type fakeEtcdClient struct{ f *fakeEtcd }
+
+var _ etcdutil.Client = fakeEtcdClient{}
+
+func (c fakeEtcdClient) MemberList(context.Context) ([]etcdutil.Member, error) {
+	c.f.mu.Lock()
+	defer c.f.mu.Unlock()
+	return slices.Clone(c.f.members), nil
+}
+
+func (c fakeEtcdClient) MemberAddAsLearner(_ context.Context, peerURL string) (etcdutil.Member, error) {
+	c.f.mu.Lock()
+	defer c.f.mu.Unlock()
+	m := etcdutil.Member{ID: uint64(len(c.f.members) + 1), PeerURLs: []string{peerURL}, IsLearner: true}
+	c.f.members = append(c.f.members, m)
+	c.f.added = append(c.f.added, peerURL)
+	return m, nil
+}
+
+func (c fakeEtcdClient) MemberPromote(context.Context, uint64) error {
+	return c.unexpected("MemberPromote")
+}
+func (c fakeEtcdClient) MemberRemove(context.Context, uint64) error {
+	return c.unexpected("MemberRemove")
+}
+func (c fakeEtcdClient) MoveLeader(context.Context, string, uint64) error {
+	return c.unexpected("MoveLeader")
+}
+
+func (c fakeEtcdClient) Status(_ context.Context, endpoint string) (etcdutil.Status, error) {
+	c.f.mu.Lock()
+	defer c.f.mu.Unlock()
+	if st, ok := c.f.status[endpoint]; ok {
+		return st, nil
+	}
+	return etcdutil.Status{}, errors.New("connection refused")
+}
+
+func (c fakeEtcdClient) Close() error { return nil }
+
+func (c fakeEtcdClient) unexpected(call string) error {
+	c.f.t.Errorf("unexpected etcd %s", call)
+	return errors.New("unexpected in this test")
+}
+
+// memberPod is member ordinal's pod with the given IP, created at created, in the given
+// phase, with its DNS record published in slice.
+func memberPod(c *api.EtcdCluster, ordinal int, ip string, phase corev1.PodPhase, created time.Time, slice *discoveryv1.EndpointSlice) *corev1.Pod {
+	state, initial := k8sutil.ClusterStateExisting, []int{0, ordinal}
+	if ordinal == 0 {
+		state, initial = k8sutil.ClusterStateNew, []int{0}
+	}
+	pod := k8sutil.MemberPod(c, k8sutil.MemberPodParams{Ordinal: ordinal, ClusterState: state,
+		InitialCluster: initial, InitImage: "x", DataVolume: k8sutil.DataVolume(&c.Spec)})
+	pod.UID = types.UID(fmt.Sprintf("pod-uid-%d", ordinal))
 	pod.CreationTimestamp = metav1.NewTime(created)
-	pod.Status = corev1.PodStatus{Phase: corev1.PodPending, PodIP: "10.244.0.9"}
+	pod.Status = corev1.PodStatus{Phase: phase, PodIP: ip}
+	slice.Endpoints = append(slice.Endpoints, discoveryv1.Endpoint{
+		Addresses:  []string{ip},
+		Hostname:   ptr.To(pod.Name),
+		Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
+	})
+	return pod
+}
+
+// growing is a cluster whose seed runs, with the second member's pod created, given its IP
+// and published in the EndpointSlice, its member-init waiting to be added.
+func growing(t *testing.T, joinerCreated time.Time) (*fixture, *fakeEtcd) {
+	c := newCluster(3)
+	c.Status.Size = 1
 	slice := &discoveryv1.EndpointSlice{
 		ObjectMeta: metav1.ObjectMeta{Name: "demo-abcde", Namespace: c.Namespace, Labels: map[string]string{
 			discoveryv1.LabelServiceName: k8sutil.PeerServiceName(c.Name)}},
 		AddressType: discoveryv1.AddressTypeIPv4,
-		Endpoints: []discoveryv1.Endpoint{{
-			Addresses:  []string{"10.244.0.9"},
-			Hostname:   ptr.To("demo-0"),
-			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
-		}},
 	}
-	return pod, slice
+	seed := memberPod(c, 0, "10.244.0.9", corev1.PodRunning, time.Now().Add(-time.Minute), slice)
+	joiner := memberPod(c, 1, "10.244.0.10", corev1.PodRunning, joinerCreated, slice)
+	f := newFixture(t, c, seed, joiner, slice, k8sutil.PeerService(c), k8sutil.ClientService(c))
+	etcd := newFakeEtcd(t, c, "10.244.0.9")
+	f.r.deps.Etcd = etcd
+	return f, etcd
 }
 
-func createdPods(f *fixture) []string {
-	var names []string
-	for _, a := range f.actions("create", "pods") {
-		names = append(names, a.(k8stesting.CreateAction).GetObject().(*corev1.Pod).Name)
-	}
-	return names
-}
-
-// A published pod whose name cluster DNS does not serve yet is not told to anybody: the next
-// member's pod, whose member-init would look the seed up, is created only once DNS answers
-// for the seed's name. DNS is asked once per pod, not once per pass.
+// A member is added, which makes the leader dial it by name at once, only once cluster DNS
+// serves the name of its pod: a published EndpointSlice record is not enough, CoreDNS may not
+// have seen it yet. DNS is asked once per pod, not once per pass.
 func TestSyncWaitsForClusterDNS(t *testing.T) {
-	c := newCluster(3)
-	seed, slice := startingSeed(c, time.Now())
-	f := newFixture(t, c, seed, slice, k8sutil.PeerService(c), k8sutil.ClientService(c))
-	dns := &fakeDNS{served: map[string]bool{}}
+	f, etcd := growing(t, time.Now())
+	dns := &fakeDNS{served: map[string]bool{"demo-0.demo.ns.svc": true}}
 	f.r.deps.DNS = dns
 	ctx := context.Background()
 
 	if _, err := f.r.Sync(ctx, "ns", "demo"); err != nil {
 		t.Fatalf("Sync: %v", err)
 	}
-	if got := createdPods(f); len(got) != 0 {
-		t.Fatalf("created %v while DNS does not serve demo-0 yet", got)
-	}
-	if dns.questions() != 1 || dns.asked[0] != "demo-0.demo.ns.svc" {
-		t.Fatalf("asked DNS %v, want demo-0.demo.ns.svc once", dns.asked)
-	}
-
-	dns.served["demo-0.demo.ns.svc"] = true
-	if _, err := f.r.Sync(ctx, "ns", "demo"); err != nil {
-		t.Fatalf("Sync: %v", err)
-	}
-	if got := createdPods(f); len(got) != 1 || got[0] != "demo-1" {
-		t.Fatalf("created %v once DNS serves demo-0, want demo-1", got)
-	}
-	if _, err := f.r.Sync(ctx, "ns", "demo"); err != nil {
-		t.Fatalf("Sync: %v", err)
+	if got := etcd.learnersAdded(); len(got) != 0 {
+		t.Fatalf("added %v while DNS does not serve demo-1 yet", got)
 	}
 	if n := dns.questions(); n != 2 {
-		t.Errorf("asked DNS %d times over three passes, want 2 (a served pod is not asked again)", n)
+		t.Fatalf("asked DNS %v, want demo-0 and demo-1 once each", dns.asked)
+	}
+
+	dns.mu.Lock()
+	dns.served["demo-1.demo.ns.svc"] = true
+	dns.mu.Unlock()
+	if _, err := f.r.Sync(ctx, "ns", "demo"); err != nil {
+		t.Fatalf("Sync: %v", err)
+	}
+	if got := etcd.learnersAdded(); len(got) != 1 || got[0] != k8sutil.PeerURL("demo", "ns", 1) {
+		t.Fatalf("added %v once DNS serves demo-1, want demo-1", got)
+	}
+	if _, err := f.r.Sync(ctx, "ns", "demo"); err != nil {
+		t.Fatalf("Sync: %v", err)
+	}
+	if n := dns.questions(); n != 3 {
+		t.Errorf("asked DNS %d times over three passes, want 3 (a served pod is not asked again)", n)
 	}
 
 	// The cluster goes: what was remembered of its pods goes with it.
+	c, _ := f.cinf.Etcd().V1alpha1().EtcdClusters().Lister().EtcdClusters("ns").Get("demo")
 	_ = f.cinf.Etcd().V1alpha1().EtcdClusters().Informer().GetIndexer().Delete(c)
 	if _, err := f.r.Sync(ctx, "ns", "demo"); !errors.Is(err, ErrClusterGone) {
 		t.Fatalf("Sync of the deleted cluster = %v, want ErrClusterGone", err)
@@ -116,23 +200,21 @@ func TestSyncWaitsForClusterDNS(t *testing.T) {
 // holds a published pod back for dnsTrustAfter at most: past it the EndpointSlice is trusted.
 func TestSyncTrustsEndpointSliceAfterDNSTimeout(t *testing.T) {
 	for _, tc := range []struct {
-		name    string
-		age     time.Duration
-		wantPod bool
+		name      string
+		age       time.Duration
+		wantAdded bool
 	}{
 		{"young pod waits", time.Second, false},
 		{"old pod is trusted", dnsTrustAfter + time.Second, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newCluster(3)
-			seed, slice := startingSeed(c, time.Now().Add(-tc.age))
-			f := newFixture(t, c, seed, slice, k8sutil.PeerService(c), k8sutil.ClientService(c))
+			f, etcd := growing(t, time.Now().Add(-tc.age))
 			f.r.deps.DNS = &fakeDNS{err: errors.New("i/o timeout")}
 			if _, err := f.r.Sync(context.Background(), "ns", "demo"); err != nil {
 				t.Fatalf("Sync: %v", err)
 			}
-			if got := len(createdPods(f)) == 1; got != tc.wantPod {
-				t.Errorf("created the next pod = %v, want %v", got, tc.wantPod)
+			if got := len(etcd.learnersAdded()) == 1; got != tc.wantAdded {
+				t.Errorf("added the member = %v, want %v", got, tc.wantAdded)
 			}
 		})
 	}

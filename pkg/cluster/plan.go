@@ -233,17 +233,18 @@ func planUnreachable(s State) Decision {
 }
 
 // prepareNext creates, ahead of time, the pod of the member that will be added next, while
-// the one before it is still starting: the pod is scheduled, gets its IP and its DNS record
-// in the meantime, and member-init holds its etcd back until the member is registered.
-// No membership changes; the next member is still added only after this one is promoted.
-// The pod's member-init will ask the current members by name, so it is created only once
-// every one of their records is published: an earlier lookup would be cached as negative.
+// the one before it is still starting (the seed included): the pod is scheduled, gets its IP
+// and its DNS record in the meantime, and member-init holds its etcd back until the member
+// is registered. No membership changes; the next member is still added only after this one
+// is promoted. The pod's member-init asks the current members by name, and dials them only
+// once cluster DNS serves their names, so their records need not be published yet: an
+// early lookup cannot cache a negative answer.
 func prepareNext(s State, members []MemberView) (Decision, bool) {
 	have := map[int]bool{}
 	var current []int
 	for _, m := range members {
 		p, ok := s.Pods[m.Ordinal]
-		if !ok || p.Terminating || !p.Published {
+		if !ok || p.Terminating {
 			return Decision{}, false
 		}
 		have[m.Ordinal] = true

@@ -58,6 +58,8 @@ func seedPod(published bool) PodView {
 
 func stuckPod(p PodView) PodView { p.Unschedulable = true; return p }
 
+func terminating(p PodView) PodView { p.Terminating = true; return p }
+
 func pods(ps ...PodView) map[int]PodView {
 	out := map[int]PodView{}
 	for _, p := range ps {
@@ -82,14 +84,25 @@ func TestPlan(t *testing.T) {
 			progress: api.ReasonBootstrapping,
 		},
 		{
-			name:     "seed pod starting, not in DNS yet: wait",
+			name:     "seed pod just created: prepare the second pod alongside (its member-init waits for DNS)",
 			state:    State{Size: 3, Pods: pods(seedPod(false))},
+			want:     &Action{Kind: ActionCreatePod, Ordinal: 1, ClusterState: "existing", InitialCluster: []int{0, 1}},
 			progress: api.ReasonBootstrapping,
 		},
 		{
 			name:     "seed pod starting and published: prepare the second pod",
 			state:    State{Size: 3, Pods: pods(seedPod(true))},
 			want:     &Action{Kind: ActionCreatePod, Ordinal: 1, ClusterState: "existing", InitialCluster: []int{0, 1}},
+			progress: api.ReasonBootstrapping,
+		},
+		{
+			name:     "seed pod starting, second pod there: wait",
+			state:    State{Size: 3, Pods: pods(seedPod(false), joining(1, false, 0, 1))},
+			progress: api.ReasonBootstrapping,
+		},
+		{
+			name:     "seed pod going away: prepare nothing",
+			state:    State{Size: 3, Pods: pods(terminating(seedPod(true)))},
 			progress: api.ReasonBootstrapping,
 		},
 		{
@@ -140,8 +153,15 @@ func TestPlan(t *testing.T) {
 			progress: api.ReasonScalingUp,
 		},
 		{
-			name:     "grow: learner not yet in DNS: the next pod waits (it will ask members by name)",
+			name:     "grow: learner not confirmed in DNS: the next pod is prepared all the same (its member-init waits for DNS)",
 			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{leader(0), learner(1, false)}, Pods: pods(running(0), joining(1, false, 0, 1))},
+			want:     &Action{Kind: ActionCreatePod, Ordinal: 2, ClusterState: "existing", InitialCluster: []int{0, 1, 2}},
+			progress: api.ReasonScalingUp,
+		},
+		{
+			name:     "grow: learner's pod going away: remove the learner, prepare nothing",
+			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{leader(0), learner(1, false)}, Pods: pods(running(0), terminating(joining(1, true, 0, 1)))},
+			want:     &Action{Kind: ActionRemoveMember, Ordinal: 1, MemberID: 101},
 			progress: api.ReasonScalingUp,
 		},
 		{

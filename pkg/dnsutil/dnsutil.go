@@ -45,6 +45,9 @@ const (
 	probeTypes     = 0xFFFE - 0xFF00 + 1
 )
 
+// ResolvConf is the resolver configuration of a process; in a pod it names cluster DNS.
+const ResolvConf = "/etc/resolv.conf"
+
 // DefaultTimeout bounds one question to one server.
 const DefaultTimeout = time.Second
 

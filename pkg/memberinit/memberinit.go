@@ -14,7 +14,9 @@
 // pod's record is published, and an earlier lookup would make CoreDNS cache the negative
 // answer for 30 s, which etcd's peers would then meet too. It asks the members already
 // running, by their names, and matches itself by its peer URL, which etcd lists for an
-// added member before it has started.
+// added member before it has started. It dials those names only once cluster DNS serves
+// them (asked without caching a negative answer, see package dnsutil): the operator creates
+// a pod while the members before it are still starting, the seed's included.
 package memberinit
 
 import (
@@ -23,6 +25,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -32,6 +35,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/etcd-operator/etcd-operator/pkg/dnsutil"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 )
 
@@ -48,6 +52,13 @@ const (
 
 // DefaultPollInterval is how often a joining member asks for the member list by default.
 const DefaultPollInterval = 200 * time.Millisecond
+
+// DefaultDNSWait bounds the wait for cluster DNS to serve the members' names: by then a
+// negative answer cached before a record existed has expired at CoreDNS's default 30 s TTL.
+const DefaultDNSWait = 30 * time.Second
+
+// dnsProbeTimeout bounds one question to cluster DNS.
+const dnsProbeTimeout = time.Second
 
 // progressEvery bounds how often a waiting member logs: one line per change of what it
 // sees, no more than one per progressEvery.
@@ -71,6 +82,10 @@ type Options struct {
 	// unavailable.
 	LivenessAddr string
 	LivenessPath string
+	// DNS, when set, is asked whether cluster DNS serves each endpoint's host before the
+	// endpoints are dialled; past DNSWait the hosts are dialled anyway.
+	DNS     dnsutil.Checker
+	DNSWait time.Duration
 	// Exec is the command (etcd and its flags) that replaces member-init once etcd may start;
 	// empty when member-init runs as an init container and only returns.
 	Exec []string
@@ -94,6 +109,7 @@ func Parse(args []string) (Options, error) {
 	fs.StringVar(&state, "initial-cluster-state", "", "new (bootstraps the cluster: start at once) or existing (wait to be added)")
 	fs.StringVar(&endpoints, "endpoints", "", "comma-separated client URLs of the members already running, never this member's own")
 	fs.DurationVar(&o.PollInterval, "poll-interval", DefaultPollInterval, "how often to ask for the member list")
+	fs.DurationVar(&o.DNSWait, "dns-wait", DefaultDNSWait, "how long to wait for cluster DNS to serve the members' names before dialling them anyway")
 	fs.StringVar(&o.LivenessAddr, "liveness-addr", "", "address to answer the liveness probe on while waiting (etcd's client address)")
 	fs.StringVar(&o.LivenessPath, "liveness-path", "", "path and query of the liveness probe answered while waiting")
 	if err := fs.Parse(args); err != nil {
@@ -152,6 +168,9 @@ func (o Options) Validate() error {
 	if o.LivenessPath != "" && !strings.HasPrefix(o.LivenessPath, "/") {
 		return fmt.Errorf("--liveness-path %q must start with /", o.LivenessPath)
 	}
+	if o.DNSWait < 0 {
+		return fmt.Errorf("--dns-wait must not be negative, not %s", o.DNSWait)
+	}
 	if len(o.Exec) > 0 && !filepath.IsAbs(o.Exec[0]) {
 		return fmt.Errorf("the command after -- must be an absolute path, not %q", o.Exec[0])
 	}
@@ -181,11 +200,6 @@ func Run(ctx context.Context, o Options, f etcdutil.Factory, out io.Writer) erro
 		log.WithField("dataDir", o.DataDir).Info("data directory holds a member: starting etcd")
 		return nil
 	}
-	cli, err := f.New(o.Endpoints)
-	if err != nil {
-		return fmt.Errorf("opening etcd client: %w", err)
-	}
-	defer cli.Close()
 	log = log.WithField("endpoints", strings.Join(o.Endpoints, ","))
 	if o.LivenessAddr != "" {
 		stop, err := serveLiveness(o.LivenessAddr, o.LivenessPath)
@@ -196,7 +210,67 @@ func Run(ctx context.Context, o Options, f etcdutil.Factory, out io.Writer) erro
 			defer stop()
 		}
 	}
+	if err := waitServed(ctx, o, log); err != nil {
+		return err
+	}
+	cli, err := f.New(o.Endpoints)
+	if err != nil {
+		return fmt.Errorf("opening etcd client: %w", err)
+	}
+	defer cli.Close()
 	return waitAdded(ctx, o, cli, log)
+}
+
+// waitServed returns once cluster DNS serves the host of every endpoint, or o.DNSWait after
+// it started asking, or at once without o.DNS. Opening a client resolves the endpoints'
+// names: a "no such host" for a member whose record cluster DNS has not caught up with would
+// be cached for 30 s, for this member's etcd and the others to meet too.
+func waitServed(ctx context.Context, o Options, log *logrus.Entry) error {
+	if o.DNS == nil {
+		return nil
+	}
+	start := time.Now()
+	pending := map[string]bool{}
+	for _, e := range o.Endpoints {
+		u, _ := url.Parse(e) // Validate has parsed every endpoint
+		pending[u.Hostname()] = true
+	}
+	ticker := time.NewTicker(o.PollInterval)
+	defer ticker.Stop()
+	logged := false
+	for {
+		var lastErr error
+		for host := range pending {
+			qctx, cancel := context.WithTimeout(ctx, dnsProbeTimeout)
+			ok, err := o.DNS.Serves(qctx, host)
+			cancel()
+			if ok {
+				delete(pending, host)
+			} else if err != nil {
+				lastErr = err
+			}
+		}
+		switch waited := time.Since(start); {
+		case len(pending) == 0:
+			if logged {
+				log.WithField("waited", waited.Round(time.Millisecond)).Info("cluster DNS serves the members' names")
+			}
+			return nil
+		case waited >= o.DNSWait:
+			log.WithError(lastErr).WithField("notServed", strings.Join(slices.Sorted(maps.Keys(pending)), ",")).
+				Warn("cluster DNS does not confirm the members' names; dialling them anyway")
+			return nil
+		case !logged:
+			log.WithError(lastErr).WithField("notServed", strings.Join(slices.Sorted(maps.Keys(pending)), ",")).
+				Info("waiting for cluster DNS to serve the members' names")
+			logged = true
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for cluster DNS to serve %v: %w", slices.Sorted(maps.Keys(pending)), ctx.Err())
+		case <-ticker.C:
+		}
+	}
 }
 
 // waitAdded polls the member list until it lists o.PeerURL or ctx ends.

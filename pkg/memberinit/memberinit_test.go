@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -323,5 +324,107 @@ func TestHasData(t *testing.T) {
 	}
 	if got, err := hasData(filepath.Join(t.TempDir(), "missing")); got || err != nil {
 		t.Errorf("hasData of a missing dir = %v, %v", got, err)
+	}
+}
+
+// switchDNS serves a host once told to; it counts the questions.
+type switchDNS struct {
+	mu     sync.Mutex
+	served map[string]bool
+	err    error
+	asked  int
+}
+
+func (d *switchDNS) Serves(_ context.Context, host string) (bool, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.asked++
+	return d.served[host], d.err
+}
+
+func (d *switchDNS) set(host string, served bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.served[host] = served
+}
+
+func (d *switchDNS) questions() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.asked
+}
+
+// TestRunDialsOnlyServedNames: the members' names are not dialled (no client is opened,
+// which would resolve them) until cluster DNS serves every one of them.
+func TestRunDialsOnlyServedNames(t *testing.T) {
+	t.Parallel()
+	seed := etcdtest.StartCluster(t, 1)[0]
+	joiner := etcdtest.Reserve(t, "m1")
+	dns := &switchDNS{served: map[string]bool{}}
+	o := Options{DataDir: joiner.Dir, PeerURL: joiner.PeerURL, ClusterState: ClusterStateExisting,
+		Endpoints: []string{seed.ClientURL}, PollInterval: 10 * time.Millisecond, DNS: dns, DNSWait: time.Hour}
+	f := &countingFactory{Factory: etcdutil.NewFactory(0, 0)}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*waitTimeout)
+	defer cancel()
+	out := &syncBuffer{}
+	done := start(ctx, o, f, out)
+
+	eventually(t, "DNS asked five times", func() bool { return dns.questions() >= 5 })
+	if n := f.opened.Load(); n != 0 {
+		t.Fatalf("opened %d etcd clients before DNS served the members' names", n)
+	}
+	u, err := url.Parse(seed.ClientURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dns.set(u.Hostname(), true)
+	eventually(t, "the member list asked once DNS serves the name", func() bool { return f.asked.Load() >= 1 })
+	asked := dns.questions()
+
+	cli, err := etcdutil.NewFactory(0, 0).New([]string{seed.ClientURL})
+	if err != nil {
+		t.Fatalf("opening client: %v", err)
+	}
+	defer cli.Close()
+	if _, err := cli.MemberAddAsLearner(ctx, joiner.PeerURL); err != nil {
+		t.Fatalf("MemberAddAsLearner: %v", err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run: %v\n%s", err, out)
+		}
+	case <-time.After(waitTimeout):
+		t.Fatalf("Run still waiting %s after the member was added\n%s", waitTimeout, out)
+	}
+	if n := dns.questions(); n != asked {
+		t.Errorf("DNS asked %d more times after it served every name", n-asked)
+	}
+	if !strings.Contains(out.String(), "waiting for cluster DNS") || !strings.Contains(out.String(), "cluster DNS serves") {
+		t.Errorf("the DNS wait is not logged:\n%s", out)
+	}
+}
+
+// TestRunDialsAfterDNSWait: a DNS server that never confirms (it fails, or answers the
+// probe's query type differently) holds the member back for DNSWait at most.
+func TestRunDialsAfterDNSWait(t *testing.T) {
+	t.Parallel()
+	seed := etcdtest.StartCluster(t, 1)[0]
+	o := Options{DataDir: t.TempDir(), PeerURL: etcdtest.Reserve(t, "never").PeerURL, ClusterState: ClusterStateExisting,
+		Endpoints: []string{seed.ClientURL}, PollInterval: 10 * time.Millisecond,
+		DNS: &switchDNS{served: map[string]bool{}, err: errors.New("i/o timeout")}, DNSWait: 100 * time.Millisecond}
+	f := &countingFactory{Factory: etcdutil.NewFactory(0, 0)}
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &syncBuffer{}
+	begin := time.Now()
+	done := start(ctx, o, f, out)
+	eventually(t, "the member list asked", func() bool { return f.answered.Load() >= 1 })
+	if d := time.Since(begin); d < o.DNSWait {
+		t.Errorf("dialled after %s, before the DNS wait of %s ended", d, o.DNSWait)
+	}
+	cancel()
+	<-done
+	if !strings.Contains(out.String(), "dialling them anyway") || !strings.Contains(out.String(), "i/o timeout") {
+		t.Errorf("giving up on DNS is not logged with its reason:\n%s", out)
 	}
 }

@@ -41,8 +41,6 @@ const (
 	componentName = "etcd-operator"
 	// healthServerStopTimeout bounds the wait for in-flight scrapes at exit.
 	healthServerStopTimeout = 5 * time.Second
-	// resolvConf names the pod's name servers: cluster DNS, as the member pods have it.
-	resolvConf = "/etc/resolv.conf"
 	// watchdogTimeout is how long past a missed renewal /healthz still reports a leader as
 	// healthy; past it the kubelet restarts a replica whose leader election is stuck.
 	watchdogTimeout = 20 * time.Second
@@ -209,7 +207,7 @@ func clusterDNS(o *Options, log *logrus.Entry) dnsutil.Checker {
 		log.Info("Running outside the cluster: member names are not checked against cluster DNS before use")
 		return nil
 	}
-	p, err := dnsutil.NewFromResolvConf(resolvConf)
+	p, err := dnsutil.NewFromResolvConf(dnsutil.ResolvConf)
 	if err != nil {
 		log.WithError(err).Warn("Cannot ask cluster DNS: member names are not checked against it before use")
 		return nil
