@@ -94,8 +94,8 @@ func (f *Framework) WaitEtcdHealthy(pod string, n int, timeout time.Duration) {
 	})
 }
 
-// failedLookup matches a log line of etcd or of Go's resolver (member-init) saying that a
-// name could not be resolved.
+// failedLookup matches a log line of etcd or of Go's resolver (member-init, which runs in
+// the etcd container before etcd) saying that a name could not be resolved.
 var failedLookup = regexp.MustCompile(`failed to resolve URL Host|no such host|server misbehaving`)
 
 // FailedLookups returns the log lines, of every container of the given member pods, that
