@@ -29,6 +29,8 @@ import (
 //  7. Scale up (or re-add a replaced member): the lowest missing ordinal. Its pod is created
 //     first and member-init holds its etcd back; the member is registered as a learner
 //     only once cluster DNS serves the pod's name, so no peer ever caches a negative answer.
+//     While a pod or a learner starts, the pod of the member after it is created too (one
+//     pod ahead at most), so that pod starts meanwhile.
 //
 // Every membership change is checked against quorum before it is proposed: a step that could
 // leave fewer healthy voting members than a majority is refused with a reason.
@@ -265,6 +267,26 @@ func prepareNext(s State, members []MemberView) (Decision, bool) {
 	return Decision{}, false
 }
 
+// prepareAfter creates, while the pod of ordinal o (to be added next, with the members want)
+// starts, the pod of the ordinal to be added after it, so that both start at once when the
+// cluster grows by more than one member. At most one pod beyond the next member's is made
+// ahead; no membership changes.
+func prepareAfter(s State, members map[int]MemberView, want []int, o int) (Decision, bool) {
+	for next := o + 1; next < s.Size; next++ {
+		if _, ok := members[next]; ok {
+			continue
+		}
+		if _, exists := s.Pods[next]; exists {
+			return Decision{}, false
+		}
+		initial := append(slices.Clone(want), next)
+		sort.Ints(initial)
+		return act(s, Action{Kind: ActionCreatePod, Ordinal: next, ClusterState: k8sutil.ClusterStateExisting,
+			InitialCluster: initial}, reasonFor(s, next), "creating pod %s ahead of its member", next), true
+	}
+	return Decision{}, false
+}
+
 // removeVoter removes a voting member, first moving leadership away if it leads, and only if
 // the members left keep a healthy majority.
 func removeVoter(s State, m MemberView, reason api.ConditionReason) Decision {
@@ -324,6 +346,9 @@ func planGrow(s State, members map[int]MemberView) Decision {
 				stuck = o
 			}
 		default:
+			if d, ok := prepareAfter(s, members, want, o); ok {
+				return d
+			}
 			return wait(s, reasonFor(s, o), "waiting for pod %s to start and be published in DNS", o)
 		}
 	}

@@ -132,7 +132,24 @@ func TestPlan(t *testing.T) {
 		},
 		{
 			name:     "grow: pod not yet in DNS, wait",
+			state:    State{Size: 2, MembersKnown: true, Members: []MemberView{leader(0)}, Pods: pods(running(0), joining(1, false, 0, 1))},
+			progress: api.ReasonScalingUp,
+		},
+		{
+			name:     "grow by two: while the first pod starts, create the second",
 			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{leader(0)}, Pods: pods(running(0), joining(1, false, 0, 1))},
+			want:     &Action{Kind: ActionCreatePod, Ordinal: 2, ClusterState: "existing", InitialCluster: []int{0, 1, 2}},
+			progress: api.ReasonScalingUp,
+		},
+		{
+			name:     "grow by three: one pod ahead at most",
+			state:    State{Size: 4, MembersKnown: true, Members: []MemberView{leader(0)}, Pods: pods(running(0), joining(1, false, 0, 1), joining(2, false, 0, 1, 2))},
+			progress: api.ReasonScalingUp,
+		},
+		{
+			name:     "grow into a gap: the pod ahead skips members",
+			state:    State{Size: 4, MembersKnown: true, Members: []MemberView{leader(0), voter(2)}, Pods: pods(running(0), joining(1, false, 0, 1, 2), running(2, 0, 2))},
+			want:     &Action{Kind: ActionCreatePod, Ordinal: 3, ClusterState: "existing", InitialCluster: []int{0, 1, 2, 3}},
 			progress: api.ReasonScalingUp,
 		},
 		{
