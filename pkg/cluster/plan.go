@@ -252,19 +252,7 @@ func prepareNext(s State, members []MemberView) (Decision, bool) {
 		have[m.Ordinal] = true
 		current = append(current, m.Ordinal)
 	}
-	for o := 0; o < s.Size; o++ {
-		if have[o] {
-			continue
-		}
-		if _, exists := s.Pods[o]; exists {
-			return Decision{}, false
-		}
-		want := append(slices.Clone(current), o)
-		sort.Ints(want)
-		return act(s, Action{Kind: ActionCreatePod, Ordinal: o, ClusterState: k8sutil.ClusterStateExisting,
-			InitialCluster: want}, reasonFor(s, o), "creating pod %s ahead of its member", o), true
-	}
-	return Decision{}, false
+	return createAhead(s, have, current, 0)
 }
 
 // prepareAfter creates, while the pod of ordinal o (to be added next, with the members want)
@@ -272,17 +260,27 @@ func prepareNext(s State, members []MemberView) (Decision, bool) {
 // cluster grows by more than one member. At most one pod beyond the next member's is made
 // ahead; no membership changes.
 func prepareAfter(s State, members map[int]MemberView, want []int, o int) (Decision, bool) {
-	for next := o + 1; next < s.Size; next++ {
-		if _, ok := members[next]; ok {
+	have := map[int]bool{}
+	for ord := range members {
+		have[ord] = true
+	}
+	return createAhead(s, have, want, o+1)
+}
+
+// createAhead creates the pod of the lowest ordinal from `from` on that is not in have, for
+// a cluster of the members base and itself; nothing if that ordinal already has a pod.
+func createAhead(s State, have map[int]bool, base []int, from int) (Decision, bool) {
+	for o := from; o < s.Size; o++ {
+		if have[o] {
 			continue
 		}
-		if _, exists := s.Pods[next]; exists {
+		if _, exists := s.Pods[o]; exists {
 			return Decision{}, false
 		}
-		initial := append(slices.Clone(want), next)
-		sort.Ints(initial)
-		return act(s, Action{Kind: ActionCreatePod, Ordinal: next, ClusterState: k8sutil.ClusterStateExisting,
-			InitialCluster: initial}, reasonFor(s, next), "creating pod %s ahead of its member", next), true
+		want := append(slices.Clone(base), o)
+		sort.Ints(want)
+		return act(s, Action{Kind: ActionCreatePod, Ordinal: o, ClusterState: k8sutil.ClusterStateExisting,
+			InitialCluster: want}, reasonFor(s, o), "creating pod %s ahead of its member", o), true
 	}
 	return Decision{}, false
 }

@@ -116,22 +116,8 @@ func TestRunAnswersLivenessWhileWaiting(t *testing.T) {
 		}
 	}
 
-	cli, err := etcdutil.NewFactory(0, 0).New([]string{seed.ClientURL})
-	if err != nil {
-		t.Fatalf("opening client: %v", err)
-	}
-	defer cli.Close()
-	if _, err := cli.MemberAddAsLearner(ctx, joiner.PeerURL); err != nil {
-		t.Fatalf("MemberAddAsLearner: %v", err)
-	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("Run: %v\n%s", err, out)
-		}
-	case <-time.After(waitTimeout):
-		t.Fatalf("Run still waiting %s after the member was added\n%s", waitTimeout, out)
-	}
+	addLearner(ctx, t, seed, joiner.PeerURL)
+	waitStarts(t, done, out)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatalf("the liveness address is still taken once Run returned, etcd could not listen: %v", err)

@@ -90,6 +90,32 @@ func start(ctx context.Context, o Options, f etcdutil.Factory, out *syncBuffer) 
 	return done
 }
 
+// addLearner adds the member with peerURL as a learner, through seed.
+func addLearner(ctx context.Context, t *testing.T, seed *etcdtest.Member, peerURL string) {
+	t.Helper()
+	cli, err := etcdutil.NewFactory(0, 0).New([]string{seed.ClientURL})
+	if err != nil {
+		t.Fatalf("opening client: %v", err)
+	}
+	defer cli.Close()
+	if _, err := cli.MemberAddAsLearner(ctx, peerURL); err != nil {
+		t.Fatalf("MemberAddAsLearner: %v", err)
+	}
+}
+
+// waitStarts waits for Run, once its member is added, to return nil within waitTimeout.
+func waitStarts(t *testing.T, done <-chan error, out *syncBuffer) {
+	t.Helper()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run: %v\n%s", err, out)
+		}
+	case <-time.After(waitTimeout):
+		t.Fatalf("Run still waiting %s after the member was added\n%s", waitTimeout, out)
+	}
+}
+
 func TestParse(t *testing.T) {
 	o, err := Parse([]string{"--data-dir=/d", "--peer-url=http://m2.peers.ns.svc:2380", "--initial-cluster-state=existing",
 		"--endpoints=http://m0.peers.ns.svc:2379, http://m1.peers.ns.svc:2379", "--poll-interval=1s"})
@@ -202,23 +228,9 @@ func TestRunWaitsUntilAdded(t *testing.T) {
 	default:
 	}
 
-	cli, err := etcdutil.NewFactory(0, 0).New([]string{seed.ClientURL})
-	if err != nil {
-		t.Fatalf("opening client: %v", err)
-	}
-	defer cli.Close()
-	if _, err := cli.MemberAddAsLearner(ctx, joiner.PeerURL); err != nil {
-		t.Fatalf("MemberAddAsLearner: %v", err)
-	}
+	addLearner(ctx, t, seed, joiner.PeerURL)
 	added := time.Now()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("Run: %v\n%s", err, out)
-		}
-	case <-time.After(waitTimeout):
-		t.Fatalf("Run still waiting %s after the member was added\n%s", waitTimeout, out)
-	}
+	waitStarts(t, done, out)
 	if d := time.Since(added); d > 2*time.Second {
 		t.Errorf("Run noticed the member %s after it was added; it polls every %s", d, o.PollInterval)
 	}
@@ -381,22 +393,8 @@ func TestRunDialsOnlyServedNames(t *testing.T) {
 	eventually(t, "the member list asked once DNS serves the name", func() bool { return f.asked.Load() >= 1 })
 	asked := dns.questions()
 
-	cli, err := etcdutil.NewFactory(0, 0).New([]string{seed.ClientURL})
-	if err != nil {
-		t.Fatalf("opening client: %v", err)
-	}
-	defer cli.Close()
-	if _, err := cli.MemberAddAsLearner(ctx, joiner.PeerURL); err != nil {
-		t.Fatalf("MemberAddAsLearner: %v", err)
-	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("Run: %v\n%s", err, out)
-		}
-	case <-time.After(waitTimeout):
-		t.Fatalf("Run still waiting %s after the member was added\n%s", waitTimeout, out)
-	}
+	addLearner(ctx, t, seed, joiner.PeerURL)
+	waitStarts(t, done, out)
 	if n := dns.questions(); n != asked {
 		t.Errorf("DNS asked %d more times after it served every name", n-asked)
 	}
