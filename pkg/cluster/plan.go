@@ -331,7 +331,7 @@ func planGrow(s State, members map[int]MemberView) Decision {
 		case p.Terminating:
 			return wait(s, reasonFor(s, o), "waiting for the old pod %s to go", o)
 		case p.ClusterState != k8sutil.ClusterStateExisting || !slices.Equal(p.InitialCluster, want):
-			// Its etcd would be refused (or worse, bootstrap a cluster of its own): the
+			// Its etcd would be refused (or worse, bootstrap a cluster of its own):
 			// member-init still holds it back, so the pod can go.
 			return act(s, Action{Kind: ActionDeletePod, Ordinal: o}, reasonFor(s, o),
 				"deleting pod %s, created for a membership that has changed", o)

@@ -53,8 +53,8 @@ func (f *factory) New(endpoints []string) (Client, error) {
 }
 
 // open makes an etcd client that logs nothing and retries connecting quickly: gRPC's
-// default backoff grows to two minutes, which would leave a long-lived client (the member
-// member-init's) blind long after a member came back.
+// default backoff grows to two minutes, which would leave a long-lived client (member-init's)
+// blind long after a member came back.
 func (f *factory) open(endpoints []string) (*clientv3.Client, error) {
 	if len(endpoints) == 0 {
 		return nil, errors.New("creating etcd client: no endpoints")
@@ -170,13 +170,12 @@ func (c *client) MoveLeader(ctx context.Context, leaderEndpoint string, transfer
 	return nil
 }
 
-// Status dials endpoint alone (clientv3's Maintenance.Status does), whichever endpoints the
-// client balances over.
-// Status does not wait for a member that is not serving: a refused connection, or an answer
-// that is not etcd's (a member pod whose etcd has not started: member-init answers probes on
-// the client port), fails it at once, instead of at the call timeout. The operator asks every
-// running member pod for its status each pass, and one waiting pod would otherwise hold each
-// pass back by the whole timeout.
+// Status dials endpoint alone, whichever endpoints the client balances over, and does not
+// wait for a member that is not serving: a refused connection, or an answer that is not
+// etcd's (a member pod whose etcd has not started: member-init answers probes on the client
+// port), fails it at once instead of at the call timeout. The operator asks every running
+// member pod for its status each pass, and one waiting pod would otherwise hold each pass
+// back by the whole timeout.
 func (c *client) Status(ctx context.Context, endpoint string) (Status, error) {
 	var resp *pb.StatusResponse
 	err := c.call(ctx, func(ctx context.Context) error {
