@@ -86,8 +86,9 @@ type Options struct {
 	// endpoints are dialled; past DNSWait the hosts are dialled anyway.
 	DNS     dnsutil.Checker
 	DNSWait time.Duration
-	// Exec is the command (etcd and its flags) that replaces member-init once etcd may start;
-	// empty when member-init runs as an init container and only returns.
+	// Exec is the command (etcd and its flags) that replaces member-init once etcd may start.
+	// Empty in pods made by earlier versions of the operator, where member-init is an init
+	// container and only returns: they keep working when they restart with this binary.
 	Exec []string
 }
 

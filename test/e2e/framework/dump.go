@@ -12,8 +12,8 @@ const APIGroup = "etcd.operator.dev"
 // Dump logs what explains a failure: the operator's logs (current and previous
 // containers of every pod in etcd-operator-system), the test namespace's events
 // in time order, its pods with `get -o wide` and `describe`, every container's logs of
-// those pods (the install-member-init and etcd containers, previous runs included), and its other
-// objects. Each section is fetched independently; a failing fetch is reported
+// those pods (the install-member-init and etcd containers, previous runs included), and
+// its other objects. Each section is fetched independently; a failing fetch is reported
 // in place and does not hide the others.
 func (f *Framework) Dump() {
 	f.t.Helper()
