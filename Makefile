@@ -30,7 +30,7 @@ help:
 	@echo "make e2e         run the e2e suite against the running cluster"
 	@echo "make unit        go vet and go test -race ./pkg/... ./cmd/..."
 	@echo "make verify      hack/verify-codegen.sh (when present)"
-	@echo "make bench       print the speed and memory figures (StatefulSet floor vs the operator) on the running cluster"
+	@echo "make bench       measure speed and memory (StatefulSet floor vs the operator) on the running cluster; writes docs/bench.md"
 	@echo "make kubeconfig  print the kubeconfig path: export KUBECONFIG=\$$(make -s kubeconfig)"
 
 up: cluster image deploy
@@ -72,3 +72,4 @@ bench:
 	KUBECONFIG=$$(hack/cluster.sh kubeconfig) PATH=$(KUBECTL_DIR):$$PATH E2E_BENCH=1 E2E_BENCH_ROUNDS=$(BENCH_ROUNDS) \
 		go test -tags e2e ./test/e2e/ -run '^TestBenchFigures$$' -v -timeout 30m -count=1 2>&1 | tee _output/bench.log
 	@echo "== figures (also in _output/bench.log)"; grep '^BENCH' _output/bench.log
+	hack/bench-doc.sh _output/bench.log docs/bench.md

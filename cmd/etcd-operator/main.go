@@ -16,6 +16,7 @@ import (
 
 	"github.com/etcd-operator/etcd-operator/pkg/dnsutil"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
+	"github.com/etcd-operator/etcd-operator/pkg/member"
 	"github.com/etcd-operator/etcd-operator/pkg/memberinit"
 	"github.com/etcd-operator/etcd-operator/pkg/operator"
 )
@@ -28,9 +29,9 @@ func main() {
 	defer stop()
 	var err error
 	switch {
-	case len(os.Args) > 1 && os.Args[1] == "member-init":
+	case len(os.Args) > 1 && os.Args[1] == member.MemberInitCommand:
 		err = runMemberInit(ctx, os.Args[2:])
-	case len(os.Args) > 1 && os.Args[1] == "install":
+	case len(os.Args) > 1 && os.Args[1] == member.InstallCommand:
 		err = runInstall(os.Args[2:])
 	default:
 		err = runOperator(ctx, os.Args[1:])
@@ -89,7 +90,7 @@ func runMemberInit(ctx context.Context, args []string) error {
 }
 
 func runInstall(args []string) error {
-	fs := flag.NewFlagSet("install", flag.ContinueOnError)
+	fs := flag.NewFlagSet(member.InstallCommand, flag.ContinueOnError)
 	to := fs.String("to", "", "path to copy this binary to")
 	if err := fs.Parse(args); err != nil {
 		return err

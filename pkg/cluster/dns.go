@@ -9,18 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
-	"github.com/etcd-operator/etcd-operator/pkg/k8sutil"
+	"github.com/etcd-operator/etcd-operator/pkg/dnsutil"
+	"github.com/etcd-operator/etcd-operator/pkg/member"
 )
-
-// dnsTrustAfter is how long after its creation a pod published in the EndpointSlices counts
-// as served by DNS even though DNS has not said so (a name server that does not answer the
-// operator's probes, or answers them differently from A lookups): by then a negative answer
-// cached before the record existed has expired at CoreDNS's default 30 s TTL. It bounds what
-// the DNS check can cost; it is not how the check normally ends.
-const dnsTrustAfter = 30 * time.Second
-
-// dnsProbeTimeout bounds the DNS check of one pod.
-const dnsProbeTimeout = time.Second
 
 // servedPods remembers, per cluster, the pods whose names cluster DNS has answered for. A
 // published pod keeps its record as long as it lives, so the question is asked once per pod,
@@ -79,12 +70,12 @@ func (r *Reconciler) checkDNS(ctx context.Context, c *api.EtcdCluster, o *observ
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, p := range ask {
-		ordinal, _ := k8sutil.MemberOrdinal(c.Name, p.Name)
-		host := k8sutil.MemberHost(c.Name, c.Namespace, ordinal)
+		ordinal, _ := member.Ordinal(c.Name, p.Name)
+		host := member.Host(c.Name, c.Namespace, ordinal)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			pctx, cancel := context.WithTimeout(ctx, dnsProbeTimeout)
+			pctx, cancel := context.WithTimeout(ctx, dnsutil.DefaultTimeout)
 			defer cancel()
 			ok, err := r.deps.DNS.Serves(pctx, host)
 			log := r.log(c).WithField("member", p.Name)
@@ -93,7 +84,7 @@ func (r *Reconciler) checkDNS(ctx context.Context, c *api.EtcdCluster, o *observ
 			switch {
 			case ok:
 				served[p.UID] = true
-			case time.Since(p.CreationTimestamp.Time) >= dnsTrustAfter:
+			case time.Since(p.CreationTimestamp.Time) >= dnsutil.TrustAfter:
 				served[p.UID] = true
 				log.WithError(err).Warn("cluster DNS does not confirm the member's name; trusting the EndpointSlice, the pod is 30 s old")
 			default:

@@ -16,8 +16,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/dnsutil"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
-	"github.com/etcd-operator/etcd-operator/pkg/k8sutil"
+	"github.com/etcd-operator/etcd-operator/pkg/member"
 )
 
 // fakeDNS answers Serves from a set of served hosts and counts the questions.
@@ -54,8 +55,8 @@ type fakeEtcd struct {
 
 func newFakeEtcd(t *testing.T, c *api.EtcdCluster, seedIP string) *fakeEtcd {
 	return &fakeEtcd{t: t,
-		members: []etcdutil.Member{{ID: 1, Name: "demo-0", PeerURLs: []string{k8sutil.PeerURL(c.Name, c.Namespace, 0)}}},
-		status:  map[string]etcdutil.Status{k8sutil.PodClientURL(seedIP): {ID: 1, Leader: 1, Version: "3.6.16"}},
+		members: []etcdutil.Member{{ID: 1, Name: "demo-0", PeerURLs: []string{member.PeerURL(c.Name, c.Namespace, 0)}}},
+		status:  map[string]etcdutil.Status{member.PodClientURL(seedIP): {ID: 1, Leader: 1, Version: "3.6.16"}},
 	}
 }
 
@@ -115,12 +116,11 @@ func (c fakeEtcdClient) unexpected(call string) error {
 // memberPod is member ordinal's pod with the given IP, created at created, in the given
 // phase, with its DNS record published in slice.
 func memberPod(c *api.EtcdCluster, ordinal int, ip string, phase corev1.PodPhase, created time.Time, slice *discoveryv1.EndpointSlice) *corev1.Pod {
-	state, initial := k8sutil.ClusterStateExisting, []int{0, ordinal}
+	state, initial := etcdutil.ClusterStateExisting, []int{0, ordinal}
 	if ordinal == 0 {
-		state, initial = k8sutil.ClusterStateNew, []int{0}
+		state, initial = etcdutil.ClusterStateNew, []int{0}
 	}
-	pod := k8sutil.MemberPod(c, k8sutil.MemberPodParams{Ordinal: ordinal, ClusterState: state,
-		InitialCluster: initial, InitImage: "x", DataVolume: k8sutil.DataVolume(&c.Spec)})
+	pod := member.Pod(c, member.Template{Ordinal: ordinal, ClusterState: state, InitialCluster: initial}, "x")
 	pod.UID = types.UID(fmt.Sprintf("pod-uid-%d", ordinal))
 	pod.CreationTimestamp = metav1.NewTime(created)
 	pod.Status = corev1.PodStatus{Phase: phase, PodIP: ip}
@@ -139,14 +139,14 @@ func growing(t *testing.T, joinerCreated time.Time) (*fixture, *fakeEtcd) {
 	c.Status.Size = 1
 	slice := &discoveryv1.EndpointSlice{
 		ObjectMeta: metav1.ObjectMeta{Name: "demo-abcde", Namespace: c.Namespace, Labels: map[string]string{
-			discoveryv1.LabelServiceName: k8sutil.PeerServiceName(c.Name)}},
+			discoveryv1.LabelServiceName: member.PeerServiceName(c.Name)}},
 		AddressType: discoveryv1.AddressTypeIPv4,
 	}
 	seed := memberPod(c, 0, "10.244.0.9", corev1.PodRunning, time.Now().Add(-time.Minute), slice)
 	joiner := memberPod(c, 1, "10.244.0.10", corev1.PodRunning, joinerCreated, slice)
-	f := newFixture(t, c, seed, joiner, slice, k8sutil.PeerService(c), k8sutil.ClientService(c))
+	f := newFixture(t, c, seed, joiner, slice, member.PeerService(c), member.ClientService(c))
 	etcd := newFakeEtcd(t, c, "10.244.0.9")
-	f.r.deps.Etcd = etcd
+	f.with(func(d *Deps) { d.Etcd = etcd })
 	return f, etcd
 }
 
@@ -156,7 +156,7 @@ func growing(t *testing.T, joinerCreated time.Time) (*fixture, *fakeEtcd) {
 func TestSyncWaitsForClusterDNS(t *testing.T) {
 	f, etcd := growing(t, time.Now())
 	dns := &fakeDNS{served: map[string]bool{"demo-0.demo.ns.svc": true}}
-	f.r.deps.DNS = dns
+	f.with(func(d *Deps) { d.DNS = dns })
 	ctx := context.Background()
 
 	if _, err := f.r.Sync(ctx, "ns", "demo"); err != nil {
@@ -175,7 +175,7 @@ func TestSyncWaitsForClusterDNS(t *testing.T) {
 	if _, err := f.r.Sync(ctx, "ns", "demo"); err != nil {
 		t.Fatalf("Sync: %v", err)
 	}
-	if got := etcd.learnersAdded(); len(got) != 1 || got[0] != k8sutil.PeerURL("demo", "ns", 1) {
+	if got := etcd.learnersAdded(); len(got) != 1 || got[0] != member.PeerURL("demo", "ns", 1) {
 		t.Fatalf("added %v once DNS serves demo-1, want demo-1", got)
 	}
 	if _, err := f.r.Sync(ctx, "ns", "demo"); err != nil {
@@ -188,8 +188,8 @@ func TestSyncWaitsForClusterDNS(t *testing.T) {
 	// The cluster goes: what was remembered of its pods goes with it.
 	c, _ := f.cinf.Etcd().V1alpha1().EtcdClusters().Lister().EtcdClusters("ns").Get("demo")
 	_ = f.cinf.Etcd().V1alpha1().EtcdClusters().Informer().GetIndexer().Delete(c)
-	if _, err := f.r.Sync(ctx, "ns", "demo"); !errors.Is(err, ErrClusterGone) {
-		t.Fatalf("Sync of the deleted cluster = %v, want ErrClusterGone", err)
+	if _, err := f.r.Sync(ctx, "ns", "demo"); !errors.Is(err, ErrGone) {
+		t.Fatalf("Sync of the deleted cluster = %v, want ErrGone", err)
 	}
 	if m := f.r.served.get("ns/demo"); m != nil {
 		t.Errorf("served pods of a deleted cluster kept: %v", m)
@@ -197,7 +197,7 @@ func TestSyncWaitsForClusterDNS(t *testing.T) {
 }
 
 // A DNS server that never confirms (it fails, or does not answer the probe's query type)
-// holds a published pod back for dnsTrustAfter at most: past it the EndpointSlice is trusted.
+// holds a published pod back for dnsutil.TrustAfter at most: past it the EndpointSlice is trusted.
 func TestSyncTrustsEndpointSliceAfterDNSTimeout(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -205,11 +205,11 @@ func TestSyncTrustsEndpointSliceAfterDNSTimeout(t *testing.T) {
 		wantAdded bool
 	}{
 		{"young pod waits", time.Second, false},
-		{"old pod is trusted", dnsTrustAfter + time.Second, true},
+		{"old pod is trusted", dnsutil.TrustAfter + time.Second, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, etcd := growing(t, time.Now().Add(-tc.age))
-			f.r.deps.DNS = &fakeDNS{err: errors.New("i/o timeout")}
+			f.with(func(d *Deps) { d.DNS = &fakeDNS{err: errors.New("i/o timeout")} })
 			if _, err := f.r.Sync(context.Background(), "ns", "demo"); err != nil {
 				t.Fatalf("Sync: %v", err)
 			}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -12,10 +11,11 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/version"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
-	"github.com/etcd-operator/etcd-operator/pkg/k8sutil"
+	"github.com/etcd-operator/etcd-operator/pkg/member"
 )
 
 // statusTimeout bounds each member's status request: a member that cannot answer this fast
@@ -48,7 +48,7 @@ func (r *Reconciler) observe(ctx context.Context, c *api.EtcdCluster) (*observat
 		published: map[string]bool{},
 		statuses:  map[int]etcdutil.Status{},
 	}
-	pods, err := r.deps.Pods.Pods(c.Namespace).List(k8sutil.ClusterSelector(c.Name))
+	pods, err := r.deps.Pods.Pods(c.Namespace).List(member.ClusterSelector(c.Name))
 	if err != nil {
 		return nil, fmt.Errorf("listing pods: %w", err)
 	}
@@ -56,12 +56,12 @@ func (r *Reconciler) observe(ctx context.Context, c *api.EtcdCluster) (*observat
 		if !metav1.IsControlledBy(p, c) {
 			continue
 		}
-		if ord, ok := k8sutil.MemberOrdinal(c.Name, p.Name); ok {
+		if ord, ok := member.Ordinal(c.Name, p.Name); ok {
 			o.pods[ord] = p
 		}
 	}
 	eps, err := r.deps.EndpointSlices.EndpointSlices(c.Namespace).List(labels.SelectorFromSet(labels.Set{
-		discoveryv1.LabelServiceName: k8sutil.PeerServiceName(c.Name)}))
+		discoveryv1.LabelServiceName: member.PeerServiceName(c.Name)}))
 	if err != nil {
 		return nil, fmt.Errorf("listing endpointslices: %w", err)
 	}
@@ -71,7 +71,7 @@ func (r *Reconciler) observe(ctx context.Context, c *api.EtcdCluster) (*observat
 	endpoints := map[int]string{}
 	for ord, p := range o.pods {
 		if p.Status.PodIP != "" && p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
-			endpoints[ord] = k8sutil.PodClientURL(p.Status.PodIP)
+			endpoints[ord] = member.PodClientURL(p.Status.PodIP)
 		}
 	}
 	if len(endpoints) == 0 {
@@ -135,7 +135,7 @@ func (o *observation) voterEndpoints(exclude uint64) []string {
 		if p == nil || st.IsLearner || (exclude != 0 && st.ID == exclude) {
 			continue
 		}
-		ep := k8sutil.PodClientURL(p.Status.PodIP)
+		ep := member.PodClientURL(p.Status.PodIP)
 		if st.ID == o.leader {
 			eps = append([]string{ep}, eps...)
 		} else {
@@ -209,13 +209,15 @@ func (o *observation) state() State {
 		MembersKnown: o.membersKnown,
 		Pods:         map[int]PodView{},
 		Replaced:     map[int]bool{},
+		Version:      lowestVersion(o.statuses),
 	}
 	for _, m := range c.Status.Members {
-		if ord, ok := k8sutil.MemberOrdinal(c.Name, m.Name); ok {
+		if ord, ok := member.Ordinal(c.Name, m.Name); ok {
 			s.Replaced[ord] = true
 		}
 	}
 	for ord, p := range o.pods {
+		t, _ := member.ReadTemplate(c.Name, p)
 		s.Pods[ord] = PodView{
 			Ordinal:        ord,
 			Phase:          p.Status.Phase,
@@ -223,8 +225,8 @@ func (o *observation) state() State {
 			IP:             p.Status.PodIP,
 			Published:      o.published[p.Name],
 			Unschedulable:  unschedulable(p),
-			ClusterState:   p.Annotations[k8sutil.AnnotationClusterState],
-			InitialCluster: initialCluster(c.Name, p),
+			ClusterState:   t.ClusterState,
+			InitialCluster: t.InitialCluster,
 		}
 	}
 	for _, m := range o.members {
@@ -236,9 +238,9 @@ func (o *observation) state() State {
 func (o *observation) memberView(m etcdutil.Member) MemberView {
 	v := MemberView{Ordinal: -1, ID: m.ID, Name: m.Name, Learner: m.IsLearner, Leader: m.ID == o.leader}
 	if len(m.PeerURLs) == 1 {
-		if name, ok := k8sutil.MemberNameFromPeerURL(m.PeerURLs[0]); ok {
-			if ord, ok := k8sutil.MemberOrdinal(o.cluster.Name, name); ok &&
-				m.PeerURLs[0] == k8sutil.PeerURL(o.cluster.Name, o.cluster.Namespace, ord) {
+		if name, ok := member.NameFromPeerURL(m.PeerURLs[0]); ok {
+			if ord, ok := member.Ordinal(o.cluster.Name, name); ok &&
+				m.PeerURLs[0] == member.PeerURL(o.cluster.Name, o.cluster.Namespace, ord) {
 				v.Ordinal = ord
 			}
 		}
@@ -249,29 +251,22 @@ func (o *observation) memberView(m etcdutil.Member) MemberView {
 	return v
 }
 
-// initialCluster reads the ordinals a pod's etcd was told make up the cluster.
-func initialCluster(cluster string, p *corev1.Pod) []int {
-	for _, ctr := range p.Spec.Containers {
-		if ctr.Name != k8sutil.EtcdContainerName {
+// lowestVersion is the oldest etcd version any member reports: the one the cluster speaks.
+func lowestVersion(statuses map[int]etcdutil.Status) string {
+	var low *version.Version
+	for _, st := range statuses {
+		v, err := version.ParseGeneric(st.Version)
+		if err != nil {
 			continue
 		}
-		for _, a := range ctr.Args {
-			list, ok := strings.CutPrefix(a, "--initial-cluster=")
-			if !ok {
-				continue
-			}
-			var out []int
-			for _, kv := range strings.Split(list, ",") {
-				name, _, _ := strings.Cut(kv, "=")
-				if ord, ok := k8sutil.MemberOrdinal(cluster, name); ok {
-					out = append(out, ord)
-				}
-			}
-			sort.Ints(out)
-			return out
+		if low == nil || v.LessThan(low) {
+			low = v
 		}
 	}
-	return nil
+	if low == nil {
+		return ""
+	}
+	return low.String()
 }
 
 func unschedulable(p *corev1.Pod) bool {

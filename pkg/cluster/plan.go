@@ -8,7 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
-	"github.com/etcd-operator/etcd-operator/pkg/k8sutil"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
+	"github.com/etcd-operator/etcd-operator/pkg/member"
 )
 
 // The planner is a pure function from what a pass observed to at most one action. It never
@@ -58,7 +59,7 @@ type Action struct {
 	// Transferee is the member that receives leadership (MoveLeader).
 	Transferee uint64
 	// ClusterState and InitialCluster describe the pod to create (CreatePod).
-	ClusterState   string
+	ClusterState   etcdutil.ClusterState
 	InitialCluster []int
 }
 
@@ -100,7 +101,7 @@ type PodView struct {
 	// Unschedulable: the scheduler found no node for the pod.
 	Unschedulable bool
 	// ClusterState and InitialCluster are what the pod's etcd was started with.
-	ClusterState   string
+	ClusterState   etcdutil.ClusterState
 	InitialCluster []int
 }
 
@@ -120,6 +121,9 @@ type State struct {
 	// Replaced names the ordinals that status reported as members before, so re-adding one
 	// is reported as a replacement rather than a scale-up.
 	Replaced map[int]bool
+	// Version is the oldest etcd version a member reports (the one the cluster speaks); empty
+	// when no member answered.
+	Version string
 }
 
 // Plan returns the one next step toward spec.size, or none.
@@ -145,14 +149,14 @@ func Plan(s State) Decision {
 			continue
 		}
 		if o >= s.Size {
-			return act(s, Action{Kind: ActionDeletePod, Ordinal: o}, api.ReasonScalingDown,
+			return step(s, Action{Kind: ActionDeletePod, Ordinal: o}, api.ReasonScalingDown,
 				"deleting pod %s, which holds no member", o)
 		}
 	}
 	for _, o := range sortedOrdinals(s.Pods) {
 		p := s.Pods[o]
 		if !p.Terminating && (p.Phase == corev1.PodFailed || p.Phase == corev1.PodSucceeded) {
-			return act(s, Action{Kind: ActionDeletePod, Ordinal: o}, api.ReasonReplacingMember,
+			return step(s, Action{Kind: ActionDeletePod, Ordinal: o}, api.ReasonReplacingMember,
 				"deleting failed pod %s", o)
 		}
 	}
@@ -172,16 +176,16 @@ func Plan(s State) Decision {
 		}
 		p, hasPod := s.Pods[m.Ordinal]
 		if !hasPod || p.Terminating || m.Ordinal >= s.Size {
-			return act(s, Action{Kind: ActionRemoveMember, Ordinal: m.Ordinal, MemberID: m.ID},
+			return step(s, Action{Kind: ActionRemoveMember, Ordinal: m.Ordinal, MemberID: m.ID},
 				reasonFor(s, m.Ordinal), "removing learner %s, whose pod is gone or no longer wanted", m.Ordinal)
 		}
 		if !m.Healthy {
-			if d, ok := prepareNext(s, s.Members); ok {
+			if d, ok := podAheadOf(s, s.Members); ok {
 				return d
 			}
-			return wait(s, reasonFor(s, m.Ordinal), "waiting for learner %s to start", m.Ordinal)
+			return waiting(s, reasonFor(s, m.Ordinal), "waiting for learner %s to start", m.Ordinal)
 		}
-		return act(s, Action{Kind: ActionPromote, Ordinal: m.Ordinal, MemberID: m.ID},
+		return step(s, Action{Kind: ActionPromote, Ordinal: m.Ordinal, MemberID: m.ID},
 			reasonFor(s, m.Ordinal), "promoting learner %s", m.Ordinal)
 	}
 
@@ -215,17 +219,17 @@ func planUnreachable(s State) Decision {
 		}
 	}
 	if !s.Bootstrapped && len(s.Pods) == 0 {
-		return act(s, Action{Kind: ActionCreatePod, Ordinal: 0, ClusterState: k8sutil.ClusterStateNew,
+		return step(s, Action{Kind: ActionCreatePod, Ordinal: 0, ClusterState: etcdutil.ClusterStateNew,
 			InitialCluster: []int{0}}, api.ReasonBootstrapping, "creating seed member %s", 0)
 	}
 	if !s.Bootstrapped {
-		if p, ok := s.Pods[0]; ok && !p.Terminating && p.ClusterState == k8sutil.ClusterStateNew {
-			if d, ok := prepareNext(s, []MemberView{{Ordinal: 0}}); ok {
+		if p, ok := s.Pods[0]; ok && !p.Terminating && p.ClusterState == etcdutil.ClusterStateNew {
+			if d, ok := podAheadOf(s, []MemberView{{Ordinal: 0}}); ok {
 				d.Progress = api.ReasonBootstrapping
 				return d
 			}
 		}
-		return wait(s, api.ReasonBootstrapping, "waiting for seed member %s to start", 0)
+		return waiting(s, api.ReasonBootstrapping, "waiting for seed member %s to start", 0)
 	}
 	if live == 0 {
 		return Decision{Blocked: api.ReasonNoQuorum,
@@ -234,55 +238,41 @@ func planUnreachable(s State) Decision {
 	return Decision{Blocked: api.ReasonEtcdUnreachable, Message: "no member answered"}
 }
 
-// prepareNext creates, ahead of time, the pod of the member that will be added next, while
-// the one before it is still starting (the seed included): the pod is scheduled, gets its IP
-// and its DNS record in the meantime, and member-init holds its etcd back until the member
-// is registered. No membership changes; the next member is still added only after this one
-// is promoted. The pod's member-init asks the current members by name, and dials them only
-// once cluster DNS serves their names, so their records need not be published yet: an
-// early lookup cannot cache a negative answer.
-func prepareNext(s State, members []MemberView) (Decision, bool) {
-	have := map[int]bool{}
-	var current []int
-	for _, m := range members {
-		p, ok := s.Pods[m.Ordinal]
-		if !ok || p.Terminating {
-			return Decision{}, false
-		}
-		have[m.Ordinal] = true
-		current = append(current, m.Ordinal)
-	}
-	return createAhead(s, have, current, 0)
-}
-
-// prepareAfter creates, while the pod of ordinal o (to be added next, with the members want)
-// starts, the pod of the ordinal to be added after it, so that both start at once when the
-// cluster grows by more than one member. At most one pod beyond the next member's is made
-// ahead; no membership changes.
-func prepareAfter(s State, members map[int]MemberView, want []int, o int) (Decision, bool) {
-	have := map[int]bool{}
-	for ord := range members {
-		have[ord] = true
-	}
-	return createAhead(s, have, want, o+1)
-}
-
-// createAhead creates the pod of the lowest ordinal from `from` on that is not in have, for
-// a cluster of the members base and itself; nothing if that ordinal already has a pod.
-func createAhead(s State, have map[int]bool, base []int, from int) (Decision, bool) {
+// podAhead creates, ahead of time, the pod of the member to be added after the members
+// `members` (the lowest ordinal from `from` on that is not one of them), while a member before
+// it is still starting: the pod is scheduled, gets its IP and its DNS record in the meantime,
+// and member-init holds its etcd back until the member is registered. Nothing if that ordinal
+// already has a pod: at most one pod is made ahead. No membership changes: the member is
+// still added only once the one before it is promoted. The pod's member-init asks the members
+// by name, and dials them only once cluster DNS serves their names, so their records need
+// not be published yet: an early lookup cannot cache a negative answer.
+func podAhead(s State, members []int, from int) (Decision, bool) {
 	for o := from; o < s.Size; o++ {
-		if have[o] {
+		if slices.Contains(members, o) {
 			continue
 		}
 		if _, exists := s.Pods[o]; exists {
 			return Decision{}, false
 		}
-		want := append(slices.Clone(base), o)
+		want := append(slices.Clone(members), o)
 		sort.Ints(want)
-		return act(s, Action{Kind: ActionCreatePod, Ordinal: o, ClusterState: k8sutil.ClusterStateExisting,
+		return step(s, Action{Kind: ActionCreatePod, Ordinal: o, ClusterState: etcdutil.ClusterStateExisting,
 			InitialCluster: want}, reasonFor(s, o), "creating pod %s ahead of its member", o), true
 	}
 	return Decision{}, false
+}
+
+// podAheadOf creates the next member's pod ahead while the members `starting` start (the
+// seed, or a learner): only when each of them has a live pod.
+func podAheadOf(s State, starting []MemberView) (Decision, bool) {
+	var members []int
+	for _, m := range starting {
+		if p, ok := s.Pods[m.Ordinal]; !ok || p.Terminating {
+			return Decision{}, false
+		}
+		members = append(members, m.Ordinal)
+	}
+	return podAhead(s, members, 0)
 }
 
 // removeVoter removes a voting member, first moving leadership away if it leads, and only if
@@ -295,19 +285,19 @@ func removeVoter(s State, m MemberView, reason api.ConditionReason) Decision {
 	if healthy < quorum(voting-1) {
 		return Decision{Blocked: api.ReasonQuorumAtRisk, Message: fmt.Sprintf(
 			"removing member %s would leave %d healthy of %d voting members, less than a majority",
-			k8sutil.MemberName(s.Name, m.Ordinal), healthy, voting-1)}
+			member.Name(s.Name, m.Ordinal), healthy, voting-1)}
 	}
 	if m.Leader && m.Healthy {
 		for _, t := range sortedMembers(s.Members) {
 			if t.ID != m.ID && t.Healthy && !t.Learner {
-				return act(s, Action{Kind: ActionMoveLeader, Ordinal: m.Ordinal, MemberID: m.ID, Transferee: t.ID},
+				return step(s, Action{Kind: ActionMoveLeader, Ordinal: m.Ordinal, MemberID: m.ID, Transferee: t.ID},
 					reason, "moving leadership away from %s before removing it", m.Ordinal)
 			}
 		}
 		return Decision{Blocked: api.ReasonQuorumAtRisk, Message: fmt.Sprintf(
-			"member %s leads and no other healthy voting member can take over", k8sutil.MemberName(s.Name, m.Ordinal))}
+			"member %s leads and no other healthy voting member can take over", member.Name(s.Name, m.Ordinal))}
 	}
-	return act(s, Action{Kind: ActionRemoveMember, Ordinal: m.Ordinal, MemberID: m.ID}, reason,
+	return step(s, Action{Kind: ActionRemoveMember, Ordinal: m.Ordinal, MemberID: m.ID}, reason,
 		"removing member %s", m.Ordinal)
 }
 
@@ -326,17 +316,17 @@ func planGrow(s State, members map[int]MemberView) Decision {
 		p, hasPod := s.Pods[o]
 		switch {
 		case !hasPod:
-			return act(s, Action{Kind: ActionCreatePod, Ordinal: o, ClusterState: k8sutil.ClusterStateExisting,
+			return step(s, Action{Kind: ActionCreatePod, Ordinal: o, ClusterState: etcdutil.ClusterStateExisting,
 				InitialCluster: want}, reasonFor(s, o), "creating pod %s", o)
 		case p.Terminating:
-			return wait(s, reasonFor(s, o), "waiting for the old pod %s to go", o)
-		case p.ClusterState != k8sutil.ClusterStateExisting || !slices.Equal(p.InitialCluster, want):
+			return waiting(s, reasonFor(s, o), "waiting for the old pod %s to go", o)
+		case p.ClusterState != etcdutil.ClusterStateExisting || !slices.Equal(p.InitialCluster, want):
 			// Its etcd would be refused (or worse, bootstrap a cluster of its own):
 			// member-init still holds it back, so the pod can go.
-			return act(s, Action{Kind: ActionDeletePod, Ordinal: o}, reasonFor(s, o),
+			return step(s, Action{Kind: ActionDeletePod, Ordinal: o}, reasonFor(s, o),
 				"deleting pod %s, created for a membership that has changed", o)
 		case p.Published:
-			return act(s, Action{Kind: ActionAddLearner, Ordinal: o}, reasonFor(s, o),
+			return step(s, Action{Kind: ActionAddLearner, Ordinal: o}, reasonFor(s, o),
 				"adding member %s as a learner", o)
 		case p.Unschedulable:
 			// A pod that cannot be scheduled must not hold back the other ordinals.
@@ -344,14 +334,15 @@ func planGrow(s State, members map[int]MemberView) Decision {
 				stuck = o
 			}
 		default:
-			if d, ok := prepareAfter(s, members, want, o); ok {
+			// The pod of the member after this one starts meanwhile.
+			if d, ok := podAhead(s, want, o+1); ok {
 				return d
 			}
-			return wait(s, reasonFor(s, o), "waiting for pod %s to start and be published in DNS", o)
+			return waiting(s, reasonFor(s, o), "waiting for pod %s to start and be published in DNS", o)
 		}
 	}
 	if stuck >= 0 {
-		return wait(s, reasonFor(s, stuck), "pod %s cannot be scheduled", stuck)
+		return waiting(s, reasonFor(s, stuck), "pod %s cannot be scheduled", stuck)
 	}
 	return Decision{}
 }
@@ -382,12 +373,14 @@ func votingCounts(ms []MemberView) (voting, healthy int) {
 // quorum is the majority of n voting members.
 func quorum(n int) int { return n/2 + 1 }
 
-func act(s State, a Action, reason api.ConditionReason, format string, ordinal int) Decision {
-	return Decision{Action: &a, Progress: reason, Message: fmt.Sprintf(format, k8sutil.MemberName(s.Name, ordinal))}
+// step decides on an action; the message names the member it is about.
+func step(s State, a Action, reason api.ConditionReason, format string, ordinal int) Decision {
+	return Decision{Action: &a, Progress: reason, Message: fmt.Sprintf(format, member.Name(s.Name, ordinal))}
 }
 
-func wait(s State, reason api.ConditionReason, format string, ordinal int) Decision {
-	return Decision{Progress: reason, Message: fmt.Sprintf(format, k8sutil.MemberName(s.Name, ordinal))}
+// waiting decides on no action for now, and says what the cluster waits for.
+func waiting(s State, reason api.ConditionReason, format string, ordinal int) Decision {
+	return Decision{Progress: reason, Message: fmt.Sprintf(format, member.Name(s.Name, ordinal))}
 }
 
 func sortedOrdinals(pods map[int]PodView) []int {

@@ -6,12 +6,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
-	"github.com/etcd-operator/etcd-operator/pkg/k8sutil"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
+	"github.com/etcd-operator/etcd-operator/pkg/member"
 )
 
 // voter is a healthy voting member with the given ordinal; its ID is ordinal+100.
 func voter(o int) MemberView {
-	return MemberView{Ordinal: o, ID: uint64(o + 100), Name: k8sutil.MemberName("c", o), Healthy: true}
+	return MemberView{Ordinal: o, ID: uint64(o + 100), Name: member.Name("c", o), Healthy: true}
 }
 
 func leader(o int) MemberView { m := voter(o); m.Leader = true; return m }
@@ -32,9 +33,9 @@ func running(o int, initial ...int) PodView {
 	if len(initial) == 0 {
 		initial = []int{o}
 	}
-	state := k8sutil.ClusterStateExisting
+	state := etcdutil.ClusterStateExisting
 	if o == 0 && len(initial) == 1 {
-		state = k8sutil.ClusterStateNew
+		state = etcdutil.ClusterStateNew
 	}
 	return PodView{Ordinal: o, Phase: corev1.PodRunning, IP: "10.0.0.1", Published: true,
 		ClusterState: state, InitialCluster: initial}
@@ -42,7 +43,7 @@ func running(o int, initial ...int) PodView {
 
 func joining(o int, published bool, initial ...int) PodView {
 	p := running(o, initial...)
-	p.ClusterState = k8sutil.ClusterStateExisting
+	p.ClusterState = etcdutil.ClusterStateExisting
 	p.Phase, p.Published = corev1.PodPending, published
 	if !published {
 		p.IP = ""
@@ -52,7 +53,7 @@ func joining(o int, published bool, initial ...int) PodView {
 
 func seedPod(published bool) PodView {
 	p := joining(0, published, 0)
-	p.ClusterState = k8sutil.ClusterStateNew
+	p.ClusterState = etcdutil.ClusterStateNew
 	return p
 }
 

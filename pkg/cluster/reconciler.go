@@ -24,8 +24,9 @@ import (
 	etcdlisters "github.com/etcd-operator/etcd-operator/pkg/generated/listers/etcd/v1alpha1"
 )
 
-// ErrClusterGone is returned by Sync when the EtcdCluster no longer exists: its loop stops.
-var ErrClusterGone = errors.New("etcd cluster no longer exists")
+// ErrGone is returned by Sync when the EtcdCluster no longer exists (or is being deleted):
+// the controller stops its loop. Its owned objects go with it through their ownerReferences.
+var ErrGone = errors.New("etcd cluster no longer exists")
 
 // How soon a pass asks to run again when no event is expected to wake it.
 const (
@@ -61,7 +62,8 @@ type Deps struct {
 
 // Reconciler runs passes for any cluster; it holds no per-cluster state that decides anything.
 type Reconciler struct {
-	deps Deps
+	deps    Deps
+	control memberControl
 	// served only saves DNS questions already answered; nothing is decided from it alone.
 	served servedPods
 }
@@ -71,7 +73,8 @@ func NewReconciler(d Deps) *Reconciler {
 	if d.Log == nil {
 		d.Log = logrus.NewEntry(logrus.StandardLogger())
 	}
-	return &Reconciler{deps: d}
+	return &Reconciler{deps: d, control: &realMemberControl{
+		kube: d.Kube, etcd: d.Etcd, recorder: d.Recorder, log: d.Log, initImage: d.MemberInitImage}}
 }
 
 func (r *Reconciler) log(c *api.EtcdCluster) *logrus.Entry {
@@ -79,20 +82,20 @@ func (r *Reconciler) log(c *api.EtcdCluster) *logrus.Entry {
 }
 
 // Sync runs one observe → plan → act → status pass for namespace/name and returns when it
-// wants to run again even without an event. It returns ErrClusterGone when the cluster was
-// deleted; its owned objects then go with it through their ownerReferences.
+// wants to run again even without an event. It returns ErrGone when the cluster was
+// deleted. The pass's one State is what both the planner and the status read.
 func (r *Reconciler) Sync(ctx context.Context, namespace, name string) (time.Duration, error) {
 	cached, err := r.deps.Clusters.EtcdClusters(namespace).Get(name)
 	if apierrors.IsNotFound(err) {
 		r.served.set(namespace+"/"+name, nil)
-		return 0, ErrClusterGone
+		return 0, ErrGone
 	}
 	if err != nil {
 		return 0, fmt.Errorf("getting cluster: %w", err)
 	}
 	if cached.DeletionTimestamp != nil {
 		r.served.set(namespace+"/"+name, nil)
-		return 0, ErrClusterGone
+		return 0, ErrGone
 	}
 	c := cached.DeepCopy()
 	log := r.log(c)
@@ -116,19 +119,14 @@ func (r *Reconciler) Sync(ctx context.Context, namespace, name string) (time.Dur
 	var actErr error
 	switch {
 	case decision.Action != nil:
-		var retryIn time.Duration
-		retryIn, actErr = r.act(ctx, c, obs, *decision.Action, decision.Message)
-		requeue = afterAction
-		if retryIn > 0 {
-			requeue = retryIn
-		}
+		requeue, actErr = r.act(ctx, c, obs, *decision.Action, decision.Message)
 	case decision.Blocked != "":
 		requeue = whileBlocked
 	case decision.Progress != "":
 		requeue = whileWaiting
 	}
 
-	if err := r.updateStatus(ctx, cached, obs, decision); err != nil {
+	if err := r.updateStatus(ctx, cached, state, decision); err != nil {
 		switch {
 		case apierrors.IsConflict(err):
 			// The cache has not seen this loop's previous write yet; the status is
@@ -140,4 +138,10 @@ func (r *Reconciler) Sync(ctx context.Context, namespace, name string) (time.Dur
 		}
 	}
 	return requeue, actErr
+}
+
+func (r *Reconciler) event(c *api.EtcdCluster, eventType string, reason EventReason, format string, args ...any) {
+	if r.deps.Recorder != nil {
+		r.deps.Recorder.Eventf(c, eventType, string(reason), format, args...)
+	}
 }

@@ -19,7 +19,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 	"github.com/etcd-operator/etcd-operator/pkg/generated/clientset/versioned/fake"
 	informers "github.com/etcd-operator/etcd-operator/pkg/generated/informers/externalversions"
-	"github.com/etcd-operator/etcd-operator/pkg/k8sutil"
+	"github.com/etcd-operator/etcd-operator/pkg/member"
 )
 
 // noEtcd fails the test if a pass dials etcd: with no running pod there is nobody to dial.
@@ -35,6 +35,7 @@ type fixture struct {
 	kube     *kubefake.Clientset
 	client   *fake.Clientset
 	recorder *record.FakeRecorder
+	deps     Deps
 	r        *Reconciler
 	kinf     kubeinformers.SharedInformerFactory
 	cinf     informers.SharedInformerFactory
@@ -74,7 +75,7 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 	for _, o := range etcdObjs {
 		_ = f.cinf.Etcd().V1alpha1().EtcdClusters().Informer().GetIndexer().Add(o)
 	}
-	f.r = NewReconciler(Deps{
+	f.deps = Deps{
 		Kube:            f.kube,
 		Clientset:       f.client,
 		Clusters:        f.cinf.Etcd().V1alpha1().EtcdClusters().Lister(),
@@ -84,8 +85,15 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 		Recorder:        f.recorder,
 		Etcd:            noEtcd{t},
 		MemberInitImage: "etcd-operator:test",
-	})
+	}
+	f.r = NewReconciler(f.deps)
 	return f
+}
+
+// with changes the fixture's dependencies; the Reconciler is built anew from them.
+func (f *fixture) with(change func(*Deps)) {
+	change(&f.deps)
+	f.r = NewReconciler(f.deps)
 }
 
 func (f *fixture) actions(verb, resource string) []k8stesting.Action {
@@ -113,8 +121,8 @@ func TestSyncBootstrapsSeed(t *testing.T) {
 		t.Fatalf("created %d pods, want exactly the seed", len(creates))
 	}
 	pod := creates[0].(k8stesting.CreateAction).GetObject().(*corev1.Pod)
-	if pod.Name != "demo-0" || pod.Annotations[k8sutil.AnnotationClusterState] != k8sutil.ClusterStateNew {
-		t.Errorf("seed pod = %s state %q, want demo-0 state new", pod.Name, pod.Annotations[k8sutil.AnnotationClusterState])
+	if pod.Name != "demo-0" || pod.Annotations[member.AnnotationClusterState] != string(etcdutil.ClusterStateNew) {
+		t.Errorf("seed pod = %s state %q, want demo-0 state new", pod.Name, pod.Annotations[member.AnnotationClusterState])
 	}
 	if !metav1.IsControlledBy(pod, c) {
 		t.Errorf("seed pod is not controlled by the cluster: %v", pod.OwnerReferences)
@@ -141,9 +149,8 @@ func TestSyncBootstrapsSeed(t *testing.T) {
 
 func TestSyncWritesStatusOnlyWhenChanged(t *testing.T) {
 	c := newCluster(3)
-	seed := k8sutil.MemberPod(c, k8sutil.MemberPodParams{Ordinal: 0, ClusterState: k8sutil.ClusterStateNew,
-		InitialCluster: []int{0}, InitImage: "x", DataVolume: k8sutil.DataVolume(&c.Spec)})
-	f := newFixture(t, c, seed, k8sutil.PeerService(c), k8sutil.ClientService(c))
+	seed := member.Pod(c, member.Template{Ordinal: 0, ClusterState: etcdutil.ClusterStateNew, InitialCluster: []int{0}}, "x")
+	f := newFixture(t, c, seed, member.PeerService(c), member.ClientService(c))
 	// pass runs a pass and feeds what it wrote back into the caches, as the informers would;
 	// it returns the number of status writes and of objects created.
 	pass := func() (statusWrites, creates int) {
@@ -196,15 +203,15 @@ func TestSyncPausedChangesNothing(t *testing.T) {
 
 func TestSyncGoneCluster(t *testing.T) {
 	f := newFixture(t)
-	if _, err := f.r.Sync(context.Background(), "ns", "missing"); !errors.Is(err, ErrClusterGone) {
-		t.Fatalf("Sync of a missing cluster = %v, want ErrClusterGone", err)
+	if _, err := f.r.Sync(context.Background(), "ns", "missing"); !errors.Is(err, ErrGone) {
+		t.Fatalf("Sync of a missing cluster = %v, want ErrGone", err)
 	}
 }
 
 func TestSyncNeverRebootstrapsALostCluster(t *testing.T) {
 	c := newCluster(3)
 	c.Status.Size = 3
-	f := newFixture(t, c, k8sutil.PeerService(c), k8sutil.ClientService(c))
+	f := newFixture(t, c, member.PeerService(c), member.ClientService(c))
 	if _, err := f.r.Sync(context.Background(), "ns", "demo"); err != nil {
 		t.Fatalf("Sync: %v", err)
 	}
@@ -227,7 +234,7 @@ func TestVersionChangeIsReportedNotMixed(t *testing.T) {
 	if got := memberVersion(c); got != "3.6.16" {
 		t.Errorf("new members of a running 3.6.16 cluster must keep 3.6.16, got %s", got)
 	}
-	st := computeStatus(c, &observation{cluster: c, pods: map[int]*corev1.Pod{}}, Decision{})
+	st := computeStatus(c, State{Name: c.Name, Size: 3}, Decision{})
 	deg := meta.FindStatusCondition(st.Conditions, string(api.ConditionDegraded))
 	if deg == nil || deg.Status != metav1.ConditionTrue || deg.Reason != string(api.ReasonVersionChangeUnsupported) {
 		t.Errorf("Degraded = %+v, want VersionChangeUnsupported", deg)
@@ -236,7 +243,7 @@ func TestVersionChangeIsReportedNotMixed(t *testing.T) {
 	if got := memberVersion(c); got != "v3.6.16" {
 		t.Errorf("same version with a leading v: %s", got)
 	}
-	st = computeStatus(c, &observation{cluster: c, pods: map[int]*corev1.Pod{}}, Decision{})
+	st = computeStatus(c, State{Name: c.Name, Size: 3}, Decision{})
 	if meta.IsStatusConditionTrue(st.Conditions, string(api.ConditionDegraded)) {
 		t.Errorf("v3.6.16 and 3.6.16 are the same version: %+v", st.Conditions)
 	}

@@ -10,13 +10,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
-	"github.com/etcd-operator/etcd-operator/pkg/k8sutil"
+	"github.com/etcd-operator/etcd-operator/pkg/member"
 )
 
 // ensureServices creates the headless peer Service and the client Service when missing, and
 // puts back the fields the operator depends on when someone changed them.
 func (r *Reconciler) ensureServices(ctx context.Context, c *api.EtcdCluster) error {
-	for _, want := range []*corev1.Service{k8sutil.PeerService(c), k8sutil.ClientService(c)} {
+	for _, want := range []*corev1.Service{member.PeerService(c), member.ClientService(c)} {
 		if err := r.ensureService(ctx, c, want); err != nil {
 			return err
 		}

@@ -9,113 +9,149 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/version"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
-	"github.com/etcd-operator/etcd-operator/pkg/k8sutil"
+	"github.com/etcd-operator/etcd-operator/pkg/member"
 )
 
-// computeStatus derives the status from an observation and the pass's decision.
-func computeStatus(old *api.EtcdCluster, o *observation, d Decision) api.EtcdClusterStatus {
-	c := old
-	st := *old.Status.DeepCopy()
-	st.ObservedGeneration = c.Generation
-	st.ServiceName = k8sutil.PeerServiceName(c.Name)
-	st.ClientURL = k8sutil.ServiceClientURL(c.Name, c.Namespace)
-	st.Selector = k8sutil.ClusterSelector(c.Name).String()
+// condition is one condition a pass computes; computeStatus stamps it with the generation.
+type condition struct {
+	status  metav1.ConditionStatus
+	reason  api.ConditionReason
+	message string
+}
 
-	s := o.state()
-	voting, healthy := votingCounts(s.Members)
-	if o.membersKnown {
-		st.Size = int32(len(o.members))
-		st.Members = nil
-		for _, m := range s.Members {
-			name := m.Name
-			if m.Ordinal >= 0 {
-				name = k8sutil.MemberName(c.Name, m.Ordinal)
-			}
-			st.Members = append(st.Members, api.MemberStatus{
-				Name: name, ID: hexID(m.ID), Ready: m.Healthy && !m.Learner,
-				Leader: m.Leader, Learner: m.Learner,
-			})
-		}
-		sort.Slice(st.Members, func(i, j int) bool { return st.Members[i].Name < st.Members[j].Name })
+// computeStatus derives the status from the pass's State and Decision alone: the same State
+// the planner decided from, so status never says something the planner did not see.
+func computeStatus(c *api.EtcdCluster, s State, d Decision) api.EtcdClusterStatus {
+	st := *c.Status.DeepCopy()
+	st.ObservedGeneration = c.Generation
+	st.ServiceName = member.PeerServiceName(c.Name)
+	st.ClientURL = member.ServiceClientURL(c.Name, c.Namespace)
+	st.Selector = member.ClusterSelector(c.Name).String()
+
+	if s.MembersKnown {
+		st.Size = int32(len(s.Members))
+		st.Members = statusMembers(s)
+		_, healthy := votingCounts(s.Members)
 		st.ReadyMembers = int32(healthy)
 	} else {
+		// Nobody answered: the last known members stay listed, none of them ready.
 		for i := range st.Members {
 			st.Members[i].Ready, st.Members[i].Leader = false, false
 		}
 		st.ReadyMembers = 0
 	}
-	if v := lowestVersion(o); v != "" {
-		st.CurrentVersion = v
+	if s.Version != "" {
+		st.CurrentVersion = s.Version
 	}
 
-	inSpec := o.membersKnown && len(s.Members) == s.Size && healthy == voting && voting == s.Size
-	for _, m := range s.Members {
-		if m.Ordinal < 0 || m.Ordinal >= s.Size {
-			inSpec = false
-		}
+	inSpec := inSpec(s)
+	for _, cond := range []struct {
+		t api.ConditionType
+		condition
+	}{
+		{api.ConditionAvailable, available(s, inSpec)},
+		{api.ConditionProgressing, progressing(c.Spec.Paused, d)},
+		{api.ConditionDegraded, degraded(s, d, c.Spec.Version, st.CurrentVersion)},
+	} {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: string(cond.t), Status: cond.status,
+			Reason: string(cond.reason), Message: cond.message, ObservedGeneration: c.Generation})
 	}
-	gen := c.Generation
-	set := func(t api.ConditionType, status metav1.ConditionStatus, reason api.ConditionReason, msg string) {
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-			Type: string(t), Status: status, Reason: string(reason), Message: msg, ObservedGeneration: gen,
+	st.Phase = phase(c.Spec.Paused, s, d, inSpec)
+	return st
+}
+
+// statusMembers lists the members etcd reports, by name.
+func statusMembers(s State) []api.MemberStatus {
+	var out []api.MemberStatus
+	for _, m := range s.Members {
+		name := m.Name
+		if m.Ordinal >= 0 {
+			name = member.Name(s.Name, m.Ordinal)
+		}
+		out = append(out, api.MemberStatus{
+			Name: name, ID: hexID(m.ID), Ready: m.Healthy && !m.Learner, Leader: m.Leader, Learner: m.Learner,
 		})
 	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
 
+// inSpec: exactly the members spec.size asks for, every one healthy and voting.
+func inSpec(s State) bool {
+	voting, healthy := votingCounts(s.Members)
+	if !s.MembersKnown || len(s.Members) != s.Size || healthy != voting || voting != s.Size {
+		return false
+	}
+	for _, m := range s.Members {
+		if m.Ordinal < 0 || m.Ordinal >= s.Size {
+			return false
+		}
+	}
+	return true
+}
+
+// available: the cluster as spec'd, every member healthy and voting.
+func available(s State, inSpec bool) condition {
+	voting, healthy := votingCounts(s.Members)
 	switch {
 	case inSpec:
-		set(api.ConditionAvailable, metav1.ConditionTrue, api.ReasonClusterHealthy,
-			fmt.Sprintf("%d of %d members healthy and voting", healthy, s.Size))
-	case !o.membersKnown && !s.Bootstrapped:
-		set(api.ConditionAvailable, metav1.ConditionFalse, api.ReasonBootstrapping, "the seed member is starting")
-	case o.membersKnown && healthy >= quorum(voting):
+		return condition{metav1.ConditionTrue, api.ReasonClusterHealthy,
+			fmt.Sprintf("%d of %d members healthy and voting", healthy, s.Size)}
+	case !s.MembersKnown && !s.Bootstrapped:
+		return condition{metav1.ConditionFalse, api.ReasonBootstrapping, "the seed member is starting"}
+	case s.MembersKnown && healthy >= quorum(voting):
 		reason := api.ReasonSizeMismatch
 		if healthy < voting {
 			reason = api.ReasonMembersUnhealthy
 		}
-		set(api.ConditionAvailable, metav1.ConditionFalse, reason, fmt.Sprintf(
-			"quorum held; %d of %d voting members healthy, %d members, %d wanted", healthy, voting, len(s.Members), s.Size))
+		return condition{metav1.ConditionFalse, reason, fmt.Sprintf(
+			"quorum held; %d of %d voting members healthy, %d members, %d wanted", healthy, voting, len(s.Members), s.Size)}
 	default:
-		set(api.ConditionAvailable, metav1.ConditionFalse, api.ReasonNoQuorum, "no quorum: the cluster cannot serve writes")
+		return condition{metav1.ConditionFalse, api.ReasonNoQuorum, "no quorum: the cluster cannot serve writes"}
 	}
-
-	switch {
-	case c.Spec.Paused:
-		set(api.ConditionProgressing, metav1.ConditionFalse, api.ReasonPaused, "spec.paused is set; no change is made")
-	case d.Progress != "":
-		set(api.ConditionProgressing, metav1.ConditionTrue, d.Progress, d.Message)
-	default:
-		set(api.ConditionProgressing, metav1.ConditionFalse, api.ReasonReconciled, "the cluster matches its spec")
-	}
-
-	switch {
-	case d.Blocked != "":
-		set(api.ConditionDegraded, metav1.ConditionTrue, d.Blocked, d.Message)
-	case o.membersKnown && healthy < voting:
-		set(api.ConditionDegraded, metav1.ConditionTrue, api.ReasonMembersUnhealthy,
-			fmt.Sprintf("%d of %d voting members are unhealthy", voting-healthy, voting))
-	case st.CurrentVersion != "" && st.CurrentVersion != k8sutil.NormalizeVersion(c.Spec.Version):
-		set(api.ConditionDegraded, metav1.ConditionTrue, api.ReasonVersionChangeUnsupported, fmt.Sprintf(
-			"spec.version %s differs from the running %s: changing the version of a running cluster is not supported yet; members, new ones included, keep running %s",
-			c.Spec.Version, st.CurrentVersion, st.CurrentVersion))
-	default:
-		set(api.ConditionDegraded, metav1.ConditionFalse, api.ReasonAsExpected, "nothing is wrong")
-	}
-
-	st.Phase = phase(c, o, s, d, inSpec)
-	return st
 }
 
-func phase(c *api.EtcdCluster, o *observation, s State, d Decision, inSpec bool) api.ClusterPhase {
+// progressing: the planner is changing the cluster toward its spec.
+func progressing(paused bool, d Decision) condition {
 	switch {
-	case c.Spec.Paused:
+	case paused:
+		return condition{metav1.ConditionFalse, api.ReasonPaused, "spec.paused is set; no change is made"}
+	case d.Progress != "":
+		return condition{metav1.ConditionTrue, d.Progress, d.Message}
+	default:
+		return condition{metav1.ConditionFalse, api.ReasonReconciled, "the cluster matches its spec"}
+	}
+}
+
+// degraded: a step is refused, a member is unhealthy, or the spec asks for what the operator
+// does not do.
+func degraded(s State, d Decision, specVersion, running string) condition {
+	voting, healthy := votingCounts(s.Members)
+	switch {
+	case d.Blocked != "":
+		return condition{metav1.ConditionTrue, d.Blocked, d.Message}
+	case s.MembersKnown && healthy < voting:
+		return condition{metav1.ConditionTrue, api.ReasonMembersUnhealthy,
+			fmt.Sprintf("%d of %d voting members are unhealthy", voting-healthy, voting)}
+	case running != "" && running != member.NormalizeVersion(specVersion):
+		return condition{metav1.ConditionTrue, api.ReasonVersionChangeUnsupported, fmt.Sprintf(
+			"spec.version %s differs from the running %s: changing the version of a running cluster is not supported yet; members, new ones included, keep running %s",
+			specVersion, running, running)}
+	default:
+		return condition{metav1.ConditionFalse, api.ReasonAsExpected, "nothing is wrong"}
+	}
+}
+
+func phase(paused bool, s State, d Decision, inSpec bool) api.ClusterPhase {
+	switch {
+	case paused:
 		return api.PhasePaused
 	case d.Blocked != "":
 		return api.PhaseDegraded
-	case !s.Bootstrapped && !o.membersKnown:
-		if len(o.pods) == 0 && d.Action == nil {
+	case !s.Bootstrapped && !s.MembersKnown:
+		if len(s.Pods) == 0 && d.Action == nil {
 			return api.PhasePending
 		}
 		return api.PhaseBootstrapping
@@ -130,28 +166,10 @@ func phase(c *api.EtcdCluster, o *observation, s State, d Decision, inSpec bool)
 	}
 }
 
-// lowestVersion is the oldest etcd version any member reports: the one the cluster speaks.
-func lowestVersion(o *observation) string {
-	var low *version.Version
-	for _, st := range o.statuses {
-		v, err := version.ParseGeneric(st.Version)
-		if err != nil {
-			continue
-		}
-		if low == nil || v.LessThan(low) {
-			low = v
-		}
-	}
-	if low == nil {
-		return ""
-	}
-	return low.String()
-}
-
 // updateStatus writes the status through the status subresource, only when it changed, and
 // records an Event when the cluster becomes available or degraded.
-func (r *Reconciler) updateStatus(ctx context.Context, cached *api.EtcdCluster, o *observation, d Decision) error {
-	st := computeStatus(cached, o, d)
+func (r *Reconciler) updateStatus(ctx context.Context, cached *api.EtcdCluster, s State, d Decision) error {
+	st := computeStatus(cached, s, d)
 	if equality.Semantic.DeepEqual(st, cached.Status) {
 		return nil
 	}
@@ -166,7 +184,7 @@ func (r *Reconciler) updateStatus(ctx context.Context, cached *api.EtcdCluster, 
 
 	if avail := meta.FindStatusCondition(st.Conditions, string(api.ConditionAvailable)); avail != nil &&
 		avail.Status == metav1.ConditionTrue && !wasAvailable {
-		r.event(c, corev1.EventTypeNormal, EventClusterHealthy, "Cluster available: %s", avail.Message)
+		r.event(c, corev1.EventTypeNormal, EventClusterAvailable, "Cluster available: %s", avail.Message)
 	}
 	if deg := meta.FindStatusCondition(st.Conditions, string(api.ConditionDegraded)); deg != nil &&
 		deg.Status == metav1.ConditionTrue && (oldDegraded == nil || oldDegraded.Status != metav1.ConditionTrue ||

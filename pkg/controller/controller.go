@@ -21,15 +21,12 @@ import (
 	etcdlisters "github.com/etcd-operator/etcd-operator/pkg/generated/listers/etcd/v1alpha1"
 )
 
-// ErrGone tells the controller that a cluster no longer exists and its loop must stop.
-var ErrGone = errors.New("etcd cluster is gone")
-
 // Syncer runs reconcile passes; the controller calls it from one goroutine per cluster, so
 // passes of one cluster never overlap, while passes of different clusters run in parallel.
 type Syncer interface {
 	// Sync runs one pass for the EtcdCluster namespace/name and returns when it wants to run
 	// again even if no event arrives (0: only on events and resyncs). A returned error is
-	// retried with per-cluster exponential backoff. An error for which errors.Is(err, ErrGone)
+	// retried with per-cluster exponential backoff. An error for which errors.Is(err, cluster.ErrGone)
 	// holds means the cluster no longer exists: its loop stops without retrying. Sync must
 	// return promptly once ctx is done; ctx is not cancelled when the controller starts
 	// shutting down, only when the shutdown grace period has run out.

@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
-	"github.com/etcd-operator/etcd-operator/pkg/k8sutil"
+	"github.com/etcd-operator/etcd-operator/pkg/member"
 )
 
 // A burst of events across many clusters reaches each cluster's own loop; passes of one
@@ -146,7 +146,7 @@ func TestPodEventWakesOwnerCluster(t *testing.T) {
 	pods := e.inf.Pods.Lister()
 	// A pass observes how many pods of its own cluster the cache holds.
 	s.observe = func(namespace, name string) int {
-		got, err := pods.Pods(namespace).List(labels.SelectorFromSet(labels.Set{k8sutil.LabelCluster: name}))
+		got, err := pods.Pods(namespace).List(labels.SelectorFromSet(labels.Set{member.LabelCluster: name}))
 		if err != nil {
 			return -1
 		}
@@ -165,8 +165,8 @@ func TestPodEventWakesOwnerCluster(t *testing.T) {
 		t.Fatalf("getting cluster: %v", err)
 	}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
-		Namespace: "db", Name: k8sutil.MemberName("a", 0),
-		Labels: k8sutil.ClusterLabels("a"),
+		Namespace: "db", Name: member.Name("a", 0),
+		Labels: member.ClusterLabels("a"),
 		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(owner,
 			api.SchemeGroupVersion.WithKind("EtcdCluster"))},
 	}}

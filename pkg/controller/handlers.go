@@ -8,7 +8,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
-	"github.com/etcd-operator/etcd-operator/pkg/k8sutil"
+	"github.com/etcd-operator/etcd-operator/pkg/member"
 )
 
 // clusterKind is the kind of the controller ownerReference that maps pods and Services to
@@ -78,7 +78,7 @@ func ownerClusterKey(obj metav1.Object) (string, bool) {
 // labelClusterKey maps an object to the EtcdCluster named by its cluster label. EndpointSlices
 // carry no ownerReference to the cluster (their owner is the Service) but inherit its labels.
 func labelClusterKey(obj metav1.Object) (string, bool) {
-	name := obj.GetLabels()[k8sutil.LabelCluster]
+	name := obj.GetLabels()[member.LabelCluster]
 	if name == "" {
 		return "", false
 	}

@@ -16,7 +16,7 @@ import (
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
 	etcdfake "github.com/etcd-operator/etcd-operator/pkg/generated/clientset/versioned/fake"
-	"github.com/etcd-operator/etcd-operator/pkg/k8sutil"
+	"github.com/etcd-operator/etcd-operator/pkg/member"
 )
 
 func ownerRef(apiVersion, kind, name string, controller bool) metav1.OwnerReference {
@@ -56,11 +56,11 @@ func TestOwnerClusterKey(t *testing.T) {
 
 func TestLabelClusterKey(t *testing.T) {
 	slice := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a-x1",
-		Labels: k8sutil.ClusterLabels("a")}}
+		Labels: member.ClusterLabels("a")}}
 	if key, ok := labelClusterKey(slice); !ok || key != "ns/a" {
 		t.Errorf("labelClusterKey = (%q, %v), want ns/a", key, ok)
 	}
-	slice.Labels = map[string]string{k8sutil.LabelManagedBy: k8sutil.ManagedByValue}
+	slice.Labels = map[string]string{member.LabelManagedBy: member.ManagedByValue}
 	if key, ok := labelClusterKey(slice); ok {
 		t.Errorf("labelClusterKey of an unlabelled slice = %q, want none", key)
 	}
@@ -103,7 +103,7 @@ func TestHandlersEnqueueClusterKeys(t *testing.T) {
 	podB := podOwnedBy(ownerRef(gv, "EtcdCluster", "b", true))
 	foreign := podOwnedBy(ownerRef("apps/v1", "ReplicaSet", "rs", true))
 	slice := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a-client-x",
-		Labels: k8sutil.ClusterLabels("a")}}
+		Labels: member.ClusterLabels("a")}}
 	cluster := &api.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c"}}
 
 	tests := []struct {

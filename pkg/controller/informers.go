@@ -16,7 +16,7 @@ import (
 	versioned "github.com/etcd-operator/etcd-operator/pkg/generated/clientset/versioned"
 	etcdinformers "github.com/etcd-operator/etcd-operator/pkg/generated/informers/externalversions"
 	etcdinformersv1 "github.com/etcd-operator/etcd-operator/pkg/generated/informers/externalversions/etcd/v1alpha1"
-	"github.com/etcd-operator/etcd-operator/pkg/k8sutil"
+	"github.com/etcd-operator/etcd-operator/pkg/member"
 )
 
 // Informers are the shared informers the controller and the cluster passes read from. The
@@ -45,7 +45,7 @@ func NewInformers(kube kubernetes.Interface, etcd versioned.Interface, namespace
 	etcdFactory := etcdinformers.NewSharedInformerFactoryWithOptions(etcd, resync,
 		etcdinformers.WithNamespace(namespace),
 		etcdinformers.WithTransform(stripManagedFields))
-	selector := k8sutil.ManagedSelector().String()
+	selector := member.ManagedSelector().String()
 	kubeFactory := kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0,
 		kubeinformers.WithNamespace(namespace),
 		kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }),

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/etcd-operator/etcd-operator/pkg/cluster"
 )
 
 // loop is one cluster's goroutine. It runs passes one at a time: when woken by an event or a
@@ -117,7 +119,7 @@ func (l *loop) run(passCtx context.Context) {
 		timer.Stop()
 		timerC, wakeC = nil, l.wake
 		switch {
-		case errors.Is(err, ErrGone):
+		case errors.Is(err, cluster.ErrGone):
 			l.log.Info("Cluster is gone; stopping its loop")
 			l.gone()
 			return
@@ -141,7 +143,7 @@ func (l *loop) pass(ctx context.Context) (time.Duration, error) {
 	start := time.Now()
 	requeueAfter, err := l.c.cfg.Syncer.Sync(ctx, l.namespace, l.name)
 	elapsed := time.Since(start)
-	l.c.cfg.Metrics.observePass(elapsed.Seconds(), err != nil && !errors.Is(err, ErrGone))
+	l.c.cfg.Metrics.observePass(elapsed.Seconds(), err != nil && !errors.Is(err, cluster.ErrGone))
 	l.log.WithFields(logrus.Fields{"duration": elapsed, "requeue_after": requeueAfter}).Debug("Reconcile pass done")
 	return requeueAfter, err
 }

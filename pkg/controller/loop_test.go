@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/etcd-operator/etcd-operator/pkg/cluster"
 )
 
 // Failed passes are retried with growing delays, events do not cut a backoff short, and a
@@ -103,7 +105,7 @@ func TestSyncReportsGone(t *testing.T) {
 	key := clusterKey("default", "vanishing")
 	s.script = func(_ context.Context, k string, _, _ int) (time.Duration, error) {
 		if k == key {
-			return time.Millisecond, fmt.Errorf("reading cluster: %w", ErrGone)
+			return time.Millisecond, fmt.Errorf("reading cluster: %w", cluster.ErrGone)
 		}
 		return 0, nil
 	}

@@ -51,6 +51,13 @@ const ResolvConf = "/etc/resolv.conf"
 // DefaultTimeout bounds one question to one server.
 const DefaultTimeout = time.Second
 
+// TrustAfter is how long a name that cluster DNS does not confirm is waited for before it is
+// used anyway (a name server that does not answer the probes, or answers them differently
+// from A lookups): by then a negative answer cached before the record existed has expired at
+// CoreDNS's default 30 s TTL. It bounds what the check can cost; it is not how the check
+// normally ends. The operator and member-init both wait at most this long.
+const TrustAfter = 30 * time.Second
+
 // Prober asks the name servers of a resolv.conf, over UDP.
 type Prober struct {
 	// Servers are host:port addresses, asked in order until one answers.

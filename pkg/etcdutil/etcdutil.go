@@ -28,6 +28,17 @@ var (
 	ErrNotLeader = errors.New("member is not the leader")
 )
 
+// ClusterState is the value of etcd's --initial-cluster-state flag.
+type ClusterState string
+
+// The states a member's etcd starts in.
+const (
+	// ClusterStateNew: the member bootstraps a new cluster, and starts at once.
+	ClusterStateNew ClusterState = "new"
+	// ClusterStateExisting: the member joins a running cluster, once it has been added.
+	ClusterStateExisting ClusterState = "existing"
+)
+
 // Member is one entry of etcd's member list.
 type Member struct {
 	// ID is etcd's member ID.

@@ -101,7 +101,7 @@ func TestRunAnswersLivenessWhileWaiting(t *testing.T) {
 	seed := etcdtest.StartCluster(t, 1)[0]
 	joiner := etcdtest.Reserve(t, "m1")
 	addr := freeAddr(t)
-	o := Options{DataDir: joiner.Dir, PeerURL: joiner.PeerURL, ClusterState: ClusterStateExisting,
+	o := Options{DataDir: joiner.Dir, PeerURL: joiner.PeerURL, ClusterState: etcdutil.ClusterStateExisting,
 		Endpoints: []string{seed.ClientURL}, PollInterval: 10 * time.Millisecond,
 		LivenessAddr: addr, LivenessPath: "/health?serializable=true"}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*waitTimeout)

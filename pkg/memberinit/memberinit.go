@@ -39,26 +39,12 @@ import (
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 )
 
-// ClusterState is the value of --initial-cluster-state, as etcd's flag of that name.
-type ClusterState string
-
-// The cluster states a member starts in.
-const (
-	// ClusterStateNew: the member bootstraps a new cluster and starts at once.
-	ClusterStateNew ClusterState = "new"
-	// ClusterStateExisting: the member joins a running cluster once it has been added.
-	ClusterStateExisting ClusterState = "existing"
-)
-
 // DefaultPollInterval is how often a joining member asks for the member list by default.
 const DefaultPollInterval = 200 * time.Millisecond
 
-// DefaultDNSWait bounds the wait for cluster DNS to serve the members' names: by then a
-// negative answer cached before a record existed has expired at CoreDNS's default 30 s TTL.
-const DefaultDNSWait = 30 * time.Second
-
-// dnsProbeTimeout bounds one question to cluster DNS.
-const dnsProbeTimeout = time.Second
+// DefaultDNSWait bounds the wait for cluster DNS to serve the members' names (see
+// dnsutil.TrustAfter).
+const DefaultDNSWait = dnsutil.TrustAfter
 
 // progressEvery bounds how often a waiting member logs: one line per change of what it
 // sees, no more than one per progressEvery.
@@ -71,7 +57,7 @@ type Options struct {
 	// PeerURL is this member's peer URL, exactly as the operator adds it.
 	PeerURL string
 	// ClusterState is the --initial-cluster-state etcd will start with.
-	ClusterState ClusterState
+	ClusterState etcdutil.ClusterState
 	// Endpoints are client URLs of the members already in the cluster; never this one's.
 	Endpoints []string
 	// PollInterval is how often the member list is asked for.
@@ -119,7 +105,7 @@ func Parse(args []string) (Options, error) {
 	if fs.NArg() > 0 {
 		return Options{}, fmt.Errorf("parsing member-init flags: unexpected arguments %q", fs.Args())
 	}
-	o.ClusterState = ClusterState(state)
+	o.ClusterState = etcdutil.ClusterState(state)
 	o.Exec = command
 	for _, e := range strings.Split(endpoints, ",") {
 		if e = strings.TrimSpace(e); e != "" {
@@ -130,6 +116,31 @@ func Parse(args []string) (Options, error) {
 		return Options{}, fmt.Errorf("parsing member-init flags: %w", err)
 	}
 	return o, nil
+}
+
+// Args renders the options as the arguments Parse reads (without the subcommand): the
+// operator builds a member pod's command line with it. Durations at their defaults are left
+// out (a zero value is not a default: it is written), and so is the command when there is none.
+func (o Options) Args() []string {
+	args := []string{
+		"--data-dir=" + o.DataDir,
+		"--peer-url=" + o.PeerURL,
+		"--initial-cluster-state=" + string(o.ClusterState),
+		"--endpoints=" + strings.Join(o.Endpoints, ","),
+	}
+	if o.PollInterval != DefaultPollInterval {
+		args = append(args, "--poll-interval="+o.PollInterval.String())
+	}
+	if o.DNSWait != DefaultDNSWait {
+		args = append(args, "--dns-wait="+o.DNSWait.String())
+	}
+	if o.LivenessAddr != "" {
+		args = append(args, "--liveness-addr="+o.LivenessAddr, "--liveness-path="+o.LivenessPath)
+	}
+	if len(o.Exec) > 0 {
+		args = append(append(args, "--"), o.Exec...)
+	}
+	return args
 }
 
 // Validate checks the options. An endpoint on this member's own host is refused: looking
@@ -143,13 +154,13 @@ func (o Options) Validate() error {
 		return fmt.Errorf("--peer-url %q is not a URL with a host", o.PeerURL)
 	}
 	switch o.ClusterState {
-	case ClusterStateNew:
-	case ClusterStateExisting:
+	case etcdutil.ClusterStateNew:
+	case etcdutil.ClusterStateExisting:
 		if len(o.Endpoints) == 0 {
 			return errors.New("--endpoints is required to join an existing cluster")
 		}
 	default:
-		return fmt.Errorf("--initial-cluster-state must be %s or %s, not %q", ClusterStateNew, ClusterStateExisting, o.ClusterState)
+		return fmt.Errorf("--initial-cluster-state must be %s or %s, not %q", etcdutil.ClusterStateNew, etcdutil.ClusterStateExisting, o.ClusterState)
 	}
 	for _, e := range o.Endpoints {
 		u, err := url.Parse(e)
@@ -189,7 +200,7 @@ func Run(ctx context.Context, o Options, f etcdutil.Factory, out io.Writer) erro
 	if err := o.Validate(); err != nil {
 		return fmt.Errorf("validating options: %w", err)
 	}
-	if o.ClusterState == ClusterStateNew {
+	if o.ClusterState == etcdutil.ClusterStateNew {
 		log.Info("member bootstraps a new cluster: starting etcd")
 		return nil
 	}
@@ -242,7 +253,7 @@ func waitServed(ctx context.Context, o Options, log *logrus.Entry) error {
 	for {
 		var lastErr error
 		for host := range pending {
-			qctx, cancel := context.WithTimeout(ctx, dnsProbeTimeout)
+			qctx, cancel := context.WithTimeout(ctx, dnsutil.DefaultTimeout)
 			ok, err := o.DNS.Serves(qctx, host)
 			cancel()
 			if ok {

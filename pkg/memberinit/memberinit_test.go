@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -122,7 +123,7 @@ func TestParse(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
 	}
-	want := Options{DataDir: "/d", PeerURL: "http://m2.peers.ns.svc:2380", ClusterState: ClusterStateExisting,
+	want := Options{DataDir: "/d", PeerURL: "http://m2.peers.ns.svc:2380", ClusterState: etcdutil.ClusterStateExisting,
 		Endpoints: []string{"http://m0.peers.ns.svc:2379", "http://m1.peers.ns.svc:2379"}, PollInterval: time.Second}
 	if o.DataDir != want.DataDir || o.PeerURL != want.PeerURL || o.ClusterState != want.ClusterState ||
 		strings.Join(o.Endpoints, " ") != strings.Join(want.Endpoints, " ") || o.PollInterval != want.PollInterval {
@@ -170,6 +171,32 @@ func TestParse(t *testing.T) {
 	}
 }
 
+// The operator renders a member pod's command line with Args; Parse reads it back whole.
+func TestArgsRoundTrip(t *testing.T) {
+	for name, o := range map[string]Options{
+		"joining member": {DataDir: "/var/lib/etcd/data", PeerURL: "http://m2.peers.ns.svc:2380",
+			ClusterState: etcdutil.ClusterStateExisting,
+			Endpoints:    []string{"http://m0.peers.ns.svc:2379", "http://m1.peers.ns.svc:2379"},
+			PollInterval: DefaultPollInterval, DNSWait: DefaultDNSWait,
+			LivenessAddr: ":2379", LivenessPath: "/health?serializable=true",
+			Exec: []string{"/usr/local/bin/etcd", "--name=m2", "--", "-x"}},
+		"other durations, no command": {DataDir: "/d", PeerURL: "http://m1.peers.ns.svc:2380",
+			ClusterState: etcdutil.ClusterStateExisting, Endpoints: []string{"http://m0.peers.ns.svc:2379"},
+			PollInterval: time.Second, DNSWait: 5 * time.Second},
+		"first member": {DataDir: "/d", PeerURL: "http://m0.peers.ns.svc:2380", ClusterState: etcdutil.ClusterStateNew,
+			PollInterval: DefaultPollInterval, DNSWait: 0},
+	} {
+		got, err := Parse(o.Args())
+		if err != nil {
+			t.Errorf("%s: Parse(%q): %v", name, o.Args(), err)
+			continue
+		}
+		if !reflect.DeepEqual(got, o) {
+			t.Errorf("%s: Parse(Args()) = %+v, want %+v", name, got, o)
+		}
+	}
+}
+
 // TestRunStartsAtOnce: the first member of a new cluster, and a member that has data,
 // start without asking anyone, even when no member answers.
 func TestRunStartsAtOnce(t *testing.T) {
@@ -180,9 +207,9 @@ func TestRunStartsAtOnce(t *testing.T) {
 	gone := etcdtest.Reserve(t, "gone")
 	for name, o := range map[string]Options{
 		"first member of a new cluster": {DataDir: t.TempDir(), PeerURL: "http://m0.peers.ns.svc:2380",
-			ClusterState: ClusterStateNew, PollInterval: time.Millisecond},
+			ClusterState: etcdutil.ClusterStateNew, PollInterval: time.Millisecond},
 		"restarted with data, no quorum": {DataDir: stopped.Dir, PeerURL: stopped.PeerURL,
-			ClusterState: ClusterStateExisting, Endpoints: []string{gone.ClientURL}, PollInterval: time.Millisecond},
+			ClusterState: etcdutil.ClusterStateExisting, Endpoints: []string{gone.ClientURL}, PollInterval: time.Millisecond},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := &countingFactory{Factory: etcdutil.NewFactory(0, 0)}
@@ -213,7 +240,7 @@ func TestRunWaitsUntilAdded(t *testing.T) {
 	seed := etcdtest.StartCluster(t, 1)[0]
 	joiner := etcdtest.Reserve(t, "m1")
 	down := etcdtest.Reserve(t, "down") // a member that does not answer is passed over
-	o := Options{DataDir: joiner.Dir, PeerURL: joiner.PeerURL, ClusterState: ClusterStateExisting,
+	o := Options{DataDir: joiner.Dir, PeerURL: joiner.PeerURL, ClusterState: etcdutil.ClusterStateExisting,
 		Endpoints: []string{down.ClientURL, seed.ClientURL}, PollInterval: 10 * time.Millisecond}
 	f := &countingFactory{Factory: etcdutil.NewFactory(0, 0)}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*waitTimeout)
@@ -244,7 +271,7 @@ func TestRunWaitsUntilAdded(t *testing.T) {
 func TestRunLogsChangesNotPolls(t *testing.T) {
 	t.Parallel()
 	seed := etcdtest.StartCluster(t, 1)[0]
-	o := Options{DataDir: t.TempDir(), PeerURL: etcdtest.Reserve(t, "never").PeerURL, ClusterState: ClusterStateExisting,
+	o := Options{DataDir: t.TempDir(), PeerURL: etcdtest.Reserve(t, "never").PeerURL, ClusterState: etcdutil.ClusterStateExisting,
 		Endpoints: []string{seed.ClientURL}, PollInterval: time.Millisecond}
 	f := &countingFactory{Factory: etcdutil.NewFactory(0, 0)}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -294,7 +321,7 @@ func TestProgress(t *testing.T) {
 func TestRunHonoursCancel(t *testing.T) {
 	t.Parallel()
 	gone := etcdtest.Reserve(t, "gone")
-	o := Options{DataDir: t.TempDir(), PeerURL: "http://m1.peers.ns.svc:2380", ClusterState: ClusterStateExisting,
+	o := Options{DataDir: t.TempDir(), PeerURL: "http://m1.peers.ns.svc:2380", ClusterState: etcdutil.ClusterStateExisting,
 		Endpoints: []string{gone.ClientURL}, PollInterval: 10 * time.Millisecond}
 	f := &countingFactory{Factory: etcdutil.NewFactory(0, time.Minute)}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -373,7 +400,7 @@ func TestRunDialsOnlyServedNames(t *testing.T) {
 	seed := etcdtest.StartCluster(t, 1)[0]
 	joiner := etcdtest.Reserve(t, "m1")
 	dns := &switchDNS{served: map[string]bool{}}
-	o := Options{DataDir: joiner.Dir, PeerURL: joiner.PeerURL, ClusterState: ClusterStateExisting,
+	o := Options{DataDir: joiner.Dir, PeerURL: joiner.PeerURL, ClusterState: etcdutil.ClusterStateExisting,
 		Endpoints: []string{seed.ClientURL}, PollInterval: 10 * time.Millisecond, DNS: dns, DNSWait: time.Hour}
 	f := &countingFactory{Factory: etcdutil.NewFactory(0, 0)}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*waitTimeout)
@@ -408,7 +435,7 @@ func TestRunDialsOnlyServedNames(t *testing.T) {
 func TestRunDialsAfterDNSWait(t *testing.T) {
 	t.Parallel()
 	seed := etcdtest.StartCluster(t, 1)[0]
-	o := Options{DataDir: t.TempDir(), PeerURL: etcdtest.Reserve(t, "never").PeerURL, ClusterState: ClusterStateExisting,
+	o := Options{DataDir: t.TempDir(), PeerURL: etcdtest.Reserve(t, "never").PeerURL, ClusterState: etcdutil.ClusterStateExisting,
 		Endpoints: []string{seed.ClientURL}, PollInterval: 10 * time.Millisecond,
 		DNS: &switchDNS{served: map[string]bool{}, err: errors.New("i/o timeout")}, DNSWait: 100 * time.Millisecond}
 	f := &countingFactory{Factory: etcdutil.NewFactory(0, 0)}

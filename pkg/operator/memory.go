@@ -9,13 +9,10 @@ import (
 	"github.com/sirupsen/logrus"
 )
 
-// defaultGCPercent is the operator's GOGC when $GOGC is not set. Its live heap is small
-// (2-4 MiB managing a few clusters: the API schemes, the filtered caches) and it allocates
-// little between passes, so the heap the Go default of 100 lets it grow to before collecting
-// is mostly garbage. Measured in the pod managing four size-3 clusters (six readings over
-// 30 s, and CPU time over 90 s of steady passes): 50 held 37.9-39.2 MiB resident, 25 held
-// 36.5-37.1 MiB, for 0.70-0.72 s of CPU either way; 25 collects about every 5 s instead of
-// every 7 s.
+// defaultGCPercent is the operator's GOGC when $GOGC is not set. Its live heap is small (the
+// API schemes, the filtered caches) and it allocates little between passes, so the heap the
+// Go default of 100 lets it grow to before collecting is mostly garbage: collecting more often
+// keeps less resident for no measurable CPU (docs/figures.md has the readings).
 const defaultGCPercent = 25
 
 // memoryLimitShare is the share of the container's memory limit given to the Go heap as its

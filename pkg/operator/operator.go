@@ -174,7 +174,7 @@ func runController(ctx context.Context, o *Options, cl *clients, metrics *contro
 	})
 	ctrl, err := controller.New(controller.Config{
 		Informers:     informers,
-		Syncer:        goneSyncer{reconciler},
+		Syncer:        reconciler,
 		Metrics:       metrics,
 		Log:           log.WithField("component", "controller"),
 		Workers:       o.Workers,
@@ -199,6 +199,10 @@ func runController(ctx context.Context, o *Options, cl *clients, metrics *contro
 	return nil
 }
 
+// The cluster Reconciler is the controller's Syncer: it reports a deleted cluster with
+// cluster.ErrGone, on which the controller stops the cluster's loop.
+var _ controller.Syncer = (*cluster.Reconciler)(nil)
+
 // clusterDNS asks the pod's own name servers, which are cluster DNS, whether a member's name is
 // served yet. Outside the cluster (--kubeconfig) the host's resolver knows no cluster names: the
 // EndpointSlices are then trusted alone.
@@ -213,19 +217,4 @@ func clusterDNS(o *Options, log *logrus.Entry) dnsutil.Checker {
 		return nil
 	}
 	return p
-}
-
-// goneSyncer adapts the cluster Reconciler to the controller's Syncer contract, translating
-// cluster.ErrClusterGone into controller.ErrGone.
-type goneSyncer struct{ r *cluster.Reconciler }
-
-var _ controller.Syncer = goneSyncer{}
-
-// Sync implements controller.Syncer.
-func (s goneSyncer) Sync(ctx context.Context, namespace, name string) (time.Duration, error) {
-	requeueAfter, err := s.r.Sync(ctx, namespace, name)
-	if errors.Is(err, cluster.ErrClusterGone) {
-		return 0, fmt.Errorf("%w: %w", controller.ErrGone, err)
-	}
-	return requeueAfter, err
 }

@@ -2,7 +2,6 @@ package operator
 
 import (
 	"context"
-	"errors"
 	"os"
 	"testing"
 	"time"
@@ -10,29 +9,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
-	"k8s.io/client-go/tools/cache"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
-	"github.com/etcd-operator/etcd-operator/pkg/cluster"
 	"github.com/etcd-operator/etcd-operator/pkg/controller"
 	etcdfake "github.com/etcd-operator/etcd-operator/pkg/generated/clientset/versioned/fake"
-	etcdlisters "github.com/etcd-operator/etcd-operator/pkg/generated/listers/etcd/v1alpha1"
-	"github.com/etcd-operator/etcd-operator/pkg/k8sutil"
+	"github.com/etcd-operator/etcd-operator/pkg/member"
 )
-
-// The controller stops a cluster's loop on controller.ErrGone; the Reconciler reports a
-// deleted cluster with cluster.ErrClusterGone. The adapter must carry one into the other.
-func TestGoneSyncerTranslatesClusterGone(t *testing.T) {
-	empty := etcdlisters.NewEtcdClusterLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}))
-	s := goneSyncer{cluster.NewReconciler(cluster.Deps{Clusters: empty, Log: quietLog()})}
-	requeue, err := s.Sync(context.Background(), "ns", "deleted")
-	if !errors.Is(err, controller.ErrGone) || !errors.Is(err, cluster.ErrClusterGone) {
-		t.Errorf("Sync of a missing cluster = %v, want both ErrGone and ErrClusterGone", err)
-	}
-	if requeue != 0 {
-		t.Errorf("Sync of a missing cluster asked to requeue after %v", requeue)
-	}
-}
 
 func TestReadCgroupLimit(t *testing.T) {
 	dir := t.TempDir()
@@ -80,7 +62,7 @@ func TestRunControllerWiresReconciler(t *testing.T) {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		_, err := kube.CoreV1().Services("db").Get(ctx, k8sutil.ClientServiceName("demo"), metav1.GetOptions{})
+		_, err := kube.CoreV1().Services("db").Get(ctx, member.ClientServiceName("demo"), metav1.GetOptions{})
 		if err == nil {
 			break
 		}

@@ -1,8 +1,9 @@
-package k8sutil
+package member
 
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -13,20 +14,13 @@ import (
 	"k8s.io/utils/ptr"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
+	"github.com/etcd-operator/etcd-operator/pkg/memberinit"
 )
 
-// Annotation keys the operator puts on member pods.
-const (
-	// AnnotationClusterState records whether the pod bootstraps a new cluster ("new") or
-	// joins an existing one ("existing").
-	AnnotationClusterState = "etcd.operator.dev/initial-cluster-state"
-)
-
-// Values of --initial-cluster-state.
-const (
-	ClusterStateNew      = "new"
-	ClusterStateExisting = "existing"
-)
+// AnnotationClusterState records the --initial-cluster-state the pod's etcd starts with
+// (Template.ClusterState).
+const AnnotationClusterState = "etcd.operator.dev/initial-cluster-state"
 
 const (
 	// DataMountPath is where the data volume is mounted.
@@ -49,6 +43,10 @@ const (
 	MemberInitPath = MemberInitDir + "/etcd-operator"
 	// EtcdBinary is etcd's binary in the etcd image.
 	EtcdBinary = "/usr/local/bin/etcd"
+	// MemberInitCommand and InstallCommand are the operator binary's subcommands a member
+	// pod runs.
+	MemberInitCommand = "member-init"
+	InstallCommand    = "install"
 )
 
 // reservedEnv are etcd settings the operator passes as flags; user env may not shadow them.
@@ -60,20 +58,17 @@ var reservedEnv = map[string]bool{
 	"ETCD_CONFIG_FILE": true,
 }
 
-// MemberPodParams is everything that decides a member pod besides the cluster's spec.
-type MemberPodParams struct {
+// Template is what a member pod is built from besides the cluster's spec. Pod writes it into
+// the pod and ReadTemplate reads it back: the planner decides from what the pod's etcd was
+// really told, and the two stay side by side so that they cannot drift apart.
+type Template struct {
 	// Ordinal of the member; the pod is named <cluster>-<ordinal>.
 	Ordinal int
 	// ClusterState is ClusterStateNew for the seed, ClusterStateExisting for a joining member.
-	ClusterState string
+	ClusterState etcdutil.ClusterState
 	// InitialCluster lists the ordinals of every member of the cluster once this one has
-	// been added, itself included.
+	// been added, itself included, in ascending order.
 	InitialCluster []int
-	// InitImage is the operator's own image, from which a joining member's init container
-	// copies member-init.
-	InitImage string
-	// DataVolume is the volume mounted at DataDir; its name must be DataVolumeName.
-	DataVolume corev1.Volume
 	// Version is the etcd version the member runs; empty means spec.version.
 	Version string
 }
@@ -93,8 +88,8 @@ func ClusterToken(c *api.EtcdCluster) string {
 	return c.Name + "-" + string(c.UID)
 }
 
-// DataVolume returns the data volume a spec asks for: an emptyDir unless storage says more.
-func DataVolume(spec *api.EtcdClusterSpec) corev1.Volume {
+// dataVolume returns the data volume a spec asks for: an emptyDir unless storage says more.
+func dataVolume(spec *api.EtcdClusterSpec) corev1.Volume {
 	ed := &corev1.EmptyDirVolumeSource{}
 	if spec.Storage != nil && spec.Storage.EmptyDir != nil {
 		ed = spec.Storage.EmptyDir.DeepCopy()
@@ -108,12 +103,14 @@ func OwnerReference(c *api.EtcdCluster) metav1.OwnerReference {
 	return *metav1.NewControllerRef(c, api.SchemeGroupVersion.WithKind("EtcdCluster"))
 }
 
-// MemberPod builds the pod of one member. A joining member's etcd is held back (by the
-// operator binary's member-init) until the member is in the member list, so etcd never starts
-// with a configuration the cluster would reject, and never asks DNS for a name before it
-// exists. The seed of a new cluster starts at once.
-func MemberPod(c *api.EtcdCluster, p MemberPodParams) *corev1.Pod {
-	name := MemberName(c.Name, p.Ordinal)
+// Pod builds the pod of one member from the cluster's spec and the template. initImage is
+// the operator's own image, from which a joining member's init container copies member-init.
+// A joining member's etcd is held back (by the operator binary's member-init) until the
+// member is in the member list, so etcd never starts with a configuration the cluster would
+// reject, and never asks DNS for a name before it exists. The seed of a new cluster starts at
+// once.
+func Pod(c *api.EtcdCluster, t Template, initImage string) *corev1.Pod {
+	name := Name(c.Name, t.Ordinal)
 	ns := c.Namespace
 	policy := c.Spec.Pod
 	if policy == nil {
@@ -127,26 +124,9 @@ func MemberPod(c *api.EtcdCluster, p MemberPodParams) *corev1.Pod {
 	podLabels[LabelMember] = name
 	annotations := map[string]string{}
 	maps.Copy(annotations, policy.Annotations)
-	annotations[AnnotationClusterState] = p.ClusterState
+	annotations[AnnotationClusterState] = string(t.ClusterState)
 
-	initial := make([]string, 0, len(p.InitialCluster))
-	for _, o := range p.InitialCluster {
-		initial = append(initial, MemberName(c.Name, o)+"="+PeerURL(c.Name, ns, o))
-	}
-	args := []string{
-		"--name=" + name,
-		"--data-dir=" + DataDir,
-		fmt.Sprintf("--listen-peer-urls=http://0.0.0.0:%d", PeerPort),
-		fmt.Sprintf("--listen-client-urls=http://0.0.0.0:%d", ClientPort),
-		"--advertise-client-urls=" + ClientURL(c.Name, ns, p.Ordinal),
-		"--initial-advertise-peer-urls=" + PeerURL(c.Name, ns, p.Ordinal),
-		"--initial-cluster=" + strings.Join(initial, ","),
-		"--initial-cluster-state=" + p.ClusterState,
-		"--initial-cluster-token=" + ClusterToken(c),
-	}
-
-	mounts := []corev1.VolumeMount{{Name: DataVolumeName, MountPath: DataMountPath}}
-	version := p.Version
+	version := t.Version
 	if version == "" {
 		version = c.Spec.Version
 	}
@@ -171,14 +151,14 @@ func MemberPod(c *api.EtcdCluster, p MemberPodParams) *corev1.Pod {
 				Image:           ImageFor(c.Spec.Repository, version),
 				ImagePullPolicy: corev1.PullIfNotPresent,
 				Command:         []string{EtcdBinary},
-				Args:            args,
+				Args:            etcdArgs(c, t),
 				Env:             userEnv(policy.Env),
 				Ports: []corev1.ContainerPort{
 					{Name: "client", ContainerPort: ClientPort, Protocol: corev1.ProtocolTCP},
 					{Name: "peer", ContainerPort: PeerPort, Protocol: corev1.ProtocolTCP},
 				},
 				Resources:    *policy.Resources.DeepCopy(),
-				VolumeMounts: mounts,
+				VolumeMounts: []corev1.VolumeMount{{Name: DataVolumeName, MountPath: DataMountPath}},
 				ReadinessProbe: &corev1.Probe{
 					ProbeHandler:     httpProbe(readyPath),
 					PeriodSeconds:    2,
@@ -196,51 +176,77 @@ func MemberPod(c *api.EtcdCluster, p MemberPodParams) *corev1.Pod {
 				SecurityContext:          restrictedContainer(),
 				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 			}},
-			Volumes:           []corev1.Volume{*p.DataVolume.DeepCopy()},
+			Volumes:           []corev1.Volume{dataVolume(&c.Spec)},
 			NodeSelector:      maps.Clone(policy.NodeSelector),
 			Affinity:          policy.Affinity.DeepCopy(),
 			SecurityContext:   podSecurityContext(policy.SecurityContext),
 			PriorityClassName: policy.PriorityClassName,
 		},
 	}
-	for _, t := range policy.Tolerations {
-		pod.Spec.Tolerations = append(pod.Spec.Tolerations, *t.DeepCopy())
+	for _, tol := range policy.Tolerations {
+		pod.Spec.Tolerations = append(pod.Spec.Tolerations, *tol.DeepCopy())
 	}
 	// The seed of a new cluster has nothing to wait for: its etcd starts as soon as the pod
 	// does. A joining member's etcd container runs member-init first, which execs etcd once the
 	// member is added (see package memberinit for why it waits there and not in an init
 	// container).
-	if p.ClusterState != ClusterStateNew {
-		holdBack(c, p, pod, livePath)
+	if t.ClusterState != etcdutil.ClusterStateNew {
+		wrapInMemberInit(c, t, pod, initImage, livePath)
 	}
 	return pod
 }
 
-// holdBack makes a joining member's etcd container wait for the member to be added: an init
-// container copies the operator binary into a volume, and the etcd container runs it as
-// `member-init ... -- etcd <flags>`. member-init asks the other members named in
-// p.InitialCluster, answers the liveness probe while it waits, and execs etcd when the member
+// etcdArgs are the flags of the member's etcd.
+func etcdArgs(c *api.EtcdCluster, t Template) []string {
+	ns := c.Namespace
+	initial := make([]string, 0, len(t.InitialCluster))
+	for _, o := range t.InitialCluster {
+		initial = append(initial, Name(c.Name, o)+"="+PeerURL(c.Name, ns, o))
+	}
+	return []string{
+		"--name=" + Name(c.Name, t.Ordinal),
+		"--data-dir=" + DataDir,
+		fmt.Sprintf("--listen-peer-urls=http://0.0.0.0:%d", PeerPort),
+		fmt.Sprintf("--listen-client-urls=http://0.0.0.0:%d", ClientPort),
+		"--advertise-client-urls=" + ClientURL(c.Name, ns, t.Ordinal),
+		"--initial-advertise-peer-urls=" + PeerURL(c.Name, ns, t.Ordinal),
+		initialClusterFlag + strings.Join(initial, ","),
+		"--initial-cluster-state=" + string(t.ClusterState),
+		"--initial-cluster-token=" + ClusterToken(c),
+	}
+}
+
+// initialClusterFlag is the prefix of etcd's --initial-cluster argument, which ReadTemplate
+// reads back.
+const initialClusterFlag = "--initial-cluster="
+
+// wrapInMemberInit makes a joining member's etcd container wait for the member to be added:
+// an init container copies the operator binary into a volume, and the etcd container runs it
+// as `member-init ... -- etcd <flags>`. member-init asks the other members named in
+// t.InitialCluster, answers the liveness probe while it waits, and execs etcd when the member
 // is listed, or at once when the data dir already holds the member.
-func holdBack(c *api.EtcdCluster, p MemberPodParams, pod *corev1.Pod, livePath string) {
+func wrapInMemberInit(c *api.EtcdCluster, t Template, pod *corev1.Pod, initImage, livePath string) {
 	ns := c.Namespace
 	var endpoints []string
-	for _, o := range p.InitialCluster {
-		if o != p.Ordinal {
+	for _, o := range t.InitialCluster {
+		if o != t.Ordinal {
 			endpoints = append(endpoints, ClientURL(c.Name, ns, o))
 		}
 	}
 	etcd := &pod.Spec.Containers[0]
-	etcd.Args = append([]string{
-		"member-init",
-		"--data-dir=" + DataDir,
-		"--peer-url=" + PeerURL(c.Name, ns, p.Ordinal),
-		"--initial-cluster-state=" + p.ClusterState,
-		"--endpoints=" + strings.Join(endpoints, ","),
-		fmt.Sprintf("--liveness-addr=:%d", ClientPort),
-		"--liveness-path=" + livePath,
-		"--",
-	}, append(etcd.Command, etcd.Args...)...)
+	wait := memberinit.Options{
+		DataDir:      DataDir,
+		PeerURL:      PeerURL(c.Name, ns, t.Ordinal),
+		ClusterState: t.ClusterState,
+		Endpoints:    endpoints,
+		PollInterval: memberinit.DefaultPollInterval,
+		DNSWait:      memberinit.DefaultDNSWait,
+		LivenessAddr: fmt.Sprintf(":%d", ClientPort),
+		LivenessPath: livePath,
+		Exec:         append(slices.Clone(etcd.Command), etcd.Args...),
+	}
 	etcd.Command = []string{MemberInitPath}
+	etcd.Args = append([]string{MemberInitCommand}, wait.Args()...)
 	etcd.VolumeMounts = append(etcd.VolumeMounts,
 		corev1.VolumeMount{Name: MemberInitVolumeName, MountPath: MemberInitDir, ReadOnly: true})
 
@@ -248,9 +254,9 @@ func holdBack(c *api.EtcdCluster, p MemberPodParams, pod *corev1.Pod, livePath s
 		VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 	pod.Spec.InitContainers = []corev1.Container{{
 		Name:                     InstallContainerName,
-		Image:                    p.InitImage,
+		Image:                    initImage,
 		ImagePullPolicy:          corev1.PullIfNotPresent,
-		Args:                     []string{"install", "--to=" + MemberInitPath},
+		Args:                     []string{InstallCommand, "--to=" + MemberInitPath},
 		VolumeMounts:             []corev1.VolumeMount{{Name: MemberInitVolumeName, MountPath: MemberInitDir}},
 		SecurityContext:          restrictedContainer(),
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
@@ -262,6 +268,57 @@ func holdBack(c *api.EtcdCluster, p MemberPodParams, pod *corev1.Pod, livePath s
 			Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")},
 		},
 	}}
+}
+
+// ReadTemplate reads back the template a member pod of the named cluster was built from.
+// ok is false when the pod is not one of the cluster's member pods. Pods of earlier operator
+// versions read the same way: the cluster state is in the annotation, the initial cluster in
+// etcd's own argument (after member-init's `--` for a joining member).
+func ReadTemplate(cluster string, p *corev1.Pod) (t Template, ok bool) {
+	t.Ordinal, ok = Ordinal(cluster, p.Name)
+	if !ok {
+		return Template{}, false
+	}
+	t.ClusterState = etcdutil.ClusterState(p.Annotations[AnnotationClusterState])
+	for _, ctr := range p.Spec.Containers {
+		if ctr.Name != EtcdContainerName {
+			continue
+		}
+		t.Version = versionOf(ctr.Image)
+		for _, a := range etcdArgv(ctr) {
+			list, found := strings.CutPrefix(a, initialClusterFlag)
+			if !found {
+				continue
+			}
+			for _, kv := range strings.Split(list, ",") {
+				name, _, _ := strings.Cut(kv, "=")
+				if o, ok := Ordinal(cluster, name); ok {
+					t.InitialCluster = append(t.InitialCluster, o)
+				}
+			}
+			slices.Sort(t.InitialCluster)
+		}
+	}
+	return t, true
+}
+
+// etcdArgv is the command line etcd runs with in the container: member-init's command after
+// its `--`, or the container's own.
+func etcdArgv(ctr corev1.Container) []string {
+	argv := append(slices.Clone(ctr.Command), ctr.Args...)
+	if i := slices.Index(argv, "--"); i >= 0 && slices.Equal(ctr.Command, []string{MemberInitPath}) {
+		return argv[i+1:]
+	}
+	return argv
+}
+
+// versionOf is the version of an image built by ImageFor ("" for any other image).
+func versionOf(image string) string {
+	i := strings.LastIndex(image, ":v")
+	if i < 0 || strings.Contains(image[i:], "/") {
+		return ""
+	}
+	return image[i+2:]
 }
 
 // probePaths picks the health endpoints: /readyz and /livez exist from etcd 3.6 on; older

@@ -1,4 +1,4 @@
-package k8sutil
+package member
 
 import (
 	"slices"
@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 	"github.com/etcd-operator/etcd-operator/pkg/memberinit"
 )
 
@@ -39,10 +40,9 @@ func argValue(args []string, flag string) (string, bool) {
 	return "", false
 }
 
-func TestMemberPodJoining(t *testing.T) {
+func TestPodJoining(t *testing.T) {
 	c := testCluster()
-	p := MemberPod(c, MemberPodParams{Ordinal: 2, ClusterState: ClusterStateExisting, InitialCluster: []int{0, 1, 2},
-		InitImage: "op:1", DataVolume: DataVolume(&c.Spec)})
+	p := Pod(c, Template{Ordinal: 2, ClusterState: etcdutil.ClusterStateExisting, InitialCluster: []int{0, 1, 2}}, "op:1")
 
 	if p.Name != "demo-2" || p.Spec.Hostname != "demo-2" || p.Spec.Subdomain != "demo" {
 		t.Errorf("identity: name %s hostname %s subdomain %s", p.Name, p.Spec.Hostname, p.Spec.Subdomain)
@@ -62,14 +62,14 @@ func TestMemberPodJoining(t *testing.T) {
 	if !slices.Equal(etcd.Command, []string{MemberInitPath}) {
 		t.Fatalf("etcd container command %v, want member-init from %s", etcd.Command, MemberInitPath)
 	}
-	if len(etcd.Args) == 0 || etcd.Args[0] != "member-init" {
+	if len(etcd.Args) == 0 || etcd.Args[0] != MemberInitCommand {
 		t.Fatalf("etcd container args %v, want member-init first", etcd.Args)
 	}
 	o, err := memberinit.Parse(etcd.Args[1:])
 	if err != nil {
 		t.Fatalf("member-init refuses the pod's arguments: %v", err)
 	}
-	if o.ClusterState != memberinit.ClusterStateExisting || o.PeerURL != "http://demo-2.demo.prod.svc:2380" || o.DataDir != DataDir {
+	if o.ClusterState != etcdutil.ClusterStateExisting || o.PeerURL != "http://demo-2.demo.prod.svc:2380" || o.DataDir != DataDir {
 		t.Errorf("member-init options %+v", o)
 	}
 	if !slices.Equal(o.Endpoints, []string{"http://demo-0.demo.prod.svc:2379", "http://demo-1.demo.prod.svc:2379"}) {
@@ -109,7 +109,7 @@ func TestMemberPodJoining(t *testing.T) {
 	}
 	install := p.Spec.InitContainers[0]
 	if install.Name != InstallContainerName || install.Image != "op:1" ||
-		!slices.Equal(install.Args, []string{"install", "--to=" + MemberInitPath}) {
+		!slices.Equal(install.Args, []string{InstallCommand, "--to=" + MemberInitPath}) {
 		t.Errorf("install container %s %s %v", install.Name, install.Image, install.Args)
 	}
 	mounted := func(c corev1.Container) (corev1.VolumeMount, bool) {
@@ -142,11 +142,10 @@ func TestMemberPodJoining(t *testing.T) {
 	}
 }
 
-func TestMemberPodSeedAndOldVersion(t *testing.T) {
+func TestPodSeedAndOldVersion(t *testing.T) {
 	c := testCluster()
 	c.Spec.Version = "v3.5.21"
-	p := MemberPod(c, MemberPodParams{Ordinal: 0, ClusterState: ClusterStateNew, InitialCluster: []int{0},
-		InitImage: "op:1", DataVolume: DataVolume(&c.Spec)})
+	p := Pod(c, Template{Ordinal: 0, ClusterState: etcdutil.ClusterStateNew, InitialCluster: []int{0}}, "op:1")
 	etcd := p.Spec.Containers[0]
 	if etcd.Image != "gcr.io/etcd-development/etcd:v3.5.21" {
 		t.Errorf("image %s: a leading v in spec.version must not double", etcd.Image)
@@ -160,13 +159,56 @@ func TestMemberPodSeedAndOldVersion(t *testing.T) {
 	if got, _ := argValue(etcd.Args, "--initial-cluster-state"); got != "new" {
 		t.Errorf("seed --initial-cluster-state = %q", got)
 	}
-	pinned := MemberPod(c, MemberPodParams{Ordinal: 1, ClusterState: ClusterStateExisting, InitialCluster: []int{0, 1},
-		InitImage: "op:1", DataVolume: DataVolume(&c.Spec), Version: "3.6.16"})
+	pinned := Pod(c, Template{Ordinal: 1, ClusterState: etcdutil.ClusterStateExisting, InitialCluster: []int{0, 1},
+		Version: "3.6.16"}, "op:1")
 	if img := pinned.Spec.Containers[0].Image; img != "gcr.io/etcd-development/etcd:v3.6.16" {
 		t.Errorf("a member pinned to the running version got image %s", img)
 	}
 	if etcd.ReadinessProbe.HTTPGet.Path != "/health" {
 		t.Errorf("readiness probe %s, want /health before 3.6", etcd.ReadinessProbe.HTTPGet.Path)
+	}
+}
+
+// What Pod writes, ReadTemplate reads back: the planner decides from it.
+func TestTemplateRoundTrip(t *testing.T) {
+	c := testCluster()
+	for name, tmpl := range map[string]Template{
+		"seed":                   {Ordinal: 0, ClusterState: etcdutil.ClusterStateNew, InitialCluster: []int{0}, Version: "3.6.16"},
+		"joining":                {Ordinal: 2, ClusterState: etcdutil.ClusterStateExisting, InitialCluster: []int{0, 1, 2}, Version: "3.6.16"},
+		"replacing a low member": {Ordinal: 0, ClusterState: etcdutil.ClusterStateExisting, InitialCluster: []int{0, 1, 2, 3, 10}, Version: "3.5.21"},
+	} {
+		got, ok := ReadTemplate(c.Name, Pod(c, tmpl, "op:1"))
+		if !ok || got.Ordinal != tmpl.Ordinal || got.ClusterState != tmpl.ClusterState ||
+			!slices.Equal(got.InitialCluster, tmpl.InitialCluster) || got.Version != tmpl.Version {
+			t.Errorf("%s: ReadTemplate(Pod(%+v)) = %+v, %v", name, tmpl, got, ok)
+		}
+	}
+	// A pod built without a version runs spec.version, and reads back as such.
+	if got, _ := ReadTemplate(c.Name, Pod(c, Template{Ordinal: 1, ClusterState: etcdutil.ClusterStateExisting,
+		InitialCluster: []int{0, 1}}, "op:1")); got.Version != "3.6.16" {
+		t.Errorf("version read back %q, want spec.version 3.6.16", got.Version)
+	}
+	// The planner compares initial clusters as sorted lists, whatever order a pod lists them in.
+	if got, _ := ReadTemplate(c.Name, Pod(c, Template{Ordinal: 2, ClusterState: etcdutil.ClusterStateExisting,
+		InitialCluster: []int{2, 10, 0}}, "op:1")); !slices.Equal(got.InitialCluster, []int{0, 2, 10}) {
+		t.Errorf("initial cluster read back as %v, want it sorted", got.InitialCluster)
+	}
+	other := Pod(c, Template{Ordinal: 1, ClusterState: etcdutil.ClusterStateNew, InitialCluster: []int{1}}, "op:1")
+	other.Name = "demo-client"
+	if _, ok := ReadTemplate(c.Name, other); ok {
+		t.Error("a pod whose name is not a member's read as a member pod")
+	}
+	// A pod of an earlier operator version, whose joining member waited in an init container:
+	// its etcd container runs etcd directly.
+	old := Pod(c, Template{Ordinal: 1, ClusterState: etcdutil.ClusterStateExisting, InitialCluster: []int{0, 1}}, "op:1")
+	etcd := &old.Spec.Containers[0]
+	o, err := memberinit.Parse(etcd.Args[1:])
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	etcd.Command, etcd.Args = o.Exec[:1], o.Exec[1:]
+	if got, _ := ReadTemplate(c.Name, old); !slices.Equal(got.InitialCluster, []int{0, 1}) {
+		t.Errorf("initial cluster of an earlier version's pod read back as %v", got.InitialCluster)
 	}
 }
 
@@ -179,15 +221,15 @@ func TestNames(t *testing.T) {
 		{"demo-0", 0, true}, {"demo-12", 12, true}, {"demo-01", 0, false}, {"demo-", 0, false},
 		{"demo-x", 0, false}, {"other-1", 0, false}, {"demo-client", 0, false}, {"demo--1", 0, false},
 	} {
-		ord, ok := MemberOrdinal("demo", tc.member)
+		ord, ok := Ordinal("demo", tc.member)
 		if ok != tc.ok || ord != tc.ord {
-			t.Errorf("MemberOrdinal(%q) = %d %v, want %d %v", tc.member, ord, ok, tc.ord, tc.ok)
+			t.Errorf("Ordinal(%q) = %d %v, want %d %v", tc.member, ord, ok, tc.ord, tc.ok)
 		}
 	}
-	if n, ok := MemberNameFromPeerURL(PeerURL("demo", "ns", 4)); !ok || n != "demo-4" {
-		t.Errorf("MemberNameFromPeerURL = %q %v", n, ok)
+	if n, ok := NameFromPeerURL(PeerURL("demo", "ns", 4)); !ok || n != "demo-4" {
+		t.Errorf("NameFromPeerURL = %q %v", n, ok)
 	}
-	if _, ok := MemberNameFromPeerURL("10.0.0.1:2380"); ok {
+	if _, ok := NameFromPeerURL("10.0.0.1:2380"); ok {
 		t.Error("a URL without scheme must not parse")
 	}
 	if got := PodClientURL("fd00::5"); got != "http://[fd00::5]:2379" {

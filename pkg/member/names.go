@@ -1,6 +1,7 @@
-// Package k8sutil builds the Kubernetes objects of an etcd cluster: member pods, the headless
+// Package member is the central object of the operator: an etcd member, its names and URLs, its
+// pod (built from a Template, and read back from the pod by ReadTemplate), and the headless
 // peer Service and the client Service, with their names and labels. Every function is pure.
-package k8sutil
+package member
 
 import (
 	"fmt"
@@ -59,13 +60,13 @@ func PeerServiceName(cluster string) string { return cluster }
 func ClientServiceName(cluster string) string { return cluster + "-client" }
 
 // MemberName is the name of the member (and its pod) with the given ordinal.
-func MemberName(cluster string, ordinal int) string {
+func Name(cluster string, ordinal int) string {
 	return cluster + "-" + strconv.Itoa(ordinal)
 }
 
 // MemberOrdinal parses the ordinal out of a member name of the cluster. ok is false when the
 // name does not belong to the cluster.
-func MemberOrdinal(cluster, member string) (ordinal int, ok bool) {
+func Ordinal(cluster, member string) (ordinal int, ok bool) {
 	rest, found := strings.CutPrefix(member, cluster+"-")
 	if !found || rest == "" || (len(rest) > 1 && rest[0] == '0') {
 		return 0, false
@@ -78,18 +79,18 @@ func MemberOrdinal(cluster, member string) (ordinal int, ok bool) {
 }
 
 // MemberHost is the member's stable DNS name through the headless Service.
-func MemberHost(cluster, namespace string, ordinal int) string {
-	return fmt.Sprintf("%s.%s.%s.svc", MemberName(cluster, ordinal), PeerServiceName(cluster), namespace)
+func Host(cluster, namespace string, ordinal int) string {
+	return fmt.Sprintf("%s.%s.%s.svc", Name(cluster, ordinal), PeerServiceName(cluster), namespace)
 }
 
 // PeerURL is the URL other members dial to reach the member.
 func PeerURL(cluster, namespace string, ordinal int) string {
-	return fmt.Sprintf("http://%s:%d", MemberHost(cluster, namespace, ordinal), PeerPort)
+	return fmt.Sprintf("http://%s:%d", Host(cluster, namespace, ordinal), PeerPort)
 }
 
 // ClientURL is the URL the member advertises to clients.
 func ClientURL(cluster, namespace string, ordinal int) string {
-	return fmt.Sprintf("http://%s:%d", MemberHost(cluster, namespace, ordinal), ClientPort)
+	return fmt.Sprintf("http://%s:%d", Host(cluster, namespace, ordinal), ClientPort)
 }
 
 // ServiceClientURL is the URL of the client Service.
@@ -97,9 +98,9 @@ func ServiceClientURL(cluster, namespace string) string {
 	return fmt.Sprintf("http://%s.%s.svc:%d", ClientServiceName(cluster), namespace, ClientPort)
 }
 
-// MemberNameFromPeerURL recovers the member name from a peer URL the operator built. etcd
+// NameFromPeerURL recovers the member name from a peer URL the operator built. etcd
 // reports no name for a member that has not started yet, so the peer URL is the identity.
-func MemberNameFromPeerURL(peerURL string) (string, bool) {
+func NameFromPeerURL(peerURL string) (string, bool) {
 	host, found := strings.CutPrefix(peerURL, "http://")
 	if !found {
 		host, found = strings.CutPrefix(peerURL, "https://")

@@ -1,0 +1,249 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+
+	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
+	"github.com/etcd-operator/etcd-operator/pkg/member"
+)
+
+// EventReason is the reason of an Event the operator records.
+type EventReason string
+
+// Event reasons: one Event per action that changed the world.
+const (
+	EventPodCreated       EventReason = "PodCreated"
+	EventPodDeleted       EventReason = "PodDeleted"
+	EventMemberAdded      EventReason = "MemberAdded"
+	EventMemberPromoted   EventReason = "MemberPromoted"
+	EventMemberRemoved    EventReason = "MemberRemoved"
+	EventLeaderMoved      EventReason = "LeaderMoved"
+	EventServiceCreated   EventReason = "ServiceCreated"
+	EventChangeRefused    EventReason = "ChangeRefused"
+	EventClusterAvailable EventReason = "ClusterAvailable"
+	EventClusterDegraded  EventReason = "ClusterDegraded"
+)
+
+// Result is what a member-control call did.
+type Result struct {
+	// Changed is true when this call changed the world (and recorded an Event); false when
+	// the change had already been made, or could not be made yet.
+	Changed bool
+	// RetryIn, when set, is how soon to look again: the change could not be made yet, and
+	// Refused is etcd's answer that said so.
+	RetryIn time.Duration
+	Refused error
+}
+
+// memberControl makes the changes the planner decides on: pods through the API server,
+// membership through etcd. Every call is idempotent: a change that already happened (the pod
+// exists, the member is already there or already gone) is done, not a failure. Each logs and
+// records an Event when it changed something. voters are the client URLs of the voting
+// members to send a membership change to, the leader first.
+type memberControl interface {
+	CreatePod(ctx context.Context, c *api.EtcdCluster, t member.Template, why string) (Result, error)
+	DeletePod(ctx context.Context, c *api.EtcdCluster, pod *corev1.Pod, why string) (Result, error)
+	AddLearner(ctx context.Context, c *api.EtcdCluster, voters []string, ordinal int) (Result, error)
+	Promote(ctx context.Context, c *api.EtcdCluster, voters []string, ordinal int, id uint64) (Result, error)
+	RemoveMember(ctx context.Context, c *api.EtcdCluster, voters []string, ordinal int, id uint64, why string) (Result, error)
+	// MoveLeader asks the leader, reached at leader alone, to hand over to transferee.
+	MoveLeader(ctx context.Context, c *api.EtcdCluster, leader string, ordinal int, transferee uint64) (Result, error)
+}
+
+// etcdRefusedRetry is how soon a change etcd refused as unsafe for now is tried again; etcd
+// counts a member as connected only after it has been for a few seconds.
+const etcdRefusedRetry = 250 * time.Millisecond
+
+// membershipChange is one kind of membership change: what etcd's answers to it mean, and
+// what is logged and recorded once a call made it.
+type membershipChange struct {
+	action ActionKind
+	// done: an earlier pass (perhaps of an operator that died since) made the change.
+	done []error
+	// notYet: etcd refuses the change for now; it is tried again after retryIn.
+	notYet  []error
+	retryIn time.Duration
+	// doing names the change in an error; logged and event (with the member's name and ID)
+	// say it was made.
+	doing, logged string
+	reason        EventReason
+	event         string
+}
+
+// The membership changes and their error policies.
+var (
+	// addLearner: the peer URL is listed already. etcd's strict reconfiguration check refuses
+	// an add until the leader has been connected to enough members for a while.
+	addLearner = membershipChange{action: ActionAddLearner,
+		done: []error{etcdutil.ErrPeerURLExists}, notYet: []error{etcdutil.ErrUnhealthy}, retryIn: etcdRefusedRetry,
+		doing: "adding member %s as learner", logged: "added learner",
+		reason: EventMemberAdded, event: "Added member %s (%s) as a learner"}
+	// promote: the learner was promoted, or removed, already; it may still be catching up.
+	promote = membershipChange{action: ActionPromote,
+		done:   []error{etcdutil.ErrMemberNotFound, etcdutil.ErrMemberNotLearner},
+		notYet: []error{etcdutil.ErrLearnerNotReady, etcdutil.ErrUnhealthy}, retryIn: whileWaiting,
+		doing: "promoting member %s", logged: "promoted learner",
+		reason: EventMemberPromoted, event: "Promoted member %s (%s) to a voting member"}
+	// remove: the member is gone already; etcd refuses a removal that would leave too few
+	// started members.
+	remove = membershipChange{action: ActionRemoveMember,
+		done: []error{etcdutil.ErrMemberNotFound}, notYet: []error{etcdutil.ErrUnhealthy}, retryIn: etcdRefusedRetry,
+		doing: "removing member %s", logged: "removed member",
+		reason: EventMemberRemoved, event: "Removed member %s (%s)"}
+)
+
+// judge turns etcd's answer into a Result, or the error that is a real failure.
+func (ch membershipChange) judge(err error) (Result, error) {
+	if err == nil {
+		return Result{Changed: true}, nil
+	}
+	for _, e := range ch.done {
+		if errors.Is(err, e) {
+			return Result{}, nil
+		}
+	}
+	for _, e := range ch.notYet {
+		if errors.Is(err, e) {
+			return Result{RetryIn: ch.retryIn, Refused: err}, nil
+		}
+	}
+	return Result{}, err
+}
+
+// realMemberControl is the memberControl of a running operator.
+type realMemberControl struct {
+	kube     kubernetes.Interface
+	etcd     etcdutil.Factory
+	recorder record.EventRecorder
+	log      *logrus.Entry
+	// initImage is the operator's own image, from which joining member pods copy member-init.
+	initImage string
+}
+
+var _ memberControl = (*realMemberControl)(nil)
+
+func (m *realMemberControl) CreatePod(ctx context.Context, c *api.EtcdCluster, t member.Template, why string) (Result, error) {
+	name := member.Name(c.Name, t.Ordinal)
+	_, err := m.kube.CoreV1().Pods(c.Namespace).Create(ctx, member.Pod(c, t, m.initImage), metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return Result{}, nil
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("creating pod %s: %w", name, err)
+	}
+	m.logFor(c, name, ActionCreatePod).WithField("clusterState", t.ClusterState).Info("created member pod")
+	m.event(c, corev1.EventTypeNormal, EventPodCreated, "Created pod %s (%s)", name, why)
+	return Result{Changed: true}, nil
+}
+
+func (m *realMemberControl) DeletePod(ctx context.Context, c *api.EtcdCluster, pod *corev1.Pod, why string) (Result, error) {
+	// The UID precondition keeps a newer pod of the same name safe.
+	err := m.kube.CoreV1().Pods(c.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+		Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return Result{}, nil
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("deleting pod %s: %w", pod.Name, err)
+	}
+	m.logFor(c, pod.Name, ActionDeletePod).Info("deleted member pod")
+	m.event(c, corev1.EventTypeNormal, EventPodDeleted, "Deleted pod %s (%s)", pod.Name, why)
+	return Result{Changed: true}, nil
+}
+
+func (m *realMemberControl) AddLearner(ctx context.Context, c *api.EtcdCluster, voters []string, ordinal int) (Result, error) {
+	return m.change(ctx, c, voters, ordinal, addLearner, "", func(cli etcdutil.Client) (uint64, error) {
+		added, err := cli.MemberAddAsLearner(ctx, member.PeerURL(c.Name, c.Namespace, ordinal))
+		return added.ID, err
+	})
+}
+
+func (m *realMemberControl) Promote(ctx context.Context, c *api.EtcdCluster, voters []string, ordinal int, id uint64) (Result, error) {
+	return m.change(ctx, c, voters, ordinal, promote, "", func(cli etcdutil.Client) (uint64, error) {
+		return id, cli.MemberPromote(ctx, id)
+	})
+}
+
+func (m *realMemberControl) RemoveMember(ctx context.Context, c *api.EtcdCluster, voters []string, ordinal int, id uint64, why string) (Result, error) {
+	return m.change(ctx, c, voters, ordinal, remove, why, func(cli etcdutil.Client) (uint64, error) {
+		return id, cli.MemberRemove(ctx, id)
+	})
+}
+
+// change sends a membership change to the voting members, through call, which returns the
+// member's ID, and judges etcd's answer.
+func (m *realMemberControl) change(ctx context.Context, c *api.EtcdCluster, voters []string, ordinal int,
+	ch membershipChange, why string, call func(etcdutil.Client) (uint64, error)) (Result, error) {
+	name := member.Name(c.Name, ordinal)
+	var id uint64
+	res, err := ch.judge(m.withClient(ctx, voters, func(cli etcdutil.Client) (err error) {
+		id, err = call(cli)
+		return err
+	}))
+	if err != nil {
+		return res, fmt.Errorf(ch.doing+": %w", name, err)
+	}
+	if res.Changed {
+		m.logFor(c, name, ch.action).WithField("id", hexID(id)).Info(ch.logged)
+		msg := fmt.Sprintf(ch.event, name, hexID(id))
+		if why != "" {
+			msg += ": " + why
+		}
+		m.event(c, corev1.EventTypeNormal, ch.reason, "%s", msg)
+	}
+	return res, nil
+}
+
+func (m *realMemberControl) MoveLeader(ctx context.Context, c *api.EtcdCluster, leader string, ordinal int, transferee uint64) (Result, error) {
+	name := member.Name(c.Name, ordinal)
+	err := m.withClient(ctx, []string{leader}, func(cli etcdutil.Client) error {
+		return cli.MoveLeader(ctx, leader, transferee)
+	})
+	if errors.Is(err, etcdutil.ErrNotLeader) {
+		// Leadership moved on its own since the pass looked: plan again.
+		return Result{RetryIn: afterAction, Refused: err}, nil
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("moving leadership from %s to %s: %w", name, hexID(transferee), err)
+	}
+	m.logFor(c, name, ActionMoveLeader).WithField("to", hexID(transferee)).Info("moved leadership")
+	m.event(c, corev1.EventTypeNormal, EventLeaderMoved, "Moved leadership from %s to member %s before removing it", name, hexID(transferee))
+	return Result{Changed: true}, nil
+}
+
+// withClient runs f with a client over endpoints.
+func (m *realMemberControl) withClient(ctx context.Context, endpoints []string, f func(etcdutil.Client) error) error {
+	if len(endpoints) == 0 {
+		return errors.New("no voting member answered")
+	}
+	cli, err := m.etcd.New(endpoints)
+	if err != nil {
+		return fmt.Errorf("opening etcd client: %w", err)
+	}
+	defer cli.Close()
+	return f(cli)
+}
+
+func (m *realMemberControl) logFor(c *api.EtcdCluster, name string, a ActionKind) *logrus.Entry {
+	return m.log.WithFields(logrus.Fields{"cluster": c.Namespace + "/" + c.Name, "member": name, "action": string(a)})
+}
+
+func (m *realMemberControl) event(c *api.EtcdCluster, eventType string, reason EventReason, format string, args ...any) {
+	if m.recorder != nil {
+		m.recorder.Eventf(c, eventType, string(reason), format, args...)
+	}
+}
+
+func hexID(id uint64) string { return strconv.FormatUint(id, 16) }

@@ -1,0 +1,175 @@
+package cluster
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+)
+
+// TestComputeStatus: (State, Decision) → status, the pass's one input to the three conditions
+// and the phase.
+func TestComputeStatus(t *testing.T) {
+	healthy3 := []MemberView{leader(0), voter(1), voter(2)}
+	type conds struct{ available, progressing, degraded api.ConditionReason }
+	for _, tc := range []struct {
+		name   string
+		paused bool
+		state  State
+		d      Decision
+		// true status of each condition: Available, Progressing, Degraded
+		available, progressing, degraded bool
+		reasons                          conds
+		phase                            api.ClusterPhase
+		ready                            int32
+	}{
+		{
+			name:      "new cluster, nothing yet",
+			state:     State{Size: 3},
+			available: false, progressing: false, degraded: false,
+			reasons: conds{api.ReasonBootstrapping, api.ReasonReconciled, api.ReasonAsExpected},
+			phase:   api.PhasePending,
+		},
+		{
+			name:      "seed being created",
+			state:     State{Size: 3},
+			d:         step(State{Name: "c"}, Action{Kind: ActionCreatePod}, api.ReasonBootstrapping, "creating seed member %s", 0),
+			available: false, progressing: true,
+			reasons: conds{api.ReasonBootstrapping, api.ReasonBootstrapping, api.ReasonAsExpected},
+			phase:   api.PhaseBootstrapping,
+		},
+		{
+			name:      "as spec'd",
+			state:     State{Size: 3, Bootstrapped: true, MembersKnown: true, Members: healthy3, Version: "3.6.16"},
+			available: true,
+			reasons:   conds{api.ReasonClusterHealthy, api.ReasonReconciled, api.ReasonAsExpected},
+			phase:     api.PhaseRunning,
+			ready:     3,
+		},
+		{
+			name:        "growing",
+			state:       State{Size: 5, Bootstrapped: true, MembersKnown: true, Members: healthy3},
+			d:           Decision{Progress: api.ReasonScalingUp, Message: "creating pod c-3"},
+			progressing: true,
+			reasons:     conds{api.ReasonSizeMismatch, api.ReasonScalingUp, api.ReasonAsExpected},
+			phase:       api.PhaseScaling,
+			ready:       3,
+		},
+		{
+			name:        "one member unhealthy, being replaced",
+			state:       State{Size: 3, Bootstrapped: true, MembersKnown: true, Members: []MemberView{leader(0), voter(1), sick(voter(2))}},
+			d:           Decision{Progress: api.ReasonReplacingMember, Message: "removing member c-2"},
+			progressing: true, degraded: true,
+			reasons: conds{api.ReasonMembersUnhealthy, api.ReasonReplacingMember, api.ReasonMembersUnhealthy},
+			phase:   api.PhaseRecovering,
+			ready:   2,
+		},
+		{
+			name:     "quorum lost",
+			state:    State{Size: 3, Bootstrapped: true, MembersKnown: true, Members: []MemberView{voter(0), sick(voter(1)), sick(voter(2))}},
+			d:        Plan(State{Name: "c", Size: 3, Bootstrapped: true, MembersKnown: true, Members: []MemberView{voter(0), sick(voter(1)), sick(voter(2))}}),
+			degraded: true,
+			reasons:  conds{api.ReasonNoQuorum, api.ReasonReconciled, api.ReasonNoQuorum},
+			phase:    api.PhaseDegraded,
+			ready:    1,
+		},
+		{
+			name:     "nobody answers a cluster that ran",
+			state:    State{Size: 3, Bootstrapped: true, Pods: pods(running(0))},
+			d:        Decision{Blocked: api.ReasonEtcdUnreachable, Message: "no member answered"},
+			degraded: true,
+			reasons:  conds{api.ReasonNoQuorum, api.ReasonReconciled, api.ReasonEtcdUnreachable},
+			phase:    api.PhaseDegraded,
+		},
+		{
+			name:    "paused",
+			paused:  true,
+			state:   State{Size: 5, Bootstrapped: true, MembersKnown: true, Members: healthy3},
+			reasons: conds{api.ReasonSizeMismatch, api.ReasonPaused, api.ReasonAsExpected},
+			phase:   api.PhasePaused,
+			ready:   3,
+		},
+		{
+			name:      "running another version than spec'd",
+			state:     State{Size: 3, Bootstrapped: true, MembersKnown: true, Members: healthy3, Version: "3.5.21"},
+			available: true, degraded: true,
+			reasons: conds{api.ReasonClusterHealthy, api.ReasonReconciled, api.ReasonVersionChangeUnsupported},
+			phase:   api.PhaseRunning,
+			ready:   3,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCluster(int32(tc.state.Size))
+			c.Name, c.Spec.Paused = "c", tc.paused
+			tc.state.Name = c.Name
+			st := computeStatus(c, tc.state, tc.d)
+			for _, want := range []struct {
+				t      api.ConditionType
+				true   bool
+				reason api.ConditionReason
+			}{
+				{api.ConditionAvailable, tc.available, tc.reasons.available},
+				{api.ConditionProgressing, tc.progressing, tc.reasons.progressing},
+				{api.ConditionDegraded, tc.degraded, tc.reasons.degraded},
+			} {
+				got := meta.FindStatusCondition(st.Conditions, string(want.t))
+				wantStatus := metav1.ConditionFalse
+				if want.true {
+					wantStatus = metav1.ConditionTrue
+				}
+				if got == nil || got.Status != wantStatus || got.Reason != string(want.reason) || got.ObservedGeneration != c.Generation {
+					t.Errorf("%s = %+v, want %s %s", want.t, got, wantStatus, want.reason)
+				}
+			}
+			if st.Phase != tc.phase || st.ReadyMembers != tc.ready {
+				t.Errorf("phase %s ready %d, want %s %d", st.Phase, st.ReadyMembers, tc.phase, tc.ready)
+			}
+			if tc.state.MembersKnown && int(st.Size) != len(tc.state.Members) {
+				t.Errorf("size %d, want the %d members etcd lists", st.Size, len(tc.state.Members))
+			}
+		})
+	}
+}
+
+// Conditions keep one order (Available, Progressing, Degraded), so that a status computed
+// twice from the same input is equal and not written again.
+func TestComputeStatusIsStable(t *testing.T) {
+	c := newCluster(3)
+	s := State{Name: c.Name, Size: 3, Bootstrapped: true, MembersKnown: true, Members: []MemberView{leader(0), voter(1), voter(2)}}
+	first := computeStatus(c, s, Decision{})
+	for range 20 {
+		c2 := c.DeepCopy()
+		again := computeStatus(c2, s, Decision{})
+		for i := range again.Conditions {
+			if again.Conditions[i].Type != first.Conditions[i].Type {
+				t.Fatalf("condition order changed: %v then %v", first.Conditions, again.Conditions)
+			}
+		}
+	}
+	var types []string
+	for _, cond := range first.Conditions {
+		types = append(types, cond.Type)
+	}
+	if len(types) != 3 || types[0] != string(api.ConditionAvailable) || types[2] != string(api.ConditionDegraded) {
+		t.Errorf("conditions in order %v", types)
+	}
+	// Fed back, the status computes to itself: nothing to write.
+	c.Status = first
+	if again := computeStatus(c, s, Decision{}); !equalConditions(again.Conditions, first.Conditions) {
+		t.Errorf("a status fed back changed: %+v then %+v", first.Conditions, again.Conditions)
+	}
+}
+
+func equalConditions(a, b []metav1.Condition) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
