@@ -96,6 +96,9 @@ func TestClusterLifecycle(t *testing.T) {
 	f.CheckAgreement(name, 3)
 	noFailedLookups(t, f, name, 3)
 	keys := putKeys(t, f, name, "before-scale", 5)
+	// An application writes through every step below; none of its acknowledged puts may be
+	// lost.
+	writer := f.StartWriter(name)
 
 	steps := []struct {
 		desc string
@@ -112,6 +115,7 @@ func TestClusterLifecycle(t *testing.T) {
 		t.Logf("FIGURE %s: %.1fs", s.desc, d.Seconds())
 		f.CheckAgreement(name, s.size)
 		checkKeys(t, f, name, keys)
+		writer.WaitAcked(5, time.Minute)
 		if s.size == 5 {
 			// Members new to the cluster under names never used before in it.
 			noFailedLookups(t, f, name, 5)
@@ -140,6 +144,7 @@ func TestClusterLifecycle(t *testing.T) {
 		t.Logf("FIGURE member pod %s deleted -> Available again: %.1fs", pod, time.Since(deleted).Seconds())
 		f.CheckAgreement(name, 3)
 		checkKeys(t, f, name, keys)
+		writer.WaitAcked(5, time.Minute)
 	}
 
 	// The operator dies in the middle of a scale-up: the next one finishes the step it left.
@@ -152,6 +157,7 @@ func TestClusterLifecycle(t *testing.T) {
 	f.WaitClusterInSpec(name, 5, 3*time.Minute)
 	f.CheckAgreement(name, 5)
 	checkKeys(t, f, name, keys)
+	writer.StopAndVerify(name + "-0")
 
 	// kubectl wait works the way users script it.
 	f.MustNS("wait", "etcdcluster/"+name, "--for=condition=Available", "--timeout=60s")
@@ -178,6 +184,7 @@ func TestPausedClusterIsLeftAlone(t *testing.T) {
 	const name = "example"
 	f.Apply(exampleManifest(t))
 	f.WaitClusterInSpec(name, 3, 3*time.Minute)
+	writer := f.StartWriter(name)
 
 	f.Patch("etcdcluster/"+name, `{"spec":{"paused":true}}`)
 	f.Eventually("phase Paused", time.Minute, func() (bool, error) {
@@ -228,4 +235,5 @@ func TestPausedClusterIsLeftAlone(t *testing.T) {
 		}
 		return f.ClusterInSpec(name, 3)
 	})
+	writer.StopAndVerify(name + "-0")
 }

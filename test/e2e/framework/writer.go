@@ -1,0 +1,220 @@
+package framework
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// WriterImage runs the acknowledged-write checker's writer: busybox's sh and wget, which
+// every cluster the suite runs on has loaded (local-path-provisioner uses it too).
+const WriterImage = "docker.io/library/busybox:1.35.0"
+
+// writerPrefix is the prefix of the keys the writer puts: ack/<8-digit sequence number>.
+const writerPrefix = "ack/"
+
+// writerScript puts ack/<i> = v<i> for i = 0, 1, ... through the cluster's client Service, one
+// request at a time, with etcd's JSON gateway (POST /v3/kv/put), and prints "ACK i" for each
+// put etcd acknowledged (an answer with a revision) and "FAIL i" for the others, until
+// /work/stop exists; then "DONE". A failed put may or may not have been applied; an
+// acknowledged one must never be lost.
+const writerScript = `
+i=0
+while [ ! -e /work/stop ]; do
+  k=$(printf 'ack/%08d' $i | base64)
+  v=$(printf 'v%d' $i | base64)
+  if wget -q -T 2 -O /work/out --header 'Content-Type: application/json' \
+       --post-data "{\"key\":\"$k\",\"value\":\"$v\"}" "$ENDPOINT/v3/kv/put" 2>/dev/null &&
+     grep -q '"revision"' /work/out; then
+    echo "ACK $i"
+  else
+    echo "FAIL $i"
+  fi
+  i=$((i+1))
+done
+echo DONE
+`
+
+// Writer is the acknowledged-write checker: a pod that writes to a cluster through its
+// client Service, as an application does, and records every put etcd acknowledged; Verify
+// reads them all back, linearizably, once the disturbance is over.
+type Writer struct {
+	f       *Framework
+	cluster string
+	// Pod is the writer pod's name.
+	Pod string
+}
+
+// WriteLog is what the writer did.
+type WriteLog struct {
+	// Acked are the sequence numbers of the puts etcd acknowledged, in order.
+	Acked []int
+	// Failed counts the puts that were not acknowledged (refused, timed out, no endpoint).
+	Failed int
+}
+
+// StartWriter starts writing to cluster and waits until the first put is acknowledged.
+func (f *Framework) StartWriter(cluster string) *Writer {
+	f.t.Helper()
+	w := &Writer{f: f, cluster: cluster, Pod: "writer-" + cluster}
+	f.Apply(fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: %s
+  labels: {app.kubernetes.io/name: e2e-writer}
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 1
+  securityContext:
+    runAsNonRoot: true
+    runAsUser: 65532
+    seccompProfile: {type: RuntimeDefault}
+  containers:
+  - name: writer
+    image: %s
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", %q]
+    env:
+    - {name: ENDPOINT, value: "http://%s-client.%s.svc:2379"}
+    volumeMounts: [{name: work, mountPath: /work}]
+    securityContext:
+      allowPrivilegeEscalation: false
+      capabilities: {drop: [ALL]}
+  volumes: [{name: work, emptyDir: {}}]
+`, w.Pod, WriterImage, writerScript, cluster, f.Namespace))
+	f.Eventually("writer "+w.Pod+" has an acknowledged put", 2*time.Minute, func() (bool, error) {
+		log, err := w.log()
+		return err == nil && len(log.Acked) > 0, nil
+	})
+	return w
+}
+
+// Progress returns the writer's log so far.
+func (w *Writer) Progress() (WriteLog, error) { return w.log() }
+
+// WaitAcked waits until at least n more puts have been acknowledged than now: the cluster
+// serves writes.
+func (w *Writer) WaitAcked(n int, timeout time.Duration) {
+	w.f.t.Helper()
+	start, err := w.log()
+	if err != nil {
+		w.f.t.Fatalf("reading the writer's log: %v", err)
+	}
+	w.f.Eventually(fmt.Sprintf("%d more acknowledged puts to %s", n, w.cluster), timeout, func() (bool, error) {
+		log, err := w.log()
+		return err == nil && len(log.Acked) >= len(start.Acked)+n, nil
+	})
+}
+
+// Stop stops the writer and returns what it did.
+func (w *Writer) Stop() WriteLog {
+	w.f.t.Helper()
+	if _, err := w.f.NS("exec", w.Pod, "--", "touch", "/work/stop"); err != nil {
+		w.f.t.Fatalf("stopping writer %s: %v", w.Pod, err)
+	}
+	var log WriteLog
+	w.f.Eventually("writer "+w.Pod+" done", time.Minute, func() (bool, error) {
+		out, err := w.f.NS("logs", w.Pod)
+		if err != nil {
+			return false, nil
+		}
+		if !strings.Contains(out, "\nDONE") {
+			return false, nil
+		}
+		log, err = parseWriteLog(out)
+		return err == nil, err
+	})
+	return log
+}
+
+// StopAndVerify stops the writer and reads every acknowledged put back through the client
+// Service, linearizably, from inside memberPod: each must be there with its value. It fails
+// the test on a lost or changed write and returns the log.
+func (w *Writer) StopAndVerify(memberPod string) WriteLog {
+	w.f.t.Helper()
+	log := w.Stop()
+	if len(log.Acked) == 0 {
+		w.f.t.Fatalf("writer %s: no put was acknowledged", w.Pod)
+	}
+	var kvs map[string]string
+	w.f.Eventually("reading back the acknowledged puts", 2*time.Minute, func() (bool, error) {
+		out, err := w.f.ClientEtcdctl(w.cluster, memberPod, "get", writerPrefix, "--prefix", "--consistency=l", "-w", "json")
+		if err != nil {
+			w.f.t.Logf("reading back: %v", err)
+			return false, nil
+		}
+		kvs, err = decodeKVs(out)
+		return err == nil, err
+	})
+	var lost []string
+	for _, i := range log.Acked {
+		key, want := fmt.Sprintf("%s%08d", writerPrefix, i), "v"+strconv.Itoa(i)
+		if got, ok := kvs[key]; !ok || got != want {
+			lost = append(lost, fmt.Sprintf("%s (read %q, want %q)", key, got, want))
+		}
+	}
+	w.f.t.Logf("writer %s: %d puts acknowledged, %d not; %d keys read back", w.Pod, len(log.Acked), log.Failed, len(kvs))
+	if len(lost) > 0 {
+		w.f.t.Fatalf("%d acknowledged writes lost or changed, first: %v", len(lost), lost[:min(len(lost), 10)])
+	}
+	return log
+}
+
+func (w *Writer) log() (WriteLog, error) {
+	out, err := w.f.NS("logs", w.Pod)
+	if err != nil {
+		return WriteLog{}, err
+	}
+	return parseWriteLog(out)
+}
+
+// parseWriteLog reads the writer's ACK and FAIL lines.
+func parseWriteLog(out string) (WriteLog, error) {
+	var log WriteLog
+	for _, line := range strings.Split(out, "\n") {
+		verb, seq, ok := strings.Cut(strings.TrimSpace(line), " ")
+		if !ok {
+			continue
+		}
+		i, err := strconv.Atoi(seq)
+		if err != nil {
+			return WriteLog{}, fmt.Errorf("writer log line %q: %w", line, err)
+		}
+		switch verb {
+		case "ACK":
+			log.Acked = append(log.Acked, i)
+		case "FAIL":
+			log.Failed++
+		}
+	}
+	return log, nil
+}
+
+// decodeKVs decodes `etcdctl get -w json` (keys and values in base64).
+func decodeKVs(out string) (map[string]string, error) {
+	var resp struct {
+		KVs []struct {
+			Key   string `json:"key"`
+			Value string `json:"value"`
+		} `json:"kvs"`
+	}
+	if err := json.Unmarshal([]byte(out), &resp); err != nil {
+		return nil, fmt.Errorf("decoding etcdctl get: %w", err)
+	}
+	kvs := map[string]string{}
+	for _, kv := range resp.KVs {
+		k, err := base64.StdEncoding.DecodeString(kv.Key)
+		if err != nil {
+			return nil, fmt.Errorf("decoding key %q: %w", kv.Key, err)
+		}
+		v, err := base64.StdEncoding.DecodeString(kv.Value)
+		if err != nil {
+			return nil, fmt.Errorf("decoding value of %s: %w", k, err)
+		}
+		kvs[string(k)] = string(v)
+	}
+	return kvs, nil
+}
