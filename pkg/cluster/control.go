@@ -31,6 +31,8 @@ const (
 	EventMemberRemoved    EventReason = "MemberRemoved"
 	EventLeaderMoved      EventReason = "LeaderMoved"
 	EventServiceCreated   EventReason = "ServiceCreated"
+	EventBudgetCreated    EventReason = "DisruptionBudgetCreated"
+	EventBudgetConflict   EventReason = "DisruptionBudgetConflict"
 	EventChangeRefused    EventReason = "ChangeRefused"
 	EventClusterAvailable EventReason = "ClusterAvailable"
 	EventClusterDegraded  EventReason = "ClusterDegraded"

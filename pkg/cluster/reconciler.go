@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
+	policylisters "k8s.io/client-go/listers/policy/v1"
 	"k8s.io/client-go/tools/record"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
@@ -49,6 +50,7 @@ type Deps struct {
 	Pods           corelisters.PodLister
 	Services       corelisters.ServiceLister
 	EndpointSlices discoverylisters.EndpointSliceLister
+	Budgets        policylisters.PodDisruptionBudgetLister
 	Recorder       record.EventRecorder
 	Etcd           etcdutil.Factory
 	// DNS asks cluster DNS whether it serves a member's name yet. nil when the operator
@@ -101,7 +103,7 @@ func (r *Reconciler) Sync(ctx context.Context, namespace, name string) (time.Dur
 	log := r.log(c)
 
 	if !c.Spec.Paused {
-		if err := r.ensureServices(ctx, c); err != nil {
+		if err := r.ensureOwned(ctx, c); err != nil {
 			return 0, err
 		}
 	}

@@ -3,10 +3,12 @@ package cluster
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -70,6 +72,8 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 			_ = f.kinf.Core().V1().Services().Informer().GetIndexer().Add(o)
 		case *discoveryv1.EndpointSlice:
 			_ = f.kinf.Discovery().V1().EndpointSlices().Informer().GetIndexer().Add(o)
+		case *policyv1.PodDisruptionBudget:
+			_ = f.kinf.Policy().V1().PodDisruptionBudgets().Informer().GetIndexer().Add(o)
 		}
 	}
 	for _, o := range etcdObjs {
@@ -82,6 +86,7 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 		Pods:            f.kinf.Core().V1().Pods().Lister(),
 		Services:        f.kinf.Core().V1().Services().Lister(),
 		EndpointSlices:  f.kinf.Discovery().V1().EndpointSlices().Lister(),
+		Budgets:         f.kinf.Policy().V1().PodDisruptionBudgets().Lister(),
 		Recorder:        f.recorder,
 		Etcd:            noEtcd{t},
 		MemberInitImage: "etcd-operator:test",
@@ -142,8 +147,11 @@ func TestSyncBootstrapsSeed(t *testing.T) {
 	if st.Selector == "" || st.ClientURL != "http://demo-client.ns.svc:2379" {
 		t.Errorf("selector %q clientURL %q", st.Selector, st.ClientURL)
 	}
-	if n := len(f.recorder.Events); n != 3 {
-		t.Errorf("recorded %d events, want 3 (two services, one pod)", n)
+	if n := len(f.actions("create", "poddisruptionbudgets")); n != 1 {
+		t.Errorf("created %d disruption budgets, want 1", n)
+	}
+	if n := len(f.recorder.Events); n != 4 {
+		t.Errorf("recorded %d events, want 4 (two services, the budget, one pod)", n)
 	}
 }
 
@@ -179,6 +187,48 @@ func TestSyncWritesStatusOnlyWhenChanged(t *testing.T) {
 	}
 	if writes, creates := pass(); writes != 0 || creates != 0 {
 		t.Errorf("a pass with nothing changed wrote status %d times and created %d objects", writes, creates)
+	}
+}
+
+// The disruption budget keeps a majority of spec.size available, follows spec.size, and is
+// put back when someone changes it; a budget of the same name the cluster does not own is
+// left alone and reported.
+func TestSyncKeepsDisruptionBudget(t *testing.T) {
+	c := newCluster(5)
+	c.Spec.Paused = false
+	old := member.DisruptionBudget(newCluster(3))
+	f := newFixture(t, c, old, member.PeerService(c), member.ClientService(c))
+	if _, err := f.r.Sync(context.Background(), "ns", "demo"); err != nil {
+		t.Fatalf("Sync: %v", err)
+	}
+	updates := f.actions("update", "poddisruptionbudgets")
+	if len(updates) != 1 {
+		t.Fatalf("%d budget updates, want 1", len(updates))
+	}
+	got := updates[0].(k8stesting.UpdateAction).GetObject().(*policyv1.PodDisruptionBudget)
+	if got.Spec.MinAvailable.IntValue() != 3 {
+		t.Errorf("minAvailable %s for 5 members, want 3", got.Spec.MinAvailable.String())
+	}
+
+	foreign := member.DisruptionBudget(c)
+	foreign.OwnerReferences = nil
+	f = newFixture(t, c, foreign, member.PeerService(c), member.ClientService(c))
+	if _, err := f.r.Sync(context.Background(), "ns", "demo"); err != nil {
+		t.Errorf("Sync with a foreign budget: %v; the cluster runs on without one", err)
+	}
+	if n := len(f.actions("update", "poddisruptionbudgets")) + len(f.actions("create", "poddisruptionbudgets")); n != 0 {
+		t.Errorf("a budget the cluster does not own was written")
+	}
+	if n := len(f.actions("create", "pods")); n != 1 {
+		t.Errorf("%d pods created; a foreign budget must not hold the cluster back", n)
+	}
+	var warned bool
+	for len(f.recorder.Events) > 0 {
+		e := <-f.recorder.Events
+		warned = warned || strings.Contains(e, string(EventBudgetConflict))
+	}
+	if !warned {
+		t.Error("no Event says the budget is someone else's")
 	}
 }
 

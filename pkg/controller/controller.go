@@ -120,6 +120,7 @@ func New(cfg Config) (*Controller, error) {
 		{cfg.Informers.Pods.Informer(), c.ownedHandler(ownerClusterKey)},
 		{cfg.Informers.Services.Informer(), c.ownedHandler(ownerClusterKey)},
 		{cfg.Informers.EndpointSlices.Informer(), c.ownedHandler(labelClusterKey)},
+		{cfg.Informers.Budgets.Informer(), c.ownedHandler(ownerClusterKey)},
 	}
 	for _, h := range handlers {
 		reg, err := h.informer.AddEventHandler(h.handler)

@@ -10,6 +10,7 @@ import (
 	kubeinformers "k8s.io/client-go/informers"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	discoveryinformers "k8s.io/client-go/informers/discovery/v1"
+	policyinformers "k8s.io/client-go/informers/policy/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
@@ -35,6 +36,8 @@ type Informers struct {
 	Services coreinformers.ServiceInformer
 	// EndpointSlices informs on the EndpointSlices of those Services.
 	EndpointSlices discoveryinformers.EndpointSliceInformer
+	// Budgets informs on the clusters' PodDisruptionBudgets.
+	Budgets policyinformers.PodDisruptionBudgetInformer
 }
 
 // NewInformers builds the informers for namespace ("" means all namespaces). resync is the
@@ -57,12 +60,14 @@ func NewInformers(kube kubernetes.Interface, etcd versioned.Interface, namespace
 		Pods:           kubeFactory.Core().V1().Pods(),
 		Services:       kubeFactory.Core().V1().Services(),
 		EndpointSlices: kubeFactory.Discovery().V1().EndpointSlices(),
+		Budgets:        kubeFactory.Policy().V1().PodDisruptionBudgets(),
 	}
 	// Instantiate every informer now: the factories start only informers that exist.
 	inf.Clusters.Informer()
 	inf.Pods.Informer()
 	inf.Services.Informer()
 	inf.EndpointSlices.Informer()
+	inf.Budgets.Informer()
 	return inf
 }
 

@@ -178,7 +178,7 @@ func Pod(c *api.EtcdCluster, t Template, initImage string) *corev1.Pod {
 			}},
 			Volumes:           []corev1.Volume{dataVolume(&c.Spec)},
 			NodeSelector:      maps.Clone(policy.NodeSelector),
-			Affinity:          policy.Affinity.DeepCopy(),
+			Affinity:          affinity(c.Name, policy.Affinity),
 			SecurityContext:   podSecurityContext(policy.SecurityContext),
 			PriorityClassName: policy.PriorityClassName,
 		},
@@ -319,6 +319,29 @@ func versionOf(image string) string {
 		return ""
 	}
 	return image[i+2:]
+}
+
+// affinity is the pod policy's affinity with, unless the policy has a pod anti-affinity of its
+// own, a preference for one member per node: a node that goes down then takes one member
+// with it, not a quorum. A preference, not a rule: a cluster larger than the number of nodes
+// still starts.
+func affinity(cluster string, policy *corev1.Affinity) *corev1.Affinity {
+	a := policy.DeepCopy()
+	if a == nil {
+		a = &corev1.Affinity{}
+	}
+	if a.PodAntiAffinity == nil {
+		a.PodAntiAffinity = &corev1.PodAntiAffinity{
+			PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
+				Weight: 100,
+				PodAffinityTerm: corev1.PodAffinityTerm{
+					LabelSelector: &metav1.LabelSelector{MatchLabels: selectorLabels(cluster)},
+					TopologyKey:   corev1.LabelHostname,
+				},
+			}},
+		}
+	}
+	return a
 }
 
 // probePaths picks the health endpoints: /readyz and /livez exist from etcd 3.6 on; older

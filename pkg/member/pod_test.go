@@ -142,6 +142,41 @@ func TestPodJoining(t *testing.T) {
 	}
 }
 
+// Members prefer nodes of their own, unless the pod policy says otherwise.
+func TestPodAntiAffinity(t *testing.T) {
+	c := testCluster()
+	p := Pod(c, Template{Ordinal: 1, ClusterState: etcdutil.ClusterStateNew, InitialCluster: []int{1}}, "op:1")
+	anti := p.Spec.Affinity.PodAntiAffinity
+	if anti == nil || len(anti.PreferredDuringSchedulingIgnoredDuringExecution) != 1 || len(anti.RequiredDuringSchedulingIgnoredDuringExecution) != 0 {
+		t.Fatalf("default anti-affinity %+v, want one preference", anti)
+	}
+	term := anti.PreferredDuringSchedulingIgnoredDuringExecution[0].PodAffinityTerm
+	sel, err := metav1.LabelSelectorAsSelector(term.LabelSelector)
+	if err != nil || !sel.Matches(labels.Set(p.Labels)) || term.TopologyKey != corev1.LabelHostname {
+		t.Errorf("anti-affinity term %+v must select the cluster's member pods per node", term)
+	}
+	other := Pod(&api.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "other"}, Spec: c.Spec}, Template{Ordinal: 1,
+		ClusterState: etcdutil.ClusterStateNew, InitialCluster: []int{1}}, "op:1")
+	if sel.Matches(labels.Set(other.Labels)) {
+		t.Error("anti-affinity must not keep members of other clusters apart")
+	}
+
+	// The policy's node affinity is kept beside the default; its own anti-affinity replaces it.
+	c.Spec.Pod.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{}}
+	if a := Pod(c, Template{Ordinal: 0, ClusterState: etcdutil.ClusterStateNew, InitialCluster: []int{0}}, "x").Spec.Affinity; a.NodeAffinity == nil || a.PodAntiAffinity == nil {
+		t.Errorf("affinity %+v, want the policy's node affinity and the default anti-affinity", a)
+	}
+	own := &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: "zone"}}}
+	c.Spec.Pod.Affinity = &corev1.Affinity{PodAntiAffinity: own}
+	if a := Pod(c, Template{Ordinal: 0, ClusterState: etcdutil.ClusterStateNew, InitialCluster: []int{0}}, "x").Spec.Affinity; len(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution) != 0 ||
+		a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[0].TopologyKey != "zone" {
+		t.Errorf("anti-affinity %+v, want the policy's own", a.PodAntiAffinity)
+	}
+	if c.Spec.Pod.Affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution != nil {
+		t.Error("the spec was modified")
+	}
+}
+
 func TestPodSeedAndOldVersion(t *testing.T) {
 	c := testCluster()
 	c.Spec.Version = "v3.5.21"

@@ -13,7 +13,7 @@ import (
 // must be resolvable by its peers while it is still joining.
 func PeerService(c *api.EtcdCluster) *corev1.Service {
 	return &corev1.Service{
-		ObjectMeta: serviceMeta(c, PeerServiceName(c.Name)),
+		ObjectMeta: ownedMeta(c, PeerServiceName(c.Name)),
 		Spec: corev1.ServiceSpec{
 			ClusterIP:                corev1.ClusterIPNone,
 			PublishNotReadyAddresses: true,
@@ -29,7 +29,7 @@ func PeerService(c *api.EtcdCluster) *corev1.Service {
 // ClientService is the Service clients use; it routes only to ready members.
 func ClientService(c *api.EtcdCluster) *corev1.Service {
 	return &corev1.Service{
-		ObjectMeta: serviceMeta(c, ClientServiceName(c.Name)),
+		ObjectMeta: ownedMeta(c, ClientServiceName(c.Name)),
 		Spec: corev1.ServiceSpec{
 			Type:     corev1.ServiceTypeClusterIP,
 			Selector: selectorLabels(c.Name),
@@ -38,7 +38,8 @@ func ClientService(c *api.EtcdCluster) *corev1.Service {
 	}
 }
 
-func serviceMeta(c *api.EtcdCluster, name string) metav1.ObjectMeta {
+// ownedMeta is the metadata of an object the cluster owns: its labels and controller reference.
+func ownedMeta(c *api.EtcdCluster, name string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{
 		Name:            name,
 		Namespace:       c.Namespace,

@@ -166,6 +166,7 @@ func runController(ctx context.Context, o *Options, cl *clients, metrics *contro
 		Pods:            informers.Pods.Lister(),
 		Services:        informers.Services.Lister(),
 		EndpointSlices:  informers.EndpointSlices.Lister(),
+		Budgets:         informers.Budgets.Lister(),
 		Recorder:        recorder,
 		Etcd:            etcdutil.NewFactory(0, 0),
 		DNS:             clusterDNS(o, log),
