@@ -225,6 +225,7 @@ func (o *observation) state() State {
 			IP:             p.Status.PodIP,
 			Published:      o.published[p.Name],
 			Unschedulable:  unschedulable(p),
+			Node:           p.Spec.NodeName,
 			ClusterState:   t.ClusterState,
 			InitialCluster: t.InitialCluster,
 		}

@@ -100,6 +100,8 @@ type PodView struct {
 	Published bool
 	// Unschedulable: the scheduler found no node for the pod.
 	Unschedulable bool
+	// Node is the node the pod was scheduled to; empty until it is.
+	Node string
 	// ClusterState and InitialCluster are what the pod's etcd was started with.
 	ClusterState   etcdutil.ClusterState
 	InitialCluster []int

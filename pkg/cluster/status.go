@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -134,13 +135,53 @@ func degraded(s State, d Decision, specVersion, running string) condition {
 		return condition{metav1.ConditionTrue, d.Blocked, d.Message}
 	case s.MembersKnown && healthy < voting:
 		return condition{metav1.ConditionTrue, api.ReasonMembersUnhealthy,
-			fmt.Sprintf("%d of %d voting members are unhealthy", voting-healthy, voting)}
+			fmt.Sprintf("%d of %d voting members are unhealthy: %s", voting-healthy, voting, unhealthyMembers(s))}
 	case running != "" && running != member.NormalizeVersion(specVersion):
 		return condition{metav1.ConditionTrue, api.ReasonVersionChangeUnsupported, fmt.Sprintf(
 			"spec.version %s differs from the running %s: changing the version of a running cluster is not supported yet; members, new ones included, keep running %s",
 			specVersion, running, running)}
 	default:
 		return condition{metav1.ConditionFalse, api.ReasonAsExpected, "nothing is wrong"}
+	}
+}
+
+// unhealthyMembers names the voting members that did not answer, each with what its pod says
+// about why.
+func unhealthyMembers(s State) string {
+	var out []string
+	for _, m := range sortedMembers(s.Members) {
+		if m.Learner || m.Healthy {
+			continue
+		}
+		name := member.Name(s.Name, m.Ordinal)
+		if m.Ordinal < 0 {
+			name = fmt.Sprintf("%x", m.ID)
+		}
+		out = append(out, name+" ("+podCondition(s.Pods, m.Ordinal)+")")
+	}
+	return strings.Join(out, ", ")
+}
+
+// podCondition says what a member's pod tells about why the member does not answer.
+func podCondition(pods map[int]PodView, ordinal int) string {
+	p, ok := pods[ordinal]
+	on := ""
+	if p.Node != "" {
+		on = " on node " + p.Node
+	}
+	switch {
+	case !ok:
+		return "its pod is gone"
+	case p.Terminating:
+		// A pod on a node that stopped answering stays terminating until the node is
+		// deleted or the pod force-deleted; see the README on node loss.
+		return "its pod is terminating" + on
+	case p.Unschedulable:
+		return "its pod cannot be scheduled"
+	case p.Phase != corev1.PodRunning:
+		return fmt.Sprintf("its pod is %s%s", p.Phase, on)
+	default:
+		return "etcd does not answer at its pod" + on
 	}
 }
 

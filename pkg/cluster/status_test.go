@@ -3,6 +3,7 @@ package cluster
 import (
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -130,6 +131,23 @@ func TestComputeStatus(t *testing.T) {
 				t.Errorf("size %d, want the %d members etcd lists", st.Size, len(tc.state.Members))
 			}
 		})
+	}
+}
+
+// Degraded names each unhealthy member and what its pod says.
+func TestDegradedNamesUnhealthyMembers(t *testing.T) {
+	c := newCluster(5)
+	c.Name = "c"
+	gone, stuck := running(3), running(4)
+	gone.Terminating, gone.Node = true, "worker-2"
+	stuck.Phase = corev1.PodPending
+	s := State{Name: "c", Size: 5, Bootstrapped: true, MembersKnown: true,
+		Members: []MemberView{leader(0), voter(1), sick(voter(2)), sick(voter(3)), sick(voter(4))},
+		Pods:    pods(running(0), running(1), gone, stuck)}
+	deg := meta.FindStatusCondition(computeStatus(c, s, Decision{}).Conditions, string(api.ConditionDegraded))
+	want := "3 of 5 voting members are unhealthy: c-2 (its pod is gone), c-3 (its pod is terminating on node worker-2), c-4 (its pod is Pending)"
+	if deg == nil || deg.Message != want {
+		t.Errorf("Degraded = %+v,\nwant message %q", deg, want)
 	}
 }
 
