@@ -65,6 +65,17 @@ func checkKeys(t *testing.T, f *framework.Framework, cluster string, keys map[st
 	}
 }
 
+// runningExample applies the example in a fresh namespace, waits for its three members and
+// starts the acknowledged-write checker on it.
+func runningExample(t *testing.T) (*framework.Framework, *framework.Writer) {
+	t.Helper()
+	f := framework.New(t)
+	requireOperator(t, f)
+	f.Apply(exampleManifest(t))
+	f.WaitClusterInSpec("example", 3, 3*time.Minute)
+	return f, f.StartWriter("example")
+}
+
 // noFailedLookups fails the test when a member of the first n logged a failed lookup of a
 // member's name: no member may look up a name before cluster DNS serves it, or CoreDNS
 // caches the "no such host" for 30 s and the member waits as long.
@@ -179,12 +190,8 @@ func TestClusterLifecycle(t *testing.T) {
 // TestPausedClusterIsLeftAlone: with spec.paused the operator reports a lost member but does
 // not replace it; once unpaused it does.
 func TestPausedClusterIsLeftAlone(t *testing.T) {
-	f := framework.New(t)
-	requireOperator(t, f)
 	const name = "example"
-	f.Apply(exampleManifest(t))
-	f.WaitClusterInSpec(name, 3, 3*time.Minute)
-	writer := f.StartWriter(name)
+	f, writer := runningExample(t)
 
 	f.Patch("etcdcluster/"+name, `{"spec":{"paused":true}}`)
 	f.Eventually("phase Paused", time.Minute, func() (bool, error) {

@@ -106,6 +106,11 @@ func (f *Framework) run(stdin string, args ...string) (string, error) {
 // Kubectl runs kubectl with args as given (no namespace added).
 func (f *Framework) Kubectl(args ...string) (string, error) { return f.run("", args...) }
 
+// KubectlStdin runs kubectl with args (no namespace added) and stdin.
+func (f *Framework) KubectlStdin(stdin string, args ...string) (string, error) {
+	return f.run(stdin, args...)
+}
+
 // MustKubectl runs kubectl with args and fails the test on error.
 func (f *Framework) MustKubectl(args ...string) string {
 	f.t.Helper()

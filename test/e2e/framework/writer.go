@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -20,14 +21,15 @@ const writerPrefix = "ack/"
 // request at a time, with etcd's JSON gateway (POST /v3/kv/put), and prints "ACK i" for each
 // put etcd acknowledged (an answer with a revision) and "FAIL i" for the others, until
 // /work/stop exists; then "DONE". A failed put may or may not have been applied; an
-// acknowledged one must never be lost.
+// acknowledged one must never be lost. timeout bounds each request: wget's own -T crashes
+// the static busybox the suite's images are packed from.
 const writerScript = `
 i=0
 while [ ! -e /work/stop ]; do
   k=$(printf 'ack/%08d' $i | base64)
   v=$(printf 'v%d' $i | base64)
-  if wget -q -T 2 -O /work/out --header 'Content-Type: application/json' \
-       --post-data "{\"key\":\"$k\",\"value\":\"$v\"}" "$ENDPOINT/v3/kv/put" 2>/dev/null &&
+  rm -f /work/out
+  if timeout 2 wget -q -O /work/out --post-data "{\"key\":\"$k\",\"value\":\"$v\"}" "$ENDPOINT/v3/kv/put" 2>/dev/null &&
      grep -q '"revision"' /work/out; then
     echo "ACK $i"
   else
@@ -60,6 +62,12 @@ type WriteLog struct {
 func (f *Framework) StartWriter(cluster string) *Writer {
 	f.t.Helper()
 	w := &Writer{f: f, cluster: cluster, Pod: "writer-" + cluster}
+	// The Service's address rather than its name: a lookup per put (several, with the pod's
+	// search path) would load cluster DNS, which the members and the operator depend on.
+	ip := strings.TrimSpace(f.MustNS("get", "service", cluster+"-client", "-o", "jsonpath={.spec.clusterIP}"))
+	if ip == "" {
+		f.t.Fatalf("service %s-client has no cluster IP", cluster)
+	}
 	f.Apply(fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata:
@@ -78,13 +86,13 @@ spec:
     imagePullPolicy: IfNotPresent
     command: ["sh", "-c", %q]
     env:
-    - {name: ENDPOINT, value: "http://%s-client.%s.svc:2379"}
+    - {name: ENDPOINT, value: "http://%s"}
     volumeMounts: [{name: work, mountPath: /work}]
     securityContext:
       allowPrivilegeEscalation: false
       capabilities: {drop: [ALL]}
   volumes: [{name: work, emptyDir: {}}]
-`, w.Pod, WriterImage, writerScript, cluster, f.Namespace))
+`, w.Pod, WriterImage, writerScript, net.JoinHostPort(ip, "2379")))
 	f.Eventually("writer "+w.Pod+" has an acknowledged put", 2*time.Minute, func() (bool, error) {
 		log, err := w.log()
 		return err == nil && len(log.Acked) > 0, nil
