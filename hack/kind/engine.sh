@@ -100,6 +100,8 @@ up() {
 	done
 	# dockerd writes the pid file itself; keep ours authoritative for `down`
 	echo "$pid" >"$ENGINE_PID"
+	# the sysctls as the engine left them at its start: `down` restores only what it changed
+	[ -f "$ENGINE_RUN/host.after" ] || sysctl -e $SYSCTLS 2>/dev/null | sed 's/ = /=/; s/^/sysctl /' >"$ENGINE_RUN/host.after"
 	ts "dockerd is up (pid $pid)"
 }
 
@@ -134,21 +136,21 @@ restore_iptables() {
 	done
 }
 
-# restore_sysctls: put back the sysctls that changed since the engine started, unless the
-# local node (its bridge cni0) runs now and needs them as they are.
+# restore_sysctls: put back the sysctls the engine changed at its start (they differ between
+# host.before and host.after) and that still hold the engine's value: a later change by
+# someone else (the local node sets ip_forward, say) is theirs to undo.
 restore_sysctls() {
-	local k v now
-	grep '^sysctl ' "$BEFORE" 2>/dev/null | while read -r _ kv; do
+	local k v now set
+	[ -f "$ENGINE_RUN/host.after" ] || return 0
+	while read -r _ kv; do
 		k=${kv%%=*} v=${kv#*=}
+		set=$(sed -n "s/^sysctl $k=//p" "$ENGINE_RUN/host.after")
 		now=$(sysctl -n "$k" 2>/dev/null) || continue
-		[ "$now" = "$v" ] && continue
-		if ip link show cni0 >/dev/null 2>&1; then
-			ts "$k is $now (was $v before the engine started): left as it is, the local node runs"
-		else
+		if [ "$set" != "$v" ] && [ "$now" = "$set" ]; then
 			sysctl -qw "$k=$v"
 			ts "$k back to $v"
 		fi
-	done
+	done < <(grep '^sysctl ' "$BEFORE" 2>/dev/null)
 }
 
 down() {
@@ -174,7 +176,10 @@ down() {
 		ts "killing leftover processes of the engine: $(echo $left)"
 		kill -KILL $left 2>/dev/null || true
 	fi
-	findmnt -rn -o TARGET | grep -E "^($ENGINE_RUN|$ENGINE_DATA)/" | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
+	local m
+	for m in $(findmnt -rn -o TARGET | awk -v a="$ENGINE_RUN/" -v b="$ENGINE_DATA/" 'index($0, a) == 1 || index($0, b) == 1' | sort -r); do
+		umount -l "$m" 2>/dev/null || true
+	done
 	restore_iptables
 	restore_sysctls
 	if [ -f "$ENGINE_RUN/dockerd.log" ]; then cp "$ENGINE_RUN/dockerd.log" "$CACHE/dockerd.log.prev"; fi
