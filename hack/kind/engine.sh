@@ -119,6 +119,13 @@ restore_iptables() {
 			# rules of other chains that jump into DOCKER* chains
 			$ipt -t $t -S 2>/dev/null | awk '$1 == "-A" && $2 !~ /^DOCKER/ && / -j DOCKER/' | sed 's/^-A/-D/' |
 				while read -r rule; do eval "$ipt -t $t $rule"; done
+			# masquerading of a Docker network whose bridge is gone (dockerd stopped before
+			# the network was removed)
+			if [ $t = nat ]; then
+				$ipt -t nat -S POSTROUTING | awk '/ -o br-[0-9a-f]+ -j MASQUERADE/' | while read -r rule; do
+					ip link show "$(grep -oE 'br-[0-9a-f]{12}' <<<"$rule")" >/dev/null 2>&1 || eval "$ipt -t nat ${rule/-A/-D}"
+				done
+			fi
 			for c in $($ipt -t $t -S 2>/dev/null | awk '$1 == "-N" && $2 ~ /^DOCKER/ {print $2}'); do
 				$ipt -t $t -F "$c"
 			done
