@@ -182,3 +182,16 @@ DOCKER_BUILDKIT=0 docker build -q --network none -t "$IMAGE" "$ctx" >/dev/null 2
 rm -rf "$ctx"
 docker rmi "$committed" >/dev/null 2>&1 || true
 ts "node image $IMAGE built in $((SECONDS - start))s"
+
+# what earlier versions or recipes left: their node and base images, tarballs and image folders
+for old in $(docker images --format '{{.Repository}}:{{.Tag}}' etcd-operator/kind-node) $(docker images --format '{{.Repository}}:{{.Tag}}' etcd-operator/kind-base); do
+	if [ "$old" != "$IMAGE" ] && [ "$old" != "$BASE_IMAGE" ]; then
+		if docker rmi "$old" >/dev/null 2>&1; then ts "removed the outdated image $old"; fi
+	fi
+done
+for old in "$WORK"/base-*.tar "$WORK"/images-*; do
+	if [ -e "$old" ] && [ "$old" != "$BASE_TAR" ] && [ "$old" != "$OUT" ]; then
+		rm -rf "$old"
+		ts "removed the outdated $old"
+	fi
+done
