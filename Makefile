@@ -64,7 +64,7 @@ verify:
 	else echo "hack/verify-codegen.sh does not exist yet: nothing to verify"; fi
 
 e2e:
-	KUBECONFIG=$$(hack/cluster.sh kubeconfig) PATH=$(KUBECTL_DIR):$$PATH \
+	eval "$$(hack/cluster.sh env)"; KUBECONFIG=$$(hack/cluster.sh kubeconfig) PATH=$(KUBECTL_DIR):$$PATH \
 		go test -tags e2e ./test/e2e/... -v -timeout 40m -count=1 $(if $(E2E_RUN),-run '$(E2E_RUN)') $(E2E_FLAGS)
 
 bench:

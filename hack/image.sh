@@ -3,7 +3,8 @@
 #   local: a static binary (CGO_ENABLED=0) packed by hack/tools/mkimage like a distroless
 #          static image (binary at /etcd-operator, user 65532:65532), imported into the
 #          node's containerd with ctr; no Docker, no registry.
-#   kind:  docker build (Dockerfile) and kind load docker-image.
+#   kind:  the same tarball, docker load'ed into the kind path's engine and loaded into the
+#          nodes with kind load docker-image (no docker build: it would pull its base images).
 # When the image changed and Deployments in etcd-operator-system run it, they are restarted.
 # OPERATOR_SRC (a Go module folder, default the clone) and OPERATOR_PKG (default
 # ./cmd/etcd-operator) choose what is built.
@@ -19,8 +20,8 @@ PKG=${OPERATOR_PKG:-./cmd/etcd-operator}
 # grpcnotrace keeps golang.org/x/net/trace (and with it html/template) out of the binary.
 # text/template's reflective method calls make the linker keep every exported method of
 # every reachable type; without them the binary loses a third of its size and the operator
-# a matching share of its resident memory. The kind path hands the same tags to the
-# Dockerfile as a build argument.
+# a matching share of its resident memory. The Dockerfile (a docker build outside these
+# scripts) takes the same tags as a build argument.
 GO_BUILD_TAGS=grpcnotrace
 if [ ! -d "$SRC/$PKG" ]; then
 	ts "$PKG does not exist yet in $SRC: no operator image to build"
@@ -28,28 +29,29 @@ if [ ! -d "$SRC/$PKG" ]; then
 fi
 mode=$("$ROOT/hack/cluster.sh" mode)
 
+mkdir -p "$OUT/bin" "$OUT/images"
+ts "building $OUT/bin/etcd-operator"
+(cd "$SRC" && CGO_ENABLED=0 go build -trimpath -tags "$GO_BUILD_TAGS" -ldflags "-s -w" -o "$OUT/bin/etcd-operator" "$PKG")
+work=$(mktemp -d "$OUT/images/.work.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+# a distroless static base: /etc/passwd and /etc/group with nonroot (65532), /tmp
+mkdir -p "$work/base/etc" "$work/base/tmp" "$work/base/home/nonroot" "$work/bin"
+chmod 1777 "$work/base/tmp"
+printf 'root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' >"$work/base/etc/passwd"
+printf 'root:x:0:\nnobody:x:65534:\nnonroot:x:65532:\n' >"$work/base/etc/group"
+cp "$OUT/bin/etcd-operator" "$work/bin/etcd-operator"
+mk=$(mkimage_tool)
+[ -x "$mk" ] || (cd "$ROOT" && mkdir -p "$TOOLS_BIN" && CGO_ENABLED=0 go build -trimpath -o "$mk" ./hack/tools/mkimage)
+id=$("$mk" -o "$OUT/images/etcd-operator.tar" -ref "$IMAGE" -layer "$work/base" -layer "$work/bin" \
+	-entrypoint /etcd-operator -user 65532:65532 | sed -n 's/.*image id \(sha256:[0-9a-f]*\).*/\1/p')
+ts "packed $IMAGE ($id) into $OUT/images/etcd-operator.tar"
 if [ "$mode" = kind ]; then
-	docker build --build-arg GO_BUILD_TAGS="$GO_BUILD_TAGS" -t "$IMAGE" "$SRC"
-	export PATH=$CACHE/kind-$KIND_VERSION/bin:$PATH
+	. "$ROOT/hack/kind/lib.sh"
+	use_engine
+	docker load -i "$OUT/images/etcd-operator.tar" >/dev/null
 	kind load docker-image "$IMAGE" --name "$CLUSTER_NAME"
-	id=$(docker image inspect -f '{{.Id}}' "$IMAGE")
+	ts "loaded $IMAGE into the kind nodes"
 else
-	mkdir -p "$OUT/bin" "$OUT/images"
-	ts "building $OUT/bin/etcd-operator"
-	(cd "$SRC" && CGO_ENABLED=0 go build -trimpath -tags "$GO_BUILD_TAGS" -ldflags "-s -w" -o "$OUT/bin/etcd-operator" "$PKG")
-	work=$(mktemp -d "$OUT/images/.work.XXXXXX")
-	trap 'rm -rf "$work"' EXIT
-	# a distroless static base: /etc/passwd and /etc/group with nonroot (65532), /tmp
-	mkdir -p "$work/base/etc" "$work/base/tmp" "$work/base/home/nonroot" "$work/bin"
-	chmod 1777 "$work/base/tmp"
-	printf 'root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' >"$work/base/etc/passwd"
-	printf 'root:x:0:\nnobody:x:65534:\nnonroot:x:65532:\n' >"$work/base/etc/group"
-	cp "$OUT/bin/etcd-operator" "$work/bin/etcd-operator"
-	mk=$(mkimage_tool)
-	[ -x "$mk" ] || (cd "$ROOT" && mkdir -p "$TOOLS_BIN" && CGO_ENABLED=0 go build -trimpath -o "$mk" ./hack/tools/mkimage)
-	id=$("$mk" -o "$OUT/images/etcd-operator.tar" -ref "$IMAGE" -layer "$work/base" -layer "$work/bin" \
-		-entrypoint /etcd-operator -user 65532:65532 | sed -n 's/.*image id \(sha256:[0-9a-f]*\).*/\1/p')
-	ts "packed $IMAGE ($id) into $OUT/images/etcd-operator.tar"
 	if ! alive containerd; then
 		ts "the local node is not running: image not imported (make up imports it)"
 		exit 0

@@ -1,27 +1,53 @@
 #!/usr/bin/env bash
-# The kind path, for machines with a Docker engine: installs the pinned kind with
-# go install (into the cache), creates the cluster "etcd-operator" if it does not exist
-# and writes its kubeconfig where the local node's would be. kind's default StorageClass
-# is also named "standard", and its CoreDNS keeps the upstream 30 s cache, so the e2e
-# tests run unchanged. Idempotent.
+# The kind path: a Docker engine (the host's, or the project's own dockerd: engine.sh), the
+# pinned kind from Go modules (into the cache), the offline node image (node-image.sh), and
+# the cluster "etcd-operator" with one control plane and $KIND_WORKERS workers, its
+# kubeconfig where the local node's would be. Every image it runs is preloaded: nothing is
+# pulled. kind's default StorageClass is named "standard" and its CoreDNS keeps kubeadm's
+# 30 s cache, as on the local node, so the e2e tests run unchanged. Idempotent.
 set -euo pipefail
 SCRIPT_NAME=kind-up
-. "$(dirname "$0")/../local/lib.sh"
+. "$(dirname "$0")/lib.sh"
 
-KIND_BIN=$CACHE/kind-$KIND_VERSION/bin
+mkdir -p "$STATE"
+"$KIND_DIR/engine.sh" up
+use_engine
 if [ ! -x "$KIND_BIN/kind" ]; then
 	ts "installing kind $KIND_VERSION into $KIND_BIN"
 	GOBIN=$KIND_BIN CGO_ENABLED=0 go install "sigs.k8s.io/kind@$KIND_VERSION"
 fi
 "$LOCAL_DIR/build.sh" kubectl
-export PATH=$KIND_BIN:$PATH
-mkdir -p "$STATE"
+"$KIND_DIR/node-image.sh"
+NODE_IMAGE=$(node_image)
+
 if ! kind get clusters 2>/dev/null | grep -qx "$CLUSTER_NAME"; then
-	ts "creating kind cluster $CLUSTER_NAME"
-	kind create cluster --name "$CLUSTER_NAME" --kubeconfig "$KUBECONFIG_FILE" --wait 180s
+	config=$STATE/kind-config.yaml
+	{
+		echo "kind: Cluster"
+		echo "apiVersion: kind.x-k8s.io/v1alpha4"
+		echo "networking:"
+		echo "  podSubnet: $KIND_POD_SUBNET"
+		echo "nodes:"
+		echo "- role: control-plane"
+		for _ in $(seq "$KIND_WORKERS"); do echo "- role: worker"; done
+		if [ "$(stat -fc %T /sys/fs/cgroup)" != cgroup2fs ]; then
+			# Kubernetes >= 1.35 refuses cgroup v1 unless told otherwise
+			printf 'kubeadmConfigPatches:\n- |\n  kind: KubeletConfiguration\n  failCgroupV1: false\n'
+		fi
+		if ! (((0x$(awk '/^CapBnd:/ {print $2}' /proc/self/status) >> 24) & 1)); then
+			# without CAP_SYS_RESOURCE nothing may lower oom_score_adj: containerd must not try
+			printf 'containerdConfigPatches:\n- |\n  [plugins."io.containerd.grpc.v1.cri"]\n    restrict_oom_score_adj = true\n'
+		fi
+	} >"$config"
+	# kind creates the Docker network "kind" when missing and never removes it: down.sh does, if up made it
+	docker network inspect kind >/dev/null 2>&1 || touch "$STATE/kind-network-created"
+	ts "creating kind cluster $CLUSTER_NAME (1 control plane, $KIND_WORKERS workers, image $NODE_IMAGE)"
+	kind create cluster --name "$CLUSTER_NAME" --image "$NODE_IMAGE" --config "$config" --kubeconfig "$KUBECONFIG_FILE"
+	ts "kind cluster created"
 fi
-kind export kubeconfig --name "$CLUSTER_NAME" --kubeconfig "$KUBECONFIG_FILE"
+kind export kubeconfig --name "$CLUSTER_NAME" --kubeconfig "$KUBECONFIG_FILE" 2>/dev/null
 export KUBECONFIG=$KUBECONFIG_FILE
-waitfor "node Ready" 180 kubectl wait --for=condition=Ready node --all --timeout=2s
+waitfor "nodes Ready" 180 kubectl wait --for=condition=Ready node --all --timeout=2s
 waitfor "CoreDNS Available" 180 kubectl -n kube-system wait --for=condition=Available deploy/coredns --timeout=2s
-ts "kind cluster $CLUSTER_NAME is up: export KUBECONFIG=$KUBECONFIG_FILE"
+waitfor "local-path-provisioner Available" 180 kubectl -n local-path-storage wait --for=condition=Available deploy/local-path-provisioner --timeout=2s
+ts "kind cluster $CLUSTER_NAME is up: export KUBECONFIG=$KUBECONFIG_FILE$([ -z "${DOCKER_HOST:-}" ] || echo " DOCKER_HOST=$DOCKER_HOST")"

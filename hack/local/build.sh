@@ -36,10 +36,13 @@ for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 	K8S_LD="$K8S_LD -X $p.gitVersion=$KUBERNETES_VERSION -X $p.gitMajor=1 -X $p.gitMinor=${minor%%.*}"
 	K8S_LD="$K8S_LD -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
 done
-if [ "${1:-}" = kubectl ]; then
-	[ -x "$K8S_BIN/kubectl" ] || gobuild "$B/k8s" "$K8S_BIN/kubectl" k8s.io/kubernetes/cmd/kubectl "$K8S_LD"
+# one client binary alone: kubectl (the kind path), kubeadm (the kind node image)
+case ${1:-} in
+kubectl | kubeadm)
+	[ -x "$K8S_BIN/$1" ] || gobuild "$B/k8s" "$K8S_BIN/$1" "k8s.io/kubernetes/cmd/$1" "$K8S_LD"
 	exit 0
-fi
+	;;
+esac
 # kube-apiserver first: it compiles most of the shared dependencies.
 for c in kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl; do
 	[ -x "$K8S_BIN/$c" ] || gobuild "$B/k8s" "$K8S_BIN/$c" "k8s.io/kubernetes/cmd/$c" "$K8S_LD"

@@ -1,0 +1,188 @@
+package framework
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Node is the part of a Node object the tests read.
+type Node struct {
+	Name string
+	// ProviderID is kind://docker/<cluster>/<node> on a kind node, empty on the local node.
+	ProviderID string
+	// Schedulable is false for a cordoned node or one with a NoSchedule or NoExecute taint
+	// (kind's control plane when the cluster has workers).
+	Schedulable bool
+	Ready       bool
+}
+
+// Kind reports whether the node is a kind node, a container of a Docker engine.
+func (n Node) Kind() bool { return strings.HasPrefix(n.ProviderID, "kind://") }
+
+// Nodes returns the cluster's nodes, sorted by name.
+func (f *Framework) Nodes() ([]Node, error) {
+	out, err := f.Kubectl("get", "nodes", "-o", "json")
+	if err != nil {
+		return nil, err
+	}
+	var list struct {
+		Items []struct {
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+			Spec struct {
+				ProviderID    string `json:"providerID"`
+				Unschedulable bool   `json:"unschedulable"`
+				Taints        []struct {
+					Effect string `json:"effect"`
+				} `json:"taints"`
+			} `json:"spec"`
+			Status struct {
+				Conditions []struct {
+					Type   string `json:"type"`
+					Status string `json:"status"`
+				} `json:"conditions"`
+			} `json:"status"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		return nil, fmt.Errorf("decoding nodes: %w", err)
+	}
+	var nodes []Node
+	for _, it := range list.Items {
+		n := Node{Name: it.Metadata.Name, ProviderID: it.Spec.ProviderID, Schedulable: !it.Spec.Unschedulable}
+		for _, t := range it.Spec.Taints {
+			if t.Effect == "NoSchedule" || t.Effect == "NoExecute" {
+				n.Schedulable = false
+			}
+		}
+		for _, c := range it.Status.Conditions {
+			if c.Type == "Ready" {
+				n.Ready = c.Status == "True"
+			}
+		}
+		nodes = append(nodes, n)
+	}
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
+	return nodes, nil
+}
+
+// RequireKindWorkers skips the test unless the cluster is a kind cluster with at least n
+// schedulable nodes, and returns those nodes. The multi-node tests need it: on the
+// single-node local cluster, and on a one-node kind cluster, they are skipped, so that one
+// suite runs everywhere.
+func (f *Framework) RequireKindWorkers(n int) []Node {
+	f.t.Helper()
+	nodes, err := f.Nodes()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var workers []Node
+	for _, node := range nodes {
+		if node.Kind() && node.Schedulable {
+			workers = append(workers, node)
+		}
+	}
+	if len(workers) < n {
+		f.t.Skipf("needs a kind cluster with at least %d schedulable nodes; this one has %d nodes, %d schedulable kind nodes (CLUSTER=kind make up makes one)",
+			n, len(nodes), len(workers))
+	}
+	return workers
+}
+
+// docker runs the docker CLI against the engine holding the kind nodes (DOCKER_HOST as
+// make e2e sets it from hack/cluster.sh env).
+func docker(timeout time.Duration, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	bin := os.Getenv("DOCKER")
+	if bin == "" {
+		bin = "docker"
+	}
+	cmd := exec.CommandContext(ctx, bin, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("docker %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.String(), nil
+}
+
+// StopNode stops the container of kind node name (docker stop: the node's systemd halts,
+// its kubelet, containerd and pods with it, and the container leaves the network). It
+// registers a cleanup that starts the node again if the test did not.
+func (f *Framework) StopNode(name string) {
+	f.t.Helper()
+	f.t.Cleanup(func() {
+		if running, err := docker(time.Minute, "inspect", "-f", "{{.State.Running}}", name); err == nil && strings.TrimSpace(running) == "false" {
+			f.t.Logf("starting node %s stopped by the test", name)
+			if err := f.startNode(name, 3*time.Minute); err != nil {
+				f.t.Errorf("node %s left stopped: %v", name, err)
+			}
+		}
+	})
+	if _, err := docker(time.Minute, "stop", name); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// WaitNodeNotReady waits until the control plane reports node name NotReady (or Unknown).
+func (f *Framework) WaitNodeNotReady(name string, timeout time.Duration) {
+	f.t.Helper()
+	f.Eventually("node "+name+" NotReady", timeout, func() (bool, error) {
+		ready, err := f.nodeReady(name)
+		if err == nil && ready {
+			err = fmt.Errorf("node %s still Ready", name)
+		}
+		return err == nil, err
+	})
+}
+
+// StartNode starts the container of kind node name again and waits until the node is Ready.
+func (f *Framework) StartNode(name string, timeout time.Duration) {
+	f.t.Helper()
+	if err := f.startNode(name, timeout); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func (f *Framework) startNode(name string, timeout time.Duration) error {
+	if _, err := docker(time.Minute, "start", name); err != nil {
+		return err
+	}
+	return Poll(timeout, func() (bool, error) {
+		ready, err := f.nodeReady(name)
+		if err == nil && !ready {
+			err = fmt.Errorf("node %s not Ready yet", name)
+		}
+		return ready, err
+	})
+}
+
+func (f *Framework) nodeReady(name string) (bool, error) {
+	out, err := f.Kubectl("get", "node", name, "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`)
+	if err != nil {
+		return false, err
+	}
+	return strings.TrimSpace(out) == "True", nil
+}
+
+// PodNodes maps each named pod of the test namespace to the node it runs on.
+func (f *Framework) PodNodes(pods ...string) (map[string]string, error) {
+	m := map[string]string{}
+	for _, p := range pods {
+		out, err := f.NS("get", "pod", p, "-o", "jsonpath={.spec.nodeName}")
+		if err != nil {
+			return nil, err
+		}
+		m[p] = strings.TrimSpace(out)
+	}
+	return m, nil
+}
