@@ -5,6 +5,7 @@ package e2e
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,83 +15,198 @@ import (
 // The tests in this file need several nodes: they run on a multi-node kind cluster
 // (CLUSTER=kind make up) and are skipped on the single-node local cluster.
 
-// TestWorkerNodeStopped: a worker node holding one member of a size-3 cluster dies (its
-// container is stopped: kubelet, containerd and the member go at once). The two members
-// left keep acknowledging writes, before and after the control plane has marked the node
-// NotReady. Once the node is started again, the cluster is back in spec with every key
-// written before and during the outage.
-func TestWorkerNodeStopped(t *testing.T) {
+// kindExample applies the example on a kind cluster with at least two schedulable nodes and
+// returns where its members run.
+func kindExample(t *testing.T) (*framework.Framework, []framework.Node, map[string]string) {
+	t.Helper()
 	f := framework.New(t)
 	requireOperator(t, f)
-	f.RequireKindWorkers(2)
-	const name = "example"
+	workers := f.RequireKindWorkers(2)
 	f.Apply(exampleManifest(t))
-	f.WaitClusterInSpec(name, 3, 3*time.Minute)
-	keys := putKeys(t, f, name, "before-stop", 5)
-
-	members := framework.MemberNames(name, 3)
-	where, err := f.PodNodes(members...)
+	f.WaitClusterInSpec("example", 3, 3*time.Minute)
+	where, err := f.PodNodes(framework.MemberNames("example", 3)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	perNode := map[string][]string{}
-	for _, m := range members {
-		perNode[where[m]] = append(perNode[where[m]], m)
-	}
-	t.Logf("members by node: %v", perNode)
-	// The node to stop holds exactly one member, the seed (<name>-0) only if no other does.
-	victim, lost := "", ""
-	for _, m := range append(members[1:], members[0]) {
-		if len(perNode[where[m]]) == 1 {
-			victim, lost = where[m], m
-			break
-		}
-	}
-	if victim == "" {
-		t.Skipf("no node holds exactly one member (%v): the scheduler put them together, and stopping that node would cost quorum", perNode)
-	}
-	var survivors []string
-	for _, m := range members {
-		if m != lost {
-			survivors = append(survivors, m)
-		}
-	}
+	t.Logf("members by node: %v", where)
+	return f, workers, where
+}
 
-	// put writes keys through one survivor and reads them back, linearizably, through the other.
-	put := func(prefix string, n int) {
-		t.Helper()
-		for i := 0; i < n; i++ {
-			k, v := fmt.Sprintf("%s-%d", prefix, i), fmt.Sprintf("value-%s-%d", prefix, i)
-			f.Eventually("put "+k+" through "+survivors[0], 2*time.Minute, func() (bool, error) {
-				out, err := f.Etcdctl(survivors[0], "put", k, v)
-				return err == nil && strings.Contains(out, "OK"), err
-			})
-			keys[k] = v
-			out, err := f.Etcdctl(survivors[1], "get", k, "--print-value-only")
-			if err != nil || strings.TrimSpace(out) != v {
-				t.Fatalf("get %s through %s: %q %v, want %q", k, survivors[1], out, err, v)
-			}
+// soleMember is a node that holds exactly one member, and that member; the seed only if no
+// other member is alone on its node.
+func soleMember(where map[string]string) (node, member string) {
+	count := map[string]int{}
+	for _, n := range where {
+		count[n]++
+	}
+	members := framework.MemberNames("example", 3)
+	for _, m := range append(members[1:], members[0]) {
+		if count[where[m]] == 1 {
+			return where[m], m
 		}
 	}
+	return "", ""
+}
+
+// TestMembersSpreadAcrossNodes: with the default pod anti-affinity, a size-3 cluster's
+// members land on different nodes where there is room.
+func TestMembersSpreadAcrossNodes(t *testing.T) {
+	_, workers, where := kindExample(t)
+	nodes := map[string]bool{}
+	for _, n := range where {
+		nodes[n] = true
+	}
+	if want := min(3, len(workers)); len(nodes) != want {
+		t.Errorf("members on %d nodes (%v), want %d: one per node where there is room", len(nodes), where, want)
+	}
+}
+
+// TestWorkerNodeLost: the node of one member dies (its container is stopped). The members left
+// keep acknowledging writes, and status names the lost member and why. Once the user does
+// their part (the pod force-deleted, as for a StatefulSet: nobody else may decide that the
+// node no longer runs it), the member is replaced on another node with nothing acknowledged
+// lost. The node coming back does not bring the old member back.
+func TestWorkerNodeLost(t *testing.T) {
+	f, _, where := kindExample(t)
+	const name = "example"
+	victim, lost := soleMember(where)
+	if victim == "" {
+		t.Skipf("no node holds exactly one member (%v): stopping one would cost quorum", where)
+	}
+	var survivor string
+	for _, m := range framework.MemberNames(name, 3) {
+		if m != lost {
+			survivor = m
+		}
+	}
+	before, err := f.GetEtcdCluster(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldID := before.MemberID(lost)
+	writer := f.StartWriter(name, victim)
 
 	stopped := time.Now()
 	f.StopNode(victim)
-	t.Logf("stopped node %s holding member %s in %.1fs", victim, lost, time.Since(stopped).Seconds())
-	put("node-stopped", 5)
-	t.Logf("FIGURE node stopped -> first writes acknowledged by the two members left: %.1fs", time.Since(stopped).Seconds())
+	writer.WaitAcked(20, 2*time.Minute)
+	f.Eventually("status names "+lost, 3*time.Minute, func() (bool, error) {
+		c, err := f.GetEtcdCluster(name)
+		if err != nil {
+			return false, err
+		}
+		_, msg := c.ConditionReason("Degraded")
+		return c.Status.ReadyMembers == 2 && c.Condition("Degraded") == "True" && strings.Contains(msg, lost),
+			fmt.Errorf("ready %d, Degraded %q", c.Status.ReadyMembers, msg)
+	})
 	f.WaitNodeNotReady(victim, 3*time.Minute)
 	t.Logf("FIGURE node stopped -> NotReady: %.1fs", time.Since(stopped).Seconds())
-	put("node-notready", 5)
-	if c, err := f.GetEtcdCluster(name); err == nil {
-		t.Logf("status with node %s NotReady: phase %s, ready members %d, members %+v", victim, c.Status.Phase, c.Status.ReadyMembers, c.Status.Members)
-	}
+	writer.WaitAcked(20, 2*time.Minute)
 
-	started := time.Now()
+	// The user's part.
+	f.MustNS("delete", "pod", lost, "--force", "--grace-period=0")
+	deleted := time.Now()
+	f.Eventually(lost+" replaced on another node", 5*time.Minute, func() (bool, error) {
+		c, err := f.GetEtcdCluster(name)
+		if err != nil {
+			return false, err
+		}
+		if id := c.MemberID(lost); id == "" || id == oldID {
+			return false, fmt.Errorf("member %s id %q (was %s)", lost, id, oldID)
+		}
+		return f.ClusterInSpec(name, 3)
+	})
+	t.Logf("FIGURE pod force-deleted -> member replaced, Available: %.1fs", time.Since(deleted).Seconds())
+	now, err := f.PodNodes(lost)
+	if err != nil || now[lost] == victim {
+		t.Fatalf("%s runs on %q (%v), want another node than %s", lost, now[lost], err, victim)
+	}
+	after, err := f.GetEtcdCluster(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newID := after.MemberID(lost)
+
 	f.StartNode(victim, 3*time.Minute)
-	t.Logf("FIGURE node started -> Ready: %.1fs", time.Since(started).Seconds())
-	f.WaitClusterInSpec(name, 3, 5*time.Minute)
-	t.Logf("FIGURE node started -> cluster in spec: %.1fs", time.Since(started).Seconds())
-	f.WaitEtcdHealthy(survivors[0], 3, 2*time.Minute)
+	writer.WaitAcked(20, 2*time.Minute)
+	f.WaitClusterInSpec(name, 3, 2*time.Minute)
+	f.WaitEtcdHealthy(survivor, 3, 2*time.Minute)
 	f.CheckAgreement(name, 3)
-	checkKeys(t, f, name, keys)
+	if c, err := f.GetEtcdCluster(name); err != nil || c.MemberID(lost) != newID {
+		t.Fatalf("after the node came back, %s is member %q (%v), want %s: the old member must not come back", lost, c.MemberID(lost), err, newID)
+	}
+	writer.StopAndVerify(survivor)
+}
+
+// TestDrainWorker: kubectl drain of a worker holding members completes; the disruption
+// budget lets the evictions through one member at a time, and the cluster keeps a quorum
+// (writes acknowledged) throughout.
+func TestDrainWorker(t *testing.T) {
+	f, _, where := kindExample(t)
+	const name = "example"
+	count := map[string]int{}
+	for _, n := range where {
+		count[n]++
+	}
+	node := ""
+	for n, c := range count {
+		if node == "" || c > count[node] {
+			node = n
+		}
+	}
+	writer := f.StartWriter(name, node)
+	t.Cleanup(func() { _, _ = f.Kubectl("uncordon", node) })
+
+	// Status is sampled through the drain: quorum must never be lost.
+	stop := make(chan struct{})
+	var mu sync.Mutex
+	var noQuorum []string
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(framework.PollInterval):
+			}
+			if c, err := f.GetEtcdCluster(name); err == nil {
+				if reason, _ := c.ConditionReason("Available"); reason != "NoQuorum" {
+					continue
+				}
+				mu.Lock()
+				noQuorum = append(noQuorum, time.Now().Format(time.TimeOnly))
+				mu.Unlock()
+			}
+		}
+	}()
+
+	start := time.Now()
+	out, err := f.Kubectl("drain", node, "--pod-selector=etcd.operator.dev/cluster="+name,
+		"--delete-emptydir-data", "--ignore-daemonsets", "--timeout=6m")
+	close(stop)
+	wg.Wait()
+	if err != nil {
+		t.Fatalf("drain of %s (holding %d members): %v\n%s", node, count[node], err, out)
+	}
+	t.Logf("FIGURE drain of a node holding %d members: %.1fs", count[node], time.Since(start).Seconds())
+	if strings.Count(out, "evicted") < count[node] {
+		t.Errorf("drain output names fewer than %d evictions:\n%s", count[node], out)
+	}
+	if len(noQuorum) > 0 {
+		t.Errorf("the cluster reported no quorum during the drain at %v", noQuorum)
+	}
+	f.WaitClusterInSpec(name, 3, 3*time.Minute)
+	now, err := f.PodNodes(framework.MemberNames(name, 3)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for m, n := range now {
+		if n == node {
+			t.Errorf("%s still runs on the drained node %s", m, n)
+		}
+	}
+	writer.WaitAcked(5, time.Minute)
+	f.CheckAgreement(name, 3)
+	writer.StopAndVerify(name + "-0")
 }

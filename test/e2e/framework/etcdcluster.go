@@ -54,6 +54,16 @@ func (c *EtcdCluster) Condition(t string) string {
 	return ""
 }
 
+// ConditionReason returns the reason and message of a condition ("" when absent).
+func (c *EtcdCluster) ConditionReason(t string) (reason, message string) {
+	for _, cond := range c.Status.Conditions {
+		if cond.Type == t {
+			return cond.Reason, cond.Message
+		}
+	}
+	return "", ""
+}
+
 // AvailableFor reports how long the cluster has been Available (0 when it is not).
 func (c *EtcdCluster) AvailableFor(now time.Time) time.Duration {
 	for _, cond := range c.Status.Conditions {

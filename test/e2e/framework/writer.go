@@ -58,8 +58,9 @@ type WriteLog struct {
 	Failed int
 }
 
-// StartWriter starts writing to cluster and waits until the first put is acknowledged.
-func (f *Framework) StartWriter(cluster string) *Writer {
+// StartWriter starts writing to cluster and waits until the first put is acknowledged. The
+// writer pod is kept off the nodes named in avoid (a node a test will stop or drain).
+func (f *Framework) StartWriter(cluster string, avoid ...string) *Writer {
 	f.t.Helper()
 	w := &Writer{f: f, cluster: cluster, Pod: "writer-" + cluster}
 	// The Service's address rather than its name: a lookup per put (several, with the pod's
@@ -75,7 +76,7 @@ metadata:
   labels: {app.kubernetes.io/name: e2e-writer}
 spec:
   restartPolicy: Never
-  terminationGracePeriodSeconds: 1
+  terminationGracePeriodSeconds: 1%s
   securityContext:
     runAsNonRoot: true
     runAsUser: 65532
@@ -92,12 +93,26 @@ spec:
       allowPrivilegeEscalation: false
       capabilities: {drop: [ALL]}
   volumes: [{name: work, emptyDir: {}}]
-`, w.Pod, WriterImage, writerScript, net.JoinHostPort(ip, "2379")))
+`, w.Pod, avoidNodes(avoid), WriterImage, writerScript, net.JoinHostPort(ip, "2379")))
 	f.Eventually("writer "+w.Pod+" has an acknowledged put", 2*time.Minute, func() (bool, error) {
 		log, err := w.log()
 		return err == nil && len(log.Acked) > 0, nil
 	})
 	return w
+}
+
+// avoidNodes is a pod spec's affinity that keeps it off the named nodes ("" for none).
+func avoidNodes(nodes []string) string {
+	if len(nodes) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(`
+  affinity:
+    nodeAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+        nodeSelectorTerms:
+        - matchExpressions:
+          - {key: kubernetes.io/hostname, operator: NotIn, values: [%s]}`, strings.Join(nodes, ", "))
 }
 
 // Progress returns the writer's log so far.
