@@ -23,5 +23,11 @@ if command -v docker >/dev/null && docker info >/dev/null 2>&1; then
 	fi
 fi
 "$KIND_DIR/engine.sh" down
-rm -rf "$STATE"
+if [ -d "$RUN" ]; then
+	# the local node's state (a local make up that stopped before recording its mode): its
+	# make down needs it, so only the kind path's files go
+	rm -f "$ENGINE_STATE" "$STATE/kind-config.yaml" "$STATE/kind-network-created"
+else
+	rm -rf "$STATE"
+fi
 ts "down: done"

@@ -59,6 +59,9 @@ if [ ! -f "$BASE_TAR" ]; then
 	cp "$F/etc/crictl.yaml" "$R/etc/"
 	cp "$F/etc/default/"* "$R/etc/default/"
 	cp "$F/etc/sysctl.d/"* "$R/etc/sysctl.d/"
+	# a node routes pod traffic; its network namespace starts with the host's ip_forward,
+	# which is 0 where nothing enabled it (the project's dockerd runs with --ip-forward=false)
+	printf 'net.ipv4.ip_forward=1\n' >"$R/etc/sysctl.d/20-ip-forward.conf"
 	cp "$F/etc/systemd/system/"*.service "$F/etc/systemd/system/"*.slice "$R/etc/systemd/system/"
 	cp "$F/etc/systemd/system/kubelet.service.d/"* "$R/etc/systemd/system/kubelet.service.d/"
 	# Debian's containerd 1.6 with kind's configuration; the sandbox image is the pinned pause
