@@ -206,13 +206,14 @@ func TestPodWrites(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	for name, tc := range map[string]struct {
+	for _, tc := range []struct {
+		name    string
 		pod     *corev1.Pod
 		changed bool
-	}{"a newer pod of the same name": {stale, false}, "the pod": {pod, true}, "a pod already gone": {pod, false}} {
+	}{{"a newer pod of the same name", stale, false}, {"the pod", pod, true}, {"a pod already gone", pod, false}} {
 		res, err := m.DeletePod(context.Background(), c, tc.pod, "x")
 		if err != nil || res.Changed != tc.changed {
-			t.Errorf("delete %s = %+v, %v; want changed %v", name, res, err, tc.changed)
+			t.Errorf("delete %s = %+v, %v; want changed %v", tc.name, res, err, tc.changed)
 		}
 	}
 	if n := len(rec.Events); n != 2 {

@@ -23,7 +23,8 @@ func (r *Reconciler) ensureOwned(ctx context.Context, c *api.EtcdCluster) error 
 			return err
 		}
 	}
-	return r.ensureBudget(ctx, c, member.DisruptionBudget(c))
+	r.ensureBudget(ctx, c, member.DisruptionBudget(c))
+	return nil
 }
 
 func (r *Reconciler) ensureService(ctx context.Context, c *api.EtcdCluster, want *corev1.Service) error {
@@ -62,41 +63,50 @@ func (r *Reconciler) ensureService(ctx context.Context, c *api.EtcdCluster, want
 	return nil
 }
 
-// ensureBudget keeps the disruption budget in step with spec.size.
-func (r *Reconciler) ensureBudget(ctx context.Context, c *api.EtcdCluster, want *policyv1.PodDisruptionBudget) error {
+// ensureBudget keeps the disruption budget in step with the cluster's size. A budget of that
+// name that is not this cluster's is left alone and reported; the cluster runs on without
+// one. Failures are reported, not returned: a missing budget must not stop member repairs.
+func (r *Reconciler) ensureBudget(ctx context.Context, c *api.EtcdCluster, want *policyv1.PodDisruptionBudget) {
+	log := r.log(c).WithField("budget", want.Name)
+	budgets := r.deps.Kube.PolicyV1().PodDisruptionBudgets(c.Namespace)
 	have, err := r.deps.Budgets.PodDisruptionBudgets(c.Namespace).Get(want.Name)
 	if apierrors.IsNotFound(err) {
-		_, err = r.deps.Kube.PolicyV1().PodDisruptionBudgets(c.Namespace).Create(ctx, want, metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) {
-			return nil
+		_, err = budgets.Create(ctx, want, metav1.CreateOptions{})
+		if err == nil {
+			log.Info("created disruption budget")
+			r.event(c, corev1.EventTypeNormal, EventBudgetCreated, "Created disruption budget %s (at least %s members available)",
+				want.Name, want.Spec.MinAvailable.String())
+			return
 		}
-		if err != nil {
-			return fmt.Errorf("creating disruption budget %s: %w", want.Name, err)
+		if !apierrors.IsAlreadyExists(err) {
+			log.WithError(err).Warn("creating disruption budget")
+			return
 		}
-		r.log(c).WithField("budget", want.Name).Info("created disruption budget")
-		r.event(c, corev1.EventTypeNormal, EventBudgetCreated, "Created disruption budget %s (at least %s members available)",
-			want.Name, want.Spec.MinAvailable.String())
-		return nil
+		// The cache sees only the operator's own objects: ask the API whose budget it is.
+		if have, err = budgets.Get(ctx, want.Name, metav1.GetOptions{}); err != nil {
+			log.WithError(err).Warn("getting disruption budget")
+			return
+		}
 	}
 	if err != nil {
-		return fmt.Errorf("getting disruption budget %s: %w", want.Name, err)
+		log.WithError(err).Warn("getting disruption budget")
+		return
 	}
 	if !metav1.IsControlledBy(have, c) {
-		// Someone else's budget of that name: leave it alone, say so, and run without ours.
-		r.log(c).WithField("budget", want.Name).Warn("a disruption budget of that name exists and is not this cluster's")
+		log.Warn("a disruption budget of that name exists and is not this cluster's")
 		r.event(c, corev1.EventTypeWarning, EventBudgetConflict,
 			"Disruption budget %s exists and is not this cluster's: the member pods have no budget of the operator's", want.Name)
-		return nil
+		return
 	}
 	if equality.Semantic.DeepEqual(have.Spec.MinAvailable, want.Spec.MinAvailable) && have.Spec.MaxUnavailable == nil &&
 		equality.Semantic.DeepEqual(have.Spec.Selector, want.Spec.Selector) {
-		return nil
+		return
 	}
 	upd := have.DeepCopy()
 	upd.Spec.MinAvailable, upd.Spec.MaxUnavailable, upd.Spec.Selector = want.Spec.MinAvailable, nil, want.Spec.Selector
-	if _, err := r.deps.Kube.PolicyV1().PodDisruptionBudgets(c.Namespace).Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("updating disruption budget %s: %w", want.Name, err)
+	if _, err := budgets.Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
+		log.WithError(err).Warn("updating disruption budget")
+		return
 	}
-	r.log(c).WithField("budget", want.Name).WithField("minAvailable", want.Spec.MinAvailable.String()).Info("updated disruption budget")
-	return nil
+	log.WithField("minAvailable", want.Spec.MinAvailable.String()).Info("updated disruption budget")
 }

@@ -9,9 +9,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	kubeinformers "k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -195,7 +197,6 @@ func TestSyncWritesStatusOnlyWhenChanged(t *testing.T) {
 // left alone and reported.
 func TestSyncKeepsDisruptionBudget(t *testing.T) {
 	c := newCluster(5)
-	c.Spec.Paused = false
 	old := member.DisruptionBudget(newCluster(3))
 	f := newFixture(t, c, old, member.PeerService(c), member.ClientService(c))
 	if _, err := f.r.Sync(context.Background(), "ns", "demo"); err != nil {
@@ -209,15 +210,26 @@ func TestSyncKeepsDisruptionBudget(t *testing.T) {
 	if got.Spec.MinAvailable.IntValue() != 3 {
 		t.Errorf("minAvailable %s for 5 members, want 3", got.Spec.MinAvailable.String())
 	}
+	// Shrinking from 5 to 3, quorum is still 3 of the 5 members that are there.
+	shrinking := newCluster(3)
+	shrinking.Status.Size = 5
+	if m := member.DisruptionBudget(shrinking).Spec.MinAvailable.IntValue(); m != 3 {
+		t.Errorf("minAvailable %d while 5 members shrink to 3, want 3", m)
+	}
 
+	// Someone else's budget, without the operator's labels: the informer never lists it.
 	foreign := member.DisruptionBudget(c)
-	foreign.OwnerReferences = nil
-	f = newFixture(t, c, foreign, member.PeerService(c), member.ClientService(c))
+	foreign.OwnerReferences, foreign.Labels = nil, nil
+	f = newFixture(t, c, member.PeerService(c), member.ClientService(c))
+	if _, err := f.kube.PolicyV1().PodDisruptionBudgets(c.Namespace).Create(context.Background(), foreign, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.kube.ClearActions()
 	if _, err := f.r.Sync(context.Background(), "ns", "demo"); err != nil {
 		t.Errorf("Sync with a foreign budget: %v; the cluster runs on without one", err)
 	}
-	if n := len(f.actions("update", "poddisruptionbudgets")) + len(f.actions("create", "poddisruptionbudgets")); n != 0 {
-		t.Errorf("a budget the cluster does not own was written")
+	if n := len(f.actions("update", "poddisruptionbudgets")); n != 0 {
+		t.Errorf("a budget the cluster does not own was updated")
 	}
 	if n := len(f.actions("create", "pods")); n != 1 {
 		t.Errorf("%d pods created; a foreign budget must not hold the cluster back", n)
@@ -229,6 +241,22 @@ func TestSyncKeepsDisruptionBudget(t *testing.T) {
 	}
 	if !warned {
 		t.Error("no Event says the budget is someone else's")
+	}
+}
+
+// A budget the operator may not write (RBAC of an older install, an admission webhook) does
+// not stop the pass: members are still repaired.
+func TestSyncWithoutBudgetRights(t *testing.T) {
+	c := newCluster(3)
+	f := newFixture(t, c, member.PeerService(c), member.ClientService(c))
+	f.kube.PrependReactor("create", "poddisruptionbudgets", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "policy", Resource: "poddisruptionbudgets"}, "demo", errors.New("RBAC"))
+	})
+	if _, err := f.r.Sync(context.Background(), "ns", "demo"); err != nil {
+		t.Fatalf("Sync: %v", err)
+	}
+	if n := len(f.actions("create", "pods")); n != 1 {
+		t.Errorf("%d pods created, want the seed", n)
 	}
 }
 
