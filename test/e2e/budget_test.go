@@ -33,7 +33,16 @@ func TestDisruptionBudget(t *testing.T) {
 			return err == nil && strings.TrimSpace(out) == want, fmt.Errorf("minAvailable/allowed %q, %v", out, err)
 		})
 	}
+	memberID := func(pod string) string {
+		t.Helper()
+		c, err := f.GetEtcdCluster(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.MemberID(pod)
+	}
 	allowed("2/1")
+	first := memberID(name + "-1")
 	if err := evict(f, name+"-1"); err != nil {
 		t.Fatalf("first eviction refused: %v", err)
 	}
@@ -41,13 +50,14 @@ func TestDisruptionBudget(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "disruption budget") {
 		t.Fatalf("second eviction while %s-1 is coming back = %v, want it refused by the disruption budget", name, err)
 	}
-	f.WaitClusterInSpec(name, 3, 3*time.Minute)
+	waitReplaced(f, name, name+"-1", first)
 	writer.WaitAcked(5, time.Minute)
 	allowed("2/1")
+	second := memberID(name + "-2")
 	if err := evict(f, name+"-2"); err != nil {
 		t.Fatalf("eviction once the cluster is whole again refused: %v", err)
 	}
-	f.WaitClusterInSpec(name, 3, 3*time.Minute)
+	waitReplaced(f, name, name+"-2", second)
 
 	f.Patch("etcdcluster/"+name, `{"spec":{"size":5}}`)
 	f.WaitClusterInSpec(name, 5, 3*time.Minute)

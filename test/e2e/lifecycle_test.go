@@ -76,6 +76,22 @@ func runningExample(t *testing.T) (*framework.Framework, *framework.Writer) {
 	return f, f.StartWriter("example")
 }
 
+// waitReplaced waits until member pod of cluster name is a new member (not oldID) and the
+// cluster is in spec again with three members.
+func waitReplaced(f *framework.Framework, name, pod, oldID string) {
+	f.T().Helper()
+	f.Eventually(pod+" replaced under the same name", 3*time.Minute, func() (bool, error) {
+		c, err := f.GetEtcdCluster(name)
+		if err != nil {
+			return false, err
+		}
+		if id := c.MemberID(pod); id == "" || id == oldID {
+			return false, fmt.Errorf("member %s id %q (was %s)", pod, id, oldID)
+		}
+		return f.ClusterInSpec(name, 3)
+	})
+}
+
 // noFailedLookups fails the test when a member of the first n logged a failed lookup of a
 // member's name: no member may look up a name before cluster DNS serves it, or CoreDNS
 // caches the "no such host" for 30 s and the member waits as long.
@@ -142,16 +158,7 @@ func TestClusterLifecycle(t *testing.T) {
 		oldID := before.MemberID(pod)
 		deleted := time.Now()
 		f.Delete("pod/" + pod)
-		f.Eventually(pod+" replaced under the same name", 3*time.Minute, func() (bool, error) {
-			c, err := f.GetEtcdCluster(name)
-			if err != nil {
-				return false, err
-			}
-			if id := c.MemberID(pod); id == "" || id == oldID {
-				return false, fmt.Errorf("member %s id %q (was %s)", pod, id, oldID)
-			}
-			return f.ClusterInSpec(name, 3)
-		})
+		waitReplaced(f, name, pod, oldID)
 		t.Logf("FIGURE member pod %s deleted -> Available again: %.1fs", pod, time.Since(deleted).Seconds())
 		f.CheckAgreement(name, 3)
 		checkKeys(t, f, name, keys)

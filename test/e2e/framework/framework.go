@@ -89,7 +89,17 @@ func (f *Framework) T() *testing.T { return f.t }
 // run executes kubectl with args and optional stdin and returns its stdout; on
 // failure the error carries stderr.
 func (f *Framework) run(stdin string, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), DefaultTimeout)
+	return f.runFor(DefaultTimeout, stdin, args...)
+}
+
+// KubectlFor runs kubectl with args (no namespace added), for a command that may take longer
+// than DefaultTimeout (kubectl drain).
+func (f *Framework) KubectlFor(timeout time.Duration, args ...string) (string, error) {
+	return f.runFor(timeout, "", args...)
+}
+
+func (f *Framework) runFor(timeout time.Duration, stdin string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, f.kubectl, args...)
 	if stdin != "" {

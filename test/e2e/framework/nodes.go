@@ -186,3 +186,27 @@ func (f *Framework) PodNodes(pods ...string) (map[string]string, error) {
 	}
 	return m, nil
 }
+
+// MoveOff moves the pods of a Deployment (namespace, name, its pods' label selector) off
+// node: the node is cordoned, the Deployment restarted and waited for, and the node
+// uncordoned. Nothing happens when none of its pods runs there. A test that stops a node uses
+// it for what the cluster itself needs (the operator, cluster DNS), so that the test is about
+// the member it stops.
+func (f *Framework) MoveOff(node, namespace, deployment, selector string) {
+	f.t.Helper()
+	out, err := f.Kubectl("-n", namespace, "get", "pods", "-l", selector, "-o", "jsonpath={.items[*].spec.nodeName}")
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if !strings.Contains(" "+out+" ", " "+node+" ") {
+		return
+	}
+	f.MustKubectl("cordon", node)
+	defer f.MustKubectl("uncordon", node)
+	f.MustKubectl("-n", namespace, "rollout", "restart", "deployment/"+deployment)
+	f.MustKubectl("-n", namespace, "rollout", "status", "deployment/"+deployment, "--timeout=3m")
+	f.Eventually(deployment+"'s pods off "+node, 2*time.Minute, func() (bool, error) {
+		out, err := f.Kubectl("-n", namespace, "get", "pods", "-l", selector, "-o", "jsonpath={.items[*].spec.nodeName}")
+		return err == nil && !strings.Contains(" "+out+" ", " "+node+" "), fmt.Errorf("on nodes %q (%v)", out, err)
+	})
+}
