@@ -12,7 +12,8 @@ import (
 	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
 )
 
-// The tests in this file need several nodes: they run on a multi-node kind cluster
+// The tests in this file need several nodes (their names start with TestMultiNode, which CI
+// selects on kind): they run on a multi-node kind cluster
 // (CLUSTER=kind make up) and are skipped on the single-node local cluster.
 
 // kindExample applies the example on a kind cluster with at least two schedulable nodes and
@@ -49,9 +50,9 @@ func soleMember(where map[string]string) (node, member string) {
 	return "", ""
 }
 
-// TestMembersSpreadAcrossNodes: with the default pod anti-affinity, a size-3 cluster's
+// TestMultiNodeSpread: with the default pod anti-affinity, a size-3 cluster's
 // members land on different nodes where there is room.
-func TestMembersSpreadAcrossNodes(t *testing.T) {
+func TestMultiNodeSpread(t *testing.T) {
 	_, workers, where := kindExample(t)
 	nodes := map[string]bool{}
 	for _, n := range where {
@@ -62,12 +63,12 @@ func TestMembersSpreadAcrossNodes(t *testing.T) {
 	}
 }
 
-// TestWorkerNodeLost: the node of one member dies (its container is stopped). The members left
+// TestMultiNodeWorkerLost: the node of one member dies (its container is stopped). The members left
 // keep acknowledging writes, and status names the lost member and why. Once the user does
 // their part (the pod force-deleted, as for a StatefulSet: nobody else may decide that the
 // node no longer runs it), the member is replaced on another node with nothing acknowledged
 // lost. The node coming back does not bring the old member back.
-func TestWorkerNodeLost(t *testing.T) {
+func TestMultiNodeWorkerLost(t *testing.T) {
 	f, _, where := kindExample(t)
 	const name = "example"
 	victim, lost := soleMember(where)
@@ -141,10 +142,10 @@ func TestWorkerNodeLost(t *testing.T) {
 	writer.StopAndVerify(survivor)
 }
 
-// TestDrainWorker: kubectl drain of a worker holding members completes; the disruption
+// TestMultiNodeDrain: kubectl drain of a worker holding members completes; the disruption
 // budget lets the evictions through one member at a time, and the cluster keeps a quorum
 // (writes acknowledged) throughout.
-func TestDrainWorker(t *testing.T) {
+func TestMultiNodeDrain(t *testing.T) {
 	f, _, where := kindExample(t)
 	const name = "example"
 	count := map[string]int{}
@@ -220,10 +221,10 @@ func TestDrainWorker(t *testing.T) {
 	writer.StopAndVerify(name + "-0")
 }
 
-// TestWorkerNodeRestarted: the node of one member stops and starts again (a reboot): the two
+// TestMultiNodeWorkerRestarted: the node of one member stops and starts again (a reboot): the two
 // members left keep acknowledging writes, and once the node is back its member rejoins on the
 // data its emptyDir kept, under the same member ID.
-func TestWorkerNodeRestarted(t *testing.T) {
+func TestMultiNodeWorkerRestarted(t *testing.T) {
 	f, _, where := kindExample(t)
 	const name = "example"
 	victim, lost := soleMember(where)
