@@ -50,6 +50,26 @@ func soleMember(where map[string]string) (node, member string) {
 	return "", ""
 }
 
+// nodeToStop sets up a test that stops a node: the example on kind, the node that holds
+// exactly one member (the test is skipped when none does: stopping it would cost quorum), the
+// operator and cluster DNS moved off that node (the test is about the member), the cluster as
+// it was, and a writer running on another node.
+func nodeToStop(t *testing.T) (f *framework.Framework, node, member string, before *framework.EtcdCluster, writer *framework.Writer) {
+	t.Helper()
+	f, _, where := kindExample(t)
+	node, member = soleMember(where)
+	if node == "" {
+		t.Skipf("no node holds exactly one member (%v): stopping one would cost quorum", where)
+	}
+	before, err := f.GetEtcdCluster("example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.MoveOff(node, framework.OperatorNamespace, "etcd-operator", "app.kubernetes.io/name=etcd-operator")
+	f.MoveOff(node, "kube-system", "coredns", "k8s-app=kube-dns")
+	return f, node, member, before, f.StartWriter("example", node)
+}
+
 // TestMultiNodeSpread: with the default pod anti-affinity, a size-3 cluster's
 // members land on different nodes where there is room.
 func TestMultiNodeSpread(t *testing.T) {
@@ -69,27 +89,15 @@ func TestMultiNodeSpread(t *testing.T) {
 // node no longer runs it), the member is replaced on another node with nothing acknowledged
 // lost. The node coming back does not bring the old member back.
 func TestMultiNodeWorkerLost(t *testing.T) {
-	f, _, where := kindExample(t)
 	const name = "example"
-	victim, lost := soleMember(where)
-	if victim == "" {
-		t.Skipf("no node holds exactly one member (%v): stopping one would cost quorum", where)
-	}
+	f, victim, lost, before, writer := nodeToStop(t)
 	var survivor string
 	for _, m := range framework.MemberNames(name, 3) {
 		if m != lost {
 			survivor = m
 		}
 	}
-	before, err := f.GetEtcdCluster(name)
-	if err != nil {
-		t.Fatal(err)
-	}
 	oldID := before.MemberID(lost)
-	// What the cluster itself needs goes elsewhere first: this test is about the member.
-	f.MoveOff(victim, framework.OperatorNamespace, "etcd-operator", "app.kubernetes.io/name=etcd-operator")
-	f.MoveOff(victim, "kube-system", "coredns", "k8s-app=kube-dns")
-	writer := f.StartWriter(name, victim)
 
 	stopped := time.Now()
 	f.StopNode(victim)
@@ -110,16 +118,7 @@ func TestMultiNodeWorkerLost(t *testing.T) {
 	// The user's part.
 	f.MustNS("delete", "pod", lost, "--force", "--grace-period=0")
 	deleted := time.Now()
-	f.Eventually(lost+" replaced on another node", 5*time.Minute, func() (bool, error) {
-		c, err := f.GetEtcdCluster(name)
-		if err != nil {
-			return false, err
-		}
-		if id := c.MemberID(lost); id == "" || id == oldID {
-			return false, fmt.Errorf("member %s id %q (was %s)", lost, id, oldID)
-		}
-		return f.ClusterInSpec(name, 3)
-	})
+	waitReplaced(f, name, lost, oldID)
 	t.Logf("FIGURE pod force-deleted -> member replaced, Available: %.1fs", time.Since(deleted).Seconds())
 	now, err := f.PodNodes(lost)
 	if err != nil || now[lost] == victim {
@@ -225,19 +224,8 @@ func TestMultiNodeDrain(t *testing.T) {
 // members left keep acknowledging writes, and once the node is back its member rejoins on the
 // data its emptyDir kept, under the same member ID.
 func TestMultiNodeWorkerRestarted(t *testing.T) {
-	f, _, where := kindExample(t)
 	const name = "example"
-	victim, lost := soleMember(where)
-	if victim == "" {
-		t.Skipf("no node holds exactly one member (%v): stopping one would cost quorum", where)
-	}
-	before, err := f.GetEtcdCluster(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.MoveOff(victim, framework.OperatorNamespace, "etcd-operator", "app.kubernetes.io/name=etcd-operator")
-	f.MoveOff(victim, "kube-system", "coredns", "k8s-app=kube-dns")
-	writer := f.StartWriter(name, victim)
+	f, victim, lost, before, writer := nodeToStop(t)
 
 	f.StopNode(victim)
 	writer.WaitAcked(20, 2*time.Minute)
