@@ -128,7 +128,8 @@ type State struct {
 	Version string
 }
 
-// Plan returns the one next step toward spec.size, or none.
+// Plan returns the one next step toward spec.size, or none. The rules are tried in the order
+// listed at the top of this file; the first that applies decides.
 func Plan(s State) Decision {
 	if !s.MembersKnown {
 		return planUnreachable(s)
@@ -143,24 +144,8 @@ func Plan(s State) Decision {
 	for _, m := range s.Members {
 		members[m.Ordinal] = m
 	}
-
-	// Rule 2: pods that hold no member and never will.
-	for _, o := range sortedOrdinals(s.Pods) {
-		p := s.Pods[o]
-		if _, isMember := members[o]; isMember || p.Terminating {
-			continue
-		}
-		if o >= s.Size {
-			return step(s, Action{Kind: ActionDeletePod, Ordinal: o}, api.ReasonScalingDown,
-				"deleting pod %s, which holds no member", o)
-		}
-	}
-	for _, o := range sortedOrdinals(s.Pods) {
-		p := s.Pods[o]
-		if !p.Terminating && (p.Phase == corev1.PodFailed || p.Phase == corev1.PodSucceeded) {
-			return step(s, Action{Kind: ActionDeletePod, Ordinal: o}, api.ReasonReplacingMember,
-				"deleting failed pod %s", o)
-		}
+	if d, ok := planStrayPods(s, members); ok {
+		return d
 	}
 
 	// Rule 3: quorum.
@@ -171,24 +156,8 @@ func Plan(s State) Decision {
 			healthy, voting)}
 	}
 
-	// Rule 4: the pending learner.
-	for _, m := range s.Members {
-		if !m.Learner {
-			continue
-		}
-		p, hasPod := s.Pods[m.Ordinal]
-		if !hasPod || p.Terminating || m.Ordinal >= s.Size {
-			return step(s, Action{Kind: ActionRemoveMember, Ordinal: m.Ordinal, MemberID: m.ID},
-				reasonFor(s, m.Ordinal), "removing learner %s, whose pod is gone or no longer wanted", m.Ordinal)
-		}
-		if !m.Healthy {
-			if d, ok := podAheadOf(s, s.Members); ok {
-				return d
-			}
-			return waiting(s, reasonFor(s, m.Ordinal), "waiting for learner %s to start", m.Ordinal)
-		}
-		return step(s, Action{Kind: ActionPromote, Ordinal: m.Ordinal, MemberID: m.ID},
-			reasonFor(s, m.Ordinal), "promoting learner %s", m.Ordinal)
+	if d, ok := planLearner(s); ok {
+		return d
 	}
 
 	// Rule 5: voting members whose pod (and so data) is gone.
@@ -211,6 +180,56 @@ func Plan(s State) Decision {
 
 	// Rule 7: scale up or re-add, lowest missing ordinal first.
 	return planGrow(s, members)
+}
+
+// planStrayPods is rule 2: delete a pod that holds no member and never will (an ordinal at or
+// above spec.size), or a pod that failed for good.
+func planStrayPods(s State, members map[int]MemberView) (Decision, bool) {
+	for _, o := range sortedOrdinals(s.Pods) {
+		p := s.Pods[o]
+		if _, isMember := members[o]; isMember || p.Terminating {
+			continue
+		}
+		if o >= s.Size {
+			return step(s, Action{Kind: ActionDeletePod, Ordinal: o}, api.ReasonScalingDown,
+				"deleting pod %s, which holds no member", o), true
+		}
+	}
+	for _, o := range sortedOrdinals(s.Pods) {
+		p := s.Pods[o]
+		if !p.Terminating && (p.Phase == corev1.PodFailed || p.Phase == corev1.PodSucceeded) {
+			return step(s, Action{Kind: ActionDeletePod, Ordinal: o}, api.ReasonReplacingMember,
+				"deleting failed pod %s", o), true
+		}
+	}
+	return Decision{}, false
+}
+
+// planLearner is rule 4: the pending learner is finished first, removed if its pod is gone or
+// it is no longer wanted (learners do not vote, so removing one is always safe), promoted
+// once it has started.
+func planLearner(s State) (Decision, bool) {
+	for _, m := range s.Members {
+		if !m.Learner {
+			continue
+		}
+		p, hasPod := s.Pods[m.Ordinal]
+		reason := reasonFor(s, m.Ordinal)
+		switch {
+		case !hasPod || p.Terminating || m.Ordinal >= s.Size:
+			return step(s, Action{Kind: ActionRemoveMember, Ordinal: m.Ordinal, MemberID: m.ID},
+				reason, "removing learner %s, whose pod is gone or no longer wanted", m.Ordinal), true
+		case !m.Healthy:
+			if d, ok := podAheadOf(s, s.Members); ok {
+				return d, true
+			}
+			return waiting(s, reason, "waiting for learner %s to start", m.Ordinal), true
+		default:
+			return step(s, Action{Kind: ActionPromote, Ordinal: m.Ordinal, MemberID: m.ID},
+				reason, "promoting learner %s", m.Ordinal), true
+		}
+	}
+	return Decision{}, false
 }
 
 func planUnreachable(s State) Decision {

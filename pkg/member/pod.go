@@ -130,7 +130,6 @@ func Pod(c *api.EtcdCluster, t Template, initImage string) *corev1.Pod {
 	if version == "" {
 		version = c.Spec.Version
 	}
-	readyPath, livePath := probePaths(version)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            name,
@@ -146,41 +145,12 @@ func Pod(c *api.EtcdCluster, t Template, initImage string) *corev1.Pod {
 			EnableServiceLinks: ptr.To(false),
 			// The pods talk to etcd only; they need no API credentials.
 			AutomountServiceAccountToken: ptr.To(false),
-			Containers: []corev1.Container{{
-				Name:            EtcdContainerName,
-				Image:           ImageFor(c.Spec.Repository, version),
-				ImagePullPolicy: corev1.PullIfNotPresent,
-				Command:         []string{EtcdBinary},
-				Args:            etcdArgs(c, t),
-				Env:             userEnv(policy.Env),
-				Ports: []corev1.ContainerPort{
-					{Name: "client", ContainerPort: ClientPort, Protocol: corev1.ProtocolTCP},
-					{Name: "peer", ContainerPort: PeerPort, Protocol: corev1.ProtocolTCP},
-				},
-				Resources:    *policy.Resources.DeepCopy(),
-				VolumeMounts: []corev1.VolumeMount{{Name: DataVolumeName, MountPath: DataMountPath}},
-				ReadinessProbe: &corev1.Probe{
-					ProbeHandler:     httpProbe(readyPath),
-					PeriodSeconds:    2,
-					TimeoutSeconds:   2,
-					FailureThreshold: 3,
-				},
-				// Generous: restarting a slow but live member only makes it slower.
-				LivenessProbe: &corev1.Probe{
-					ProbeHandler:        httpProbe(livePath),
-					InitialDelaySeconds: 10,
-					PeriodSeconds:       10,
-					TimeoutSeconds:      15,
-					FailureThreshold:    8,
-				},
-				SecurityContext:          restrictedContainer(),
-				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-			}},
-			Volumes:           []corev1.Volume{dataVolume(&c.Spec)},
-			NodeSelector:      maps.Clone(policy.NodeSelector),
-			Affinity:          affinity(c.Name, policy.Affinity),
-			SecurityContext:   podSecurityContext(policy.SecurityContext),
-			PriorityClassName: policy.PriorityClassName,
+			Containers:                   []corev1.Container{etcdContainer(c, t, policy, version)},
+			Volumes:                      []corev1.Volume{dataVolume(&c.Spec)},
+			NodeSelector:                 maps.Clone(policy.NodeSelector),
+			Affinity:                     affinity(c.Name, policy.Affinity),
+			SecurityContext:              podSecurityContext(policy.SecurityContext),
+			PriorityClassName:            policy.PriorityClassName,
 		},
 	}
 	for _, tol := range policy.Tolerations {
@@ -191,9 +161,45 @@ func Pod(c *api.EtcdCluster, t Template, initImage string) *corev1.Pod {
 	// member is added (see package memberinit for why it waits there and not in an init
 	// container).
 	if t.ClusterState != etcdutil.ClusterStateNew {
+		_, livePath := probePaths(version)
 		wrapInMemberInit(c, t, pod, initImage, livePath)
 	}
 	return pod
+}
+
+// etcdContainer is the container that runs the member's etcd (of the given version).
+func etcdContainer(c *api.EtcdCluster, t Template, policy *api.PodPolicy, version string) corev1.Container {
+	readyPath, livePath := probePaths(version)
+	return corev1.Container{
+		Name:            EtcdContainerName,
+		Image:           ImageFor(c.Spec.Repository, version),
+		ImagePullPolicy: corev1.PullIfNotPresent,
+		Command:         []string{EtcdBinary},
+		Args:            etcdArgs(c, t),
+		Env:             userEnv(policy.Env),
+		Ports: []corev1.ContainerPort{
+			{Name: "client", ContainerPort: ClientPort, Protocol: corev1.ProtocolTCP},
+			{Name: "peer", ContainerPort: PeerPort, Protocol: corev1.ProtocolTCP},
+		},
+		Resources:    *policy.Resources.DeepCopy(),
+		VolumeMounts: []corev1.VolumeMount{{Name: DataVolumeName, MountPath: DataMountPath}},
+		ReadinessProbe: &corev1.Probe{
+			ProbeHandler:     httpProbe(readyPath),
+			PeriodSeconds:    2,
+			TimeoutSeconds:   2,
+			FailureThreshold: 3,
+		},
+		// Generous: restarting a slow but live member only makes it slower.
+		LivenessProbe: &corev1.Probe{
+			ProbeHandler:        httpProbe(livePath),
+			InitialDelaySeconds: 10,
+			PeriodSeconds:       10,
+			TimeoutSeconds:      15,
+			FailureThreshold:    8,
+		},
+		SecurityContext:          restrictedContainer(),
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+	}
 }
 
 // etcdArgs are the flags of the member's etcd.
