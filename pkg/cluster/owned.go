@@ -3,12 +3,14 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
 	"github.com/etcd-operator/etcd-operator/pkg/member"
@@ -71,31 +73,31 @@ func (r *Reconciler) ensureBudget(ctx context.Context, c *api.EtcdCluster, want 
 	budgets := r.deps.Kube.PolicyV1().PodDisruptionBudgets(c.Namespace)
 	have, err := r.deps.Budgets.PodDisruptionBudgets(c.Namespace).Get(want.Name)
 	if apierrors.IsNotFound(err) {
-		_, err = budgets.Create(ctx, want, metav1.CreateOptions{})
-		if err == nil {
-			log.Info("created disruption budget")
-			r.event(c, corev1.EventTypeNormal, EventBudgetCreated, "Created disruption budget %s (at least %s members available)",
-				want.Name, want.Spec.MinAvailable.String())
-			return
-		}
-		if !apierrors.IsAlreadyExists(err) {
+		// The cache sees only the operator's own objects: someone else's budget of that name
+		// is only found by asking the API.
+		have, err = budgets.Get(ctx, want.Name, metav1.GetOptions{})
+	}
+	if apierrors.IsNotFound(err) {
+		if _, err := budgets.Create(ctx, want, metav1.CreateOptions{}); err != nil {
 			log.WithError(err).Warn("creating disruption budget")
 			return
 		}
-		// The cache sees only the operator's own objects: ask the API whose budget it is.
-		if have, err = budgets.Get(ctx, want.Name, metav1.GetOptions{}); err != nil {
-			log.WithError(err).Warn("getting disruption budget")
-			return
-		}
+		log.Info("created disruption budget")
+		r.event(c, corev1.EventTypeNormal, EventBudgetCreated, "Created disruption budget %s (at least %s members available)",
+			want.Name, want.Spec.MinAvailable.String())
+		return
 	}
 	if err != nil {
 		log.WithError(err).Warn("getting disruption budget")
 		return
 	}
 	if !metav1.IsControlledBy(have, c) {
-		log.Warn("a disruption budget of that name exists and is not this cluster's")
-		r.event(c, corev1.EventTypeWarning, EventBudgetConflict,
-			"Disruption budget %s exists and is not this cluster's: the member pods have no budget of the operator's", want.Name)
+		// Said once per foreign budget, not once per pass.
+		if r.foreignBudgets.report(c.Namespace+"/"+c.Name, have.UID) {
+			log.Warn("a disruption budget of that name exists and is not this cluster's")
+			r.event(c, corev1.EventTypeWarning, EventBudgetConflict,
+				"Disruption budget %s exists and is not this cluster's: the member pods have no budget of the operator's", want.Name)
+		}
 		return
 	}
 	if equality.Semantic.DeepEqual(have.Spec.MinAvailable, want.Spec.MinAvailable) && have.Spec.MaxUnavailable == nil &&
@@ -109,4 +111,32 @@ func (r *Reconciler) ensureBudget(ctx context.Context, c *api.EtcdCluster, want 
 		return
 	}
 	log.WithField("minAvailable", want.Spec.MinAvailable.String()).Info("updated disruption budget")
+}
+
+// reportedConflicts remembers the foreign budgets already reported, so that a conflict is said
+// once, not once per pass. It only saves Events: a restarted operator reports again.
+type reportedConflicts struct {
+	mu   sync.Mutex
+	seen map[string]types.UID // cluster namespace/name -> foreign budget UID
+}
+
+// report returns true the first time the cluster meets this foreign budget.
+func (r *reportedConflicts) report(cluster string, budget types.UID) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if seen, ok := r.seen[cluster]; ok && seen == budget {
+		return false
+	}
+	if r.seen == nil {
+		r.seen = map[string]types.UID{}
+	}
+	r.seen[cluster] = budget
+	return true
+}
+
+// forget drops what was reported for a cluster that is gone.
+func (r *reportedConflicts) forget(cluster string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.seen, cluster)
 }

@@ -68,6 +68,8 @@ type Reconciler struct {
 	control memberControl
 	// served only saves DNS questions already answered; nothing is decided from it alone.
 	served servedPods
+	// foreignBudgets only keeps a budget conflict from being reported on every pass.
+	foreignBudgets reportedConflicts
 }
 
 // NewReconciler returns a Reconciler over the given dependencies.
@@ -90,6 +92,7 @@ func (r *Reconciler) Sync(ctx context.Context, namespace, name string) (time.Dur
 	cached, err := r.deps.Clusters.EtcdClusters(namespace).Get(name)
 	if apierrors.IsNotFound(err) {
 		r.served.set(namespace+"/"+name, nil)
+		r.foreignBudgets.forget(namespace + "/" + name)
 		return 0, ErrGone
 	}
 	if err != nil {
@@ -97,6 +100,7 @@ func (r *Reconciler) Sync(ctx context.Context, namespace, name string) (time.Dur
 	}
 	if cached.DeletionTimestamp != nil {
 		r.served.set(namespace+"/"+name, nil)
+		r.foreignBudgets.forget(namespace + "/" + name)
 		return 0, ErrGone
 	}
 	c := cached.DeepCopy()

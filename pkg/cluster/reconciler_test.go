@@ -242,6 +242,19 @@ func TestSyncKeepsDisruptionBudget(t *testing.T) {
 	if !warned {
 		t.Error("no Event says the budget is someone else's")
 	}
+	// The next pass says nothing again and tries no write it knows will be refused.
+	f.kube.ClearActions()
+	if _, err := f.r.Sync(context.Background(), "ns", "demo"); err != nil {
+		t.Fatalf("second Sync: %v", err)
+	}
+	if n := len(f.actions("create", "poddisruptionbudgets")) + len(f.actions("update", "poddisruptionbudgets")); n != 0 {
+		t.Errorf("second pass wrote the foreign budget %d times", n)
+	}
+	for len(f.recorder.Events) > 0 {
+		if e := <-f.recorder.Events; strings.Contains(e, string(EventBudgetConflict)) {
+			t.Errorf("the conflict was reported again: %s", e)
+		}
+	}
 }
 
 // A budget the operator may not write (RBAC of an older install, an admission webhook) does
