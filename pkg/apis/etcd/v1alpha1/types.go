@@ -41,6 +41,7 @@ const (
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`,description="Time since the cluster was created"
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 50",message="metadata.name must be at most 50 characters: member pods are named <name>-<ordinal> and the client Service <name>-client, which must fit a 63-character DNS label",fieldPath=".metadata"
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must start with a lowercase letter and contain only lowercase letters, digits and '-': it names the cluster's Services, which must be DNS-1035 labels",fieldPath=".metadata"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.spec.storage) || !has(oldSelf.status) || !has(oldSelf.status.size) || oldSelf.status.size == 0 || (has(self.spec.storage) && has(self.spec.storage.emptyDir) == has(oldSelf.spec.storage.emptyDir) && (!has(self.spec.storage.emptyDir) || self.spec.storage.emptyDir == oldSelf.spec.storage.emptyDir) && has(self.spec.storage.volumeClaimTemplate) == has(oldSelf.spec.storage.volumeClaimTemplate) && (!has(self.spec.storage.volumeClaimTemplate) || self.spec.storage.volumeClaimTemplate == oldSelf.spec.storage.volumeClaimTemplate))",message="spec.storage.emptyDir and spec.storage.volumeClaimTemplate cannot change once the cluster has started: the members' data is on the volumes they describe. Create a new cluster to move the data elsewhere; spec.storage.retentionPolicy may change",fieldPath=".spec.storage"
 type EtcdCluster struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -88,8 +89,11 @@ type EtcdClusterSpec struct {
 	// +optional
 	Pod *PodPolicy `json:"pod,omitempty"`
 
-	// Storage chooses where members keep their data. Without it each member keeps its data in
-	// an emptyDir volume, which lives as long as its pod.
+	// Storage chooses where members keep their data: a PersistentVolumeClaim per member
+	// (volumeClaimTemplate) or an emptyDir that lives only as long as its pod. Left out, the
+	// operator fills it in on the cluster's first pass: a 4Gi claim on the default
+	// StorageClass for a new cluster, the emptyDir it already runs on for a cluster created
+	// before claims existed. What holds the data cannot change once the cluster has started.
 	// +optional
 	Storage *StorageSpec `json:"storage,omitempty"`
 }
@@ -138,11 +142,109 @@ type PodPolicy struct {
 }
 
 // StorageSpec chooses the volume that holds each member's data directory.
+// +kubebuilder:validation:XValidation:rule="has(self.emptyDir) != has(self.volumeClaimTemplate)",message="storage needs exactly one of emptyDir and volumeClaimTemplate"
 type StorageSpec struct {
-	// EmptyDir configures the emptyDir volume that holds a member's data: its medium
-	// (Memory for tmpfs) and size limit.
+	// EmptyDir keeps each member's data in an emptyDir volume: lost with its pod, so a
+	// member whose pod goes is replaced, and losing a majority of pods at once loses the
+	// cluster. For throwaway clusters and speed tests.
 	// +optional
 	EmptyDir *corev1.EmptyDirVolumeSource `json:"emptyDir,omitempty"`
+
+	// VolumeClaimTemplate is the PersistentVolumeClaim each member keeps its data on, named
+	// data-<cluster>-<ordinal>. A member whose pod goes is restarted on its claim with the
+	// same member ID.
+	// +optional
+	VolumeClaimTemplate *VolumeClaimTemplate `json:"volumeClaimTemplate,omitempty"`
+
+	// RetentionPolicy says what becomes of the claims when the cluster is deleted or scaled
+	// down. Only with volumeClaimTemplate.
+	// +optional
+	RetentionPolicy *RetentionPolicy `json:"retentionPolicy,omitempty"`
+}
+
+// VolumeClaimTemplate describes the claim of each member.
+type VolumeClaimTemplate struct {
+	// Metadata: labels and annotations added to every claim. Keys under etcd.operator.dev/
+	// are reserved.
+	// +optional
+	Metadata ClaimMetadata `json:"metadata,omitempty"`
+	// Spec of each claim. Only a filesystem volume with one writer fits etcd: volumeMode
+	// Filesystem, accessModes ReadWriteOnce or ReadWriteOncePod, at least 64Mi, and no
+	// dataSource (a member must never start on data copied from elsewhere).
+	Spec ClaimSpec `json:"spec"`
+}
+
+// ClaimMetadata are the labels and annotations of a claim.
+type ClaimMetadata struct {
+	// Labels added to every claim.
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('etcd.operator.dev/'))",message="labels under etcd.operator.dev/ are reserved for the operator"
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+	// Annotations added to every claim.
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('etcd.operator.dev/'))",message="annotations under etcd.operator.dev/ are reserved for the operator"
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// ClaimSpec is the part of a PersistentVolumeClaim's spec that a member's data claim may set.
+type ClaimSpec struct {
+	// StorageClassName of the claims; the cluster's default StorageClass when left out.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	StorageClassName *string `json:"storageClassName,omitempty"`
+	// AccessModes of the claims: ReadWriteOnce (the default) or ReadWriteOncePod. A member's
+	// data has exactly one writer.
+	// +kubebuilder:validation:MaxItems=2
+	// +kubebuilder:validation:items:Enum=ReadWriteOnce;ReadWriteOncePod
+	// +optional
+	AccessModes []corev1.PersistentVolumeAccessMode `json:"accessModes,omitempty"`
+	// VolumeMode must be Filesystem: etcd keeps its data in files.
+	// +kubebuilder:validation:Enum=Filesystem
+	// +optional
+	VolumeMode *corev1.PersistentVolumeMode `json:"volumeMode,omitempty"`
+	// Resources: requests.storage is the size of each claim, at least 64Mi. etcd's default
+	// backend quota is 2Gi, and its write-ahead log and snapshots need room besides.
+	// +kubebuilder:validation:XValidation:rule="has(self.requests) && 'storage' in self.requests && quantity(string(self.requests.storage)).compareTo(quantity('64Mi')) >= 0",message="resources.requests.storage must be at least 64Mi: etcd needs room for its write-ahead log, snapshots and database"
+	Resources corev1.VolumeResourceRequirements `json:"resources"`
+	// Selector narrows the volumes the claims may bind to.
+	// +optional
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+	// VolumeAttributesClassName of the claims.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	VolumeAttributesClassName *string `json:"volumeAttributesClassName,omitempty"`
+}
+
+// RetentionPolicyType says whether a claim is kept or deleted.
+type RetentionPolicyType string
+
+// The retention choices, as in a StatefulSet's persistentVolumeClaimRetentionPolicy.
+const (
+	// RetentionRetain keeps the claims.
+	RetentionRetain RetentionPolicyType = "Retain"
+	// RetentionDelete deletes the claims.
+	RetentionDelete RetentionPolicyType = "Delete"
+)
+
+// RetentionPolicy says what becomes of the members' claims, in the words of a StatefulSet's
+// persistentVolumeClaimRetentionPolicy.
+type RetentionPolicy struct {
+	// WhenDeleted: Retain (the default) keeps the claims when the EtcdCluster is deleted;
+	// applying an EtcdCluster of the same name in the same namespace again brings the
+	// cluster back on them, with its data. Delete deletes them with the cluster.
+	// +kubebuilder:validation:Enum=Retain;Delete
+	// +kubebuilder:default=Retain
+	// +optional
+	WhenDeleted RetentionPolicyType `json:"whenDeleted,omitempty"`
+	// WhenScaled: Delete (the default) deletes the claim of a member removed by a scale-down
+	// once its pod is gone. Retain keeps it; its data is then of a removed member, so the
+	// claim is replaced by an empty one before that ordinal joins again.
+	// +kubebuilder:validation:Enum=Retain;Delete
+	// +kubebuilder:default=Delete
+	// +optional
+	WhenScaled RetentionPolicyType `json:"whenScaled,omitempty"`
 }
 
 // ClusterPhase is a one-word summary of a cluster's state, for humans. Automation should read
@@ -286,6 +388,10 @@ type MemberStatus struct {
 	// Learner is true while the member is a non-voting learner catching up.
 	// +optional
 	Learner bool `json:"learner,omitempty"`
+	// Claim is the PersistentVolumeClaim that holds the member's data; empty when the data
+	// is in an emptyDir that goes with the pod.
+	// +optional
+	Claim string `json:"claim,omitempty"`
 }
 
 // EtcdClusterList is a list of EtcdClusters.
