@@ -18,10 +18,14 @@ func (r *Reconciler) act(ctx context.Context, c *api.EtcdCluster, o *observation
 	switch a.Kind {
 	case ActionCreatePod:
 		res, err = r.control.CreatePod(ctx, c, member.Template{Ordinal: a.Ordinal, ClusterState: a.ClusterState,
-			InitialCluster: a.InitialCluster, Version: memberVersion(c)}, why)
+			InitialCluster: a.InitialCluster, Version: memberVersion(c), MemberID: a.MemberID}, why)
 	case ActionDeletePod:
 		if p := o.pods[a.Ordinal]; p != nil {
 			res, err = r.control.DeletePod(ctx, c, p, why)
+		}
+	case ActionDeleteClaim:
+		if pvc := o.claims[a.Ordinal]; pvc != nil {
+			res, err = r.control.DeleteClaim(ctx, c, pvc, why)
 		}
 	case ActionAddLearner:
 		res, err = r.control.AddLearner(ctx, c, o.voterEndpoints(0), a.Ordinal)

@@ -29,7 +29,13 @@ func (f *fakeControl) record(format string, args ...any) (Result, error) {
 }
 
 func (f *fakeControl) CreatePod(_ context.Context, _ *api.EtcdCluster, t member.Template, _ string) (Result, error) {
+	if t.MemberID != 0 {
+		return f.record("CreatePod %d %s %v %s restarting %x", t.Ordinal, t.ClusterState, t.InitialCluster, t.Version, t.MemberID)
+	}
 	return f.record("CreatePod %d %s %v %s", t.Ordinal, t.ClusterState, t.InitialCluster, t.Version)
+}
+func (f *fakeControl) DeleteClaim(_ context.Context, _ *api.EtcdCluster, pvc *corev1.PersistentVolumeClaim, _ string) (Result, error) {
+	return f.record("DeleteClaim %s", pvc.Name)
 }
 func (f *fakeControl) DeletePod(_ context.Context, _ *api.EtcdCluster, p *corev1.Pod, _ string) (Result, error) {
 	return f.record("DeletePod %s", p.Name)

@@ -26,6 +26,9 @@ type EventReason string
 const (
 	EventPodCreated       EventReason = "PodCreated"
 	EventPodDeleted       EventReason = "PodDeleted"
+	EventClaimCreated     EventReason = "ClaimCreated"
+	EventClaimDeleted     EventReason = "ClaimDeleted"
+	EventStorageDefaulted EventReason = "StorageDefaulted"
 	EventMemberAdded      EventReason = "MemberAdded"
 	EventMemberPromoted   EventReason = "MemberPromoted"
 	EventMemberRemoved    EventReason = "MemberRemoved"
@@ -55,8 +58,12 @@ type Result struct {
 // records an Event when it changed something. voters are the client URLs of the voting
 // members to send a membership change to, the leader first.
 type memberControl interface {
+	// CreatePod creates the member's claim first when the cluster keeps data on claims (a
+	// claim that exists is used as it is), then the pod.
 	CreatePod(ctx context.Context, c *api.EtcdCluster, t member.Template, why string) (Result, error)
 	DeletePod(ctx context.Context, c *api.EtcdCluster, pod *corev1.Pod, why string) (Result, error)
+	// DeleteClaim deletes that very claim (a newer claim of the same name is left alone).
+	DeleteClaim(ctx context.Context, c *api.EtcdCluster, pvc *corev1.PersistentVolumeClaim, why string) (Result, error)
 	AddLearner(ctx context.Context, c *api.EtcdCluster, voters []string, ordinal int) (Result, error)
 	Promote(ctx context.Context, c *api.EtcdCluster, voters []string, ordinal int, id uint64) (Result, error)
 	RemoveMember(ctx context.Context, c *api.EtcdCluster, voters []string, ordinal int, id uint64, why string) (Result, error)
@@ -138,9 +145,23 @@ var _ memberControl = (*realMemberControl)(nil)
 
 func (m *realMemberControl) CreatePod(ctx context.Context, c *api.EtcdCluster, t member.Template, why string) (Result, error) {
 	name := member.Name(c.Name, t.Ordinal)
+	claimed := false
+	if member.HasClaims(&c.Spec) {
+		pvc := member.Claim(c, t.Ordinal)
+		_, err := m.kube.CoreV1().PersistentVolumeClaims(c.Namespace).Create(ctx, pvc, metav1.CreateOptions{})
+		switch {
+		case apierrors.IsAlreadyExists(err):
+		case err != nil:
+			return Result{}, fmt.Errorf("creating claim %s: %w", pvc.Name, err)
+		default:
+			claimed = true
+			m.logFor(c, name, ActionCreatePod).WithField("claim", pvc.Name).Info("created member claim")
+			m.event(c, corev1.EventTypeNormal, EventClaimCreated, "Created claim %s for member %s", pvc.Name, name)
+		}
+	}
 	_, err := m.kube.CoreV1().Pods(c.Namespace).Create(ctx, member.Pod(c, t, m.initImage), metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
-		return Result{}, nil
+		return Result{Changed: claimed}, nil
 	}
 	if err != nil {
 		return Result{}, fmt.Errorf("creating pod %s: %w", name, err)
@@ -162,6 +183,20 @@ func (m *realMemberControl) DeletePod(ctx context.Context, c *api.EtcdCluster, p
 	}
 	m.logFor(c, pod.Name, ActionDeletePod).Info("deleted member pod")
 	m.event(c, corev1.EventTypeNormal, EventPodDeleted, "Deleted pod %s (%s)", pod.Name, why)
+	return Result{Changed: true}, nil
+}
+
+func (m *realMemberControl) DeleteClaim(ctx context.Context, c *api.EtcdCluster, pvc *corev1.PersistentVolumeClaim, why string) (Result, error) {
+	err := m.kube.CoreV1().PersistentVolumeClaims(c.Namespace).Delete(ctx, pvc.Name, metav1.DeleteOptions{
+		Preconditions: &metav1.Preconditions{UID: &pvc.UID}})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return Result{}, nil
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("deleting claim %s: %w", pvc.Name, err)
+	}
+	m.logFor(c, pvc.Name, ActionDeleteClaim).Info("deleted member claim")
+	m.event(c, corev1.EventTypeNormal, EventClaimDeleted, "Deleted claim %s (%s)", pvc.Name, why)
 	return Result{Changed: true}, nil
 }
 

@@ -28,6 +28,11 @@ type observation struct {
 	cluster *api.EtcdCluster
 	// pods are the member pods the cluster controls, by ordinal.
 	pods map[int]*corev1.Pod
+	// claims are the member claims of the cluster, by ordinal: those labelled with its name,
+	// owned by it or by nobody (a claim kept by an earlier cluster of the same name).
+	claims map[int]*corev1.PersistentVolumeClaim
+	// claimProblems are why unbound claims wait, by ordinal (see claimProblems).
+	claimProblems map[int]string
 	// published holds the pod names whose DNS record (hostname and current IP) is in the
 	// headless Service's EndpointSlices and, unless the operator cannot ask, which cluster
 	// DNS already answers for.
@@ -45,6 +50,7 @@ func (r *Reconciler) observe(ctx context.Context, c *api.EtcdCluster) (*observat
 	o := &observation{
 		cluster:   c,
 		pods:      map[int]*corev1.Pod{},
+		claims:    map[int]*corev1.PersistentVolumeClaim{},
 		published: map[string]bool{},
 		statuses:  map[int]etcdutil.Status{},
 	}
@@ -59,6 +65,9 @@ func (r *Reconciler) observe(ctx context.Context, c *api.EtcdCluster) (*observat
 		if ord, ok := member.Ordinal(c.Name, p.Name); ok {
 			o.pods[ord] = p
 		}
+	}
+	if err := r.observeClaims(ctx, c, o); err != nil {
+		return nil, err
 	}
 	eps, err := r.deps.EndpointSlices.EndpointSlices(c.Namespace).List(labels.SelectorFromSet(labels.Set{
 		discoveryv1.LabelServiceName: member.PeerServiceName(c.Name)}))
@@ -203,13 +212,23 @@ func publishedPods(slices []*discoveryv1.EndpointSlice, pods map[int]*corev1.Pod
 func (o *observation) state() State {
 	c := o.cluster
 	s := State{
-		Name:         c.Name,
-		Size:         int(c.Spec.Size),
-		Bootstrapped: c.Status.Size > 0,
-		MembersKnown: o.membersKnown,
-		Pods:         map[int]PodView{},
-		Replaced:     map[int]bool{},
-		Version:      lowestVersion(o.statuses),
+		Name:               c.Name,
+		Size:               int(c.Spec.Size),
+		Bootstrapped:       c.Status.Size > 0,
+		MembersKnown:       o.membersKnown,
+		Pods:               map[int]PodView{},
+		Replaced:           map[int]bool{},
+		Version:            lowestVersion(o.statuses),
+		Persistent:         member.HasClaims(&c.Spec),
+		DeleteScaledClaims: member.Retention(&c.Spec).WhenScaled == api.RetentionDelete,
+		Claims:             o.claimViews(),
+	}
+	for _, cv := range s.Claims {
+		// A claim that holds a member's data: the cluster has started, whatever its status
+		// says (an EtcdCluster deleted with whenDeleted Retain and applied again).
+		if s.Persistent && cv.MemberID != 0 {
+			s.Bootstrapped = true
+		}
 	}
 	for _, m := range c.Status.Members {
 		if ord, ok := member.Ordinal(c.Name, m.Name); ok {
@@ -228,6 +247,7 @@ func (o *observation) state() State {
 			Node:           p.Spec.NodeName,
 			ClusterState:   t.ClusterState,
 			InitialCluster: t.InitialCluster,
+			DataLost:       dataLost(p),
 		}
 	}
 	for _, m := range o.members {

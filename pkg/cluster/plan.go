@@ -17,17 +17,25 @@ import (
 //
 // Rules, in the order they are tried (the first that applies wins):
 //
+//  0. A claim that never bound, made from an earlier spec.storage, is replaced (its pod
+//     first): the spec of a cluster that never started may be fixed (plan_storage.go).
 //  1. etcd unreachable: bootstrap the seed member <name>-0 if the cluster never had a member
-//     and has no pod; otherwise wait. Nothing else is safe without a member list.
+//     and has no pod; restart the members whose claims hold their data and have no pod;
+//     otherwise wait. Nothing else is safe without a member list.
 //  2. Delete pods that hold no member and never will: an ordinal at or above spec.size (a
 //     removed member, or a join that is no longer wanted), or a pod that failed for good.
+//     Then restart in place a voting member whose pod is gone and whose claim holds its
+//     data: a new pod on the same claim, same member ID, no membership change.
 //  3. Without quorum, change nothing: every membership change needs a committed raft entry.
 //  4. A pending learner is finished first: removed if its pod is gone or it is no longer
 //     wanted (learners do not vote, so removing one is always safe), promoted otherwise.
-//  5. A voting member whose pod is gone has lost its data (emptyDir): remove it, moving
-//     leadership away first, so that it can be added again under the same name.
-//  6. Scale down: remove the highest ordinal, after moving leadership away from it.
-//  7. Scale up (or re-add a replaced member): the lowest missing ordinal. Its pod is created
+//  5. A voting member that has lost its data (its pod is gone with its emptyDir or its claim,
+//     or member-init found its data dir empty): remove it, moving leadership away first, so
+//     that it can be added again under the same name, on a new claim.
+//  6. Scale down: remove the highest ordinal, after moving leadership away from it; then,
+//     with whenScaled Delete, delete the claim of a removed member once its pod is gone.
+//  7. Scale up (or re-add a replaced member): the lowest missing ordinal. A claim that holds
+//     a removed member's data is replaced first. Its pod is created
 //     first and member-init holds its etcd back; the member is registered as a learner
 //     only once cluster DNS serves the pod's name, so no peer ever caches a negative answer.
 //     While a pod or a learner starts, the pod of the member after it is created too (one
@@ -47,6 +55,7 @@ const (
 	ActionPromote      ActionKind = "PromoteLearner"
 	ActionRemoveMember ActionKind = "RemoveMember"
 	ActionMoveLeader   ActionKind = "MoveLeader"
+	ActionDeleteClaim  ActionKind = "DeleteClaim"
 )
 
 // Action is one change to the world.
@@ -54,7 +63,8 @@ type Action struct {
 	Kind ActionKind
 	// Ordinal of the member or pod the action is about.
 	Ordinal int
-	// MemberID is the etcd member acted on (AddLearner: none yet).
+	// MemberID is the etcd member acted on (AddLearner: none yet); for CreatePod, the member
+	// the pod restarts, when it is known to have started.
 	MemberID uint64
 	// Transferee is the member that receives leadership (MoveLeader).
 	Transferee uint64
@@ -105,6 +115,9 @@ type PodView struct {
 	// ClusterState and InitialCluster are what the pod's etcd was started with.
 	ClusterState   etcdutil.ClusterState
 	InitialCluster []int
+	// DataLost: member-init refused to start etcd, because the member has started before
+	// and its data dir is empty.
+	DataLost bool
 }
 
 // State is everything the planner decides from.
@@ -126,11 +139,19 @@ type State struct {
 	// Version is the oldest etcd version a member reports (the one the cluster speaks); empty
 	// when no member answered.
 	Version string
+	// Persistent: members keep their data on claims, Claims by ordinal (the cluster's claims
+	// that exist). DeleteScaledClaims: whenScaled is Delete.
+	Persistent         bool
+	DeleteScaledClaims bool
+	Claims             map[int]ClaimView
 }
 
 // Plan returns the one next step toward spec.size, or none. The rules are tried in the order
 // listed at the top of this file; the first that applies decides.
 func Plan(s State) Decision {
+	if d, ok := planOutdatedClaims(s); ok {
+		return d
+	}
 	if !s.MembersKnown {
 		return planUnreachable(s)
 	}
@@ -147,6 +168,9 @@ func Plan(s State) Decision {
 	if d, ok := planStrayPods(s, members); ok {
 		return d
 	}
+	if d, ok := planRestartInPlace(s); ok {
+		return d
+	}
 
 	// Rule 3: quorum.
 	voting, healthy := votingCounts(s.Members)
@@ -160,9 +184,9 @@ func Plan(s State) Decision {
 		return d
 	}
 
-	// Rule 5: voting members whose pod (and so data) is gone.
+	// Rule 5: voting members whose data is gone.
 	for _, m := range sortedMembers(s.Members) {
-		if p, ok := s.Pods[m.Ordinal]; ok && !p.Terminating {
+		if m.Learner || !dataGone(s, m) {
 			continue
 		}
 		reason := api.ReasonReplacingMember
@@ -172,10 +196,13 @@ func Plan(s State) Decision {
 		return removeVoter(s, m, reason)
 	}
 
-	// Rule 6: scale down, highest ordinal first.
+	// Rule 6: scale down, highest ordinal first; then the removed members' claims.
 	if len(s.Members) > s.Size {
 		sorted := sortedMembers(s.Members)
 		return removeVoter(s, sorted[len(sorted)-1], api.ReasonScalingDown)
+	}
+	if d, ok := planScaledClaims(s, members); ok {
+		return d
 	}
 
 	// Rule 7: scale up or re-add, lowest missing ordinal first.
@@ -252,6 +279,9 @@ func planUnreachable(s State) Decision {
 		}
 		return waiting(s, api.ReasonBootstrapping, "waiting for seed member %s to start", 0)
 	}
+	if d, ok := restartMarked(s); ok {
+		return d
+	}
 	if live == 0 {
 		return Decision{Blocked: api.ReasonNoQuorum,
 			Message: "every member pod is gone; the cluster's data is lost and it will not be re-created silently"}
@@ -274,6 +304,10 @@ func podAhead(s State, members []int, from int) (Decision, bool) {
 		}
 		if _, exists := s.Pods[o]; exists {
 			return Decision{}, false
+		}
+		if d, ok := prepareClaim(s, o); ok {
+			// Replacing a claim ahead is fine; waiting for one is not worth saying here.
+			return d, d.Action != nil
 		}
 		want := append(slices.Clone(members), o)
 		sort.Ints(want)
@@ -334,6 +368,9 @@ func planGrow(s State, members map[int]MemberView) Decision {
 		}
 		want := append(slices.Clone(current), o)
 		sort.Ints(want)
+		if d, ok := prepareClaim(s, o); ok {
+			return d
+		}
 		p, hasPod := s.Pods[o]
 		switch {
 		case !hasPod:

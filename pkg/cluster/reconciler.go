@@ -51,6 +51,7 @@ type Deps struct {
 	Services       corelisters.ServiceLister
 	EndpointSlices discoverylisters.EndpointSliceLister
 	Budgets        policylisters.PodDisruptionBudgetLister
+	Claims         corelisters.PersistentVolumeClaimLister
 	Recorder       record.EventRecorder
 	Etcd           etcdutil.Factory
 	// DNS asks cluster DNS whether it serves a member's name yet. nil when the operator
@@ -107,6 +108,9 @@ func (r *Reconciler) Sync(ctx context.Context, namespace, name string) (time.Dur
 	log := r.log(c)
 
 	if !c.Spec.Paused {
+		if patched, err := r.ensureStorage(ctx, c); err != nil || patched {
+			return afterAction, err
+		}
 		if err := r.ensureOwned(ctx, c); err != nil {
 			return 0, err
 		}
@@ -114,6 +118,11 @@ func (r *Reconciler) Sync(ctx context.Context, namespace, name string) (time.Dur
 	obs, err := r.observe(ctx, c)
 	if err != nil {
 		return 0, err
+	}
+	if !c.Spec.Paused {
+		if err := r.syncClaims(ctx, c, obs); err != nil {
+			return 0, err
+		}
 	}
 	state := obs.state()
 	decision := Plan(state)

@@ -48,7 +48,8 @@ type fixture struct {
 func newCluster(size int32) *api.EtcdCluster {
 	return &api.EtcdCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "ns", UID: "uid-1", Generation: 1},
-		Spec:       api.EtcdClusterSpec{Size: size, Version: api.DefaultVersion, Repository: api.DefaultRepository},
+		Spec: api.EtcdClusterSpec{Size: size, Version: api.DefaultVersion, Repository: api.DefaultRepository,
+			Storage: member.LegacyStorage()},
 	}
 }
 
@@ -76,6 +77,8 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 			_ = f.kinf.Discovery().V1().EndpointSlices().Informer().GetIndexer().Add(o)
 		case *policyv1.PodDisruptionBudget:
 			_ = f.kinf.Policy().V1().PodDisruptionBudgets().Informer().GetIndexer().Add(o)
+		case *corev1.PersistentVolumeClaim:
+			_ = f.kinf.Core().V1().PersistentVolumeClaims().Informer().GetIndexer().Add(o)
 		}
 	}
 	for _, o := range etcdObjs {
@@ -89,6 +92,7 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 		Services:        f.kinf.Core().V1().Services().Lister(),
 		EndpointSlices:  f.kinf.Discovery().V1().EndpointSlices().Lister(),
 		Budgets:         f.kinf.Policy().V1().PodDisruptionBudgets().Lister(),
+		Claims:          f.kinf.Core().V1().PersistentVolumeClaims().Lister(),
 		Recorder:        f.recorder,
 		Etcd:            noEtcd{t},
 		MemberInitImage: "etcd-operator:test",

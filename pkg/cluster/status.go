@@ -196,7 +196,7 @@ func phase(paused bool, s State, d Decision, inSpec bool) api.ClusterPhase {
 			return api.PhasePending
 		}
 		return api.PhaseBootstrapping
-	case d.Progress == api.ReasonReplacingMember:
+	case d.Progress == api.ReasonReplacingMember || d.Progress == api.ReasonRestartingMember:
 		return api.PhaseRecovering
 	case d.Progress != "":
 		return api.PhaseScaling

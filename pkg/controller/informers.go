@@ -22,7 +22,7 @@ import (
 
 // Informers are the shared informers the controller and the cluster passes read from. The
 // EtcdCluster informer sees every EtcdCluster in scope; the Pod, Service and EndpointSlice
-// informers see only objects labelled as managed by the operator, so the cache stays small
+// (and claim) informers see only objects labelled as managed by the operator, so the cache stays small
 // however busy the rest of the cluster is.
 type Informers struct {
 	etcdFactory etcdinformers.SharedInformerFactory
@@ -38,6 +38,8 @@ type Informers struct {
 	EndpointSlices discoveryinformers.EndpointSliceInformer
 	// Budgets informs on the clusters' PodDisruptionBudgets.
 	Budgets policyinformers.PodDisruptionBudgetInformer
+	// Claims informs on the members' PersistentVolumeClaims.
+	Claims coreinformers.PersistentVolumeClaimInformer
 }
 
 // NewInformers builds the informers for namespace ("" means all namespaces). resync is the
@@ -61,6 +63,7 @@ func NewInformers(kube kubernetes.Interface, etcd versioned.Interface, namespace
 		Services:       kubeFactory.Core().V1().Services(),
 		EndpointSlices: kubeFactory.Discovery().V1().EndpointSlices(),
 		Budgets:        kubeFactory.Policy().V1().PodDisruptionBudgets(),
+		Claims:         kubeFactory.Core().V1().PersistentVolumeClaims(),
 	}
 	// Instantiate every informer now: the factories start only informers that exist.
 	inf.Clusters.Informer()
@@ -68,6 +71,7 @@ func NewInformers(kube kubernetes.Interface, etcd versioned.Interface, namespace
 	inf.Services.Informer()
 	inf.EndpointSlices.Informer()
 	inf.Budgets.Informer()
+	inf.Claims.Informer()
 	return inf
 }
 

@@ -41,6 +41,11 @@ const (
 	MemberInitDir        = "/opt/etcd-operator"
 	// MemberInitPath is the copied binary, which the etcd container of a joining member runs.
 	MemberInitPath = MemberInitDir + "/etcd-operator"
+	// PodInfoVolumeName is the downward-API volume, mounted at PodInfoDir, through which
+	// member-init reads the pod's AnnotationMemberID from the file MemberIDFileName.
+	PodInfoVolumeName = "pod-info"
+	PodInfoDir        = "/etc/etcd-operator"
+	MemberIDFileName  = "member-id"
 	// EtcdBinary is etcd's binary in the etcd image.
 	EtcdBinary = "/usr/local/bin/etcd"
 	// MemberInitCommand and InstallCommand are the operator binary's subcommands a member
@@ -71,6 +76,11 @@ type Template struct {
 	InitialCluster []int
 	// Version is the etcd version the member runs; empty means spec.version.
 	Version string
+	// MemberID is the etcd ID of the member when the pod restarts a member known to have
+	// started (its data is on the pod's claim); 0 otherwise. It is written into the pod's
+	// AnnotationMemberID, from which member-init learns that the member's data dir must not
+	// be empty.
+	MemberID uint64
 }
 
 // ImageFor returns the etcd image of a version: <repository>:v<version>.
@@ -88,13 +98,27 @@ func ClusterToken(c *api.EtcdCluster) string {
 	return c.Name + "-" + string(c.UID)
 }
 
-// dataVolume returns the data volume a spec asks for: an emptyDir unless storage says more.
-func dataVolume(spec *api.EtcdClusterSpec) corev1.Volume {
+// dataVolume returns the data volume a spec asks for: the member's claim, or an emptyDir.
+func dataVolume(c *api.EtcdCluster, ordinal int) corev1.Volume {
+	if HasClaims(&c.Spec) {
+		return corev1.Volume{Name: DataVolumeName, VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: ClaimName(c.Name, ordinal)}}}
+	}
 	ed := &corev1.EmptyDirVolumeSource{}
-	if spec.Storage != nil && spec.Storage.EmptyDir != nil {
-		ed = spec.Storage.EmptyDir.DeepCopy()
+	if c.Spec.Storage != nil && c.Spec.Storage.EmptyDir != nil {
+		ed = c.Spec.Storage.EmptyDir.DeepCopy()
 	}
 	return corev1.Volume{Name: DataVolumeName, VolumeSource: corev1.VolumeSource{EmptyDir: ed}}
+}
+
+// DataClaim is the claim a member pod keeps its data on; empty for an emptyDir.
+func DataClaim(p *corev1.Pod) string {
+	for _, v := range p.Spec.Volumes {
+		if v.Name == DataVolumeName && v.PersistentVolumeClaim != nil {
+			return v.PersistentVolumeClaim.ClaimName
+		}
+	}
+	return ""
 }
 
 // OwnerReference makes the cluster the controlling owner of an object, so that deleting the
@@ -125,6 +149,9 @@ func Pod(c *api.EtcdCluster, t Template, initImage string) *corev1.Pod {
 	annotations := map[string]string{}
 	maps.Copy(annotations, policy.Annotations)
 	annotations[AnnotationClusterState] = string(t.ClusterState)
+	if t.MemberID != 0 {
+		annotations[AnnotationMemberID] = FormatID(t.MemberID)
+	}
 
 	version := t.Version
 	if version == "" {
@@ -146,7 +173,7 @@ func Pod(c *api.EtcdCluster, t Template, initImage string) *corev1.Pod {
 			// The pods talk to etcd only; they need no API credentials.
 			AutomountServiceAccountToken: ptr.To(false),
 			Containers:                   []corev1.Container{etcdContainer(c, t, policy, version)},
-			Volumes:                      []corev1.Volume{dataVolume(&c.Spec)},
+			Volumes:                      []corev1.Volume{dataVolume(c, t.Ordinal)},
 			NodeSelector:                 maps.Clone(policy.NodeSelector),
 			Affinity:                     affinity(c.Name, policy.Affinity),
 			SecurityContext:              podSecurityContext(policy.SecurityContext),
@@ -156,15 +183,27 @@ func Pod(c *api.EtcdCluster, t Template, initImage string) *corev1.Pod {
 	for _, tol := range policy.Tolerations {
 		pod.Spec.Tolerations = append(pod.Spec.Tolerations, *tol.DeepCopy())
 	}
-	// The seed of a new cluster has nothing to wait for: its etcd starts as soon as the pod
-	// does. A joining member's etcd container runs member-init first, which execs etcd once the
-	// member is added (see package memberinit for why it waits there and not in an init
-	// container).
-	if t.ClusterState != etcdutil.ClusterStateNew {
-		_, livePath := probePaths(version)
-		wrapInMemberInit(c, t, pod, initImage, livePath)
-	}
+	// Every member's etcd container runs member-init first. It execs etcd at once for the
+	// seed of a new cluster and for a member whose data dir holds data, and once the member is
+	// added for a joining one (see package memberinit for why it waits there and not in an
+	// init container). It also refuses to start etcd on an empty data dir for a member known to
+	// have started: the seed would bootstrap a new, empty cluster, any other member would
+	// crash raft.
+	_, livePath := probePaths(version)
+	wrapInMemberInit(c, t, pod, initImage, livePath)
 	return pod
+}
+
+// FormatID writes an etcd member ID the way etcd and the operator print it.
+func FormatID(id uint64) string { return strconv.FormatUint(id, 16) }
+
+// ParseID reads an ID written by FormatID; 0 when s is not one.
+func ParseID(s string) uint64 {
+	id, err := strconv.ParseUint(s, 16, 64)
+	if err != nil {
+		return 0
+	}
+	return id
 }
 
 // etcdContainer is the container that runs the member's etcd (of the given version).
@@ -254,10 +293,17 @@ func wrapInMemberInit(c *api.EtcdCluster, t Template, pod *corev1.Pod, initImage
 	etcd.Command = []string{MemberInitPath}
 	etcd.Args = append([]string{MemberInitCommand}, wait.Args()...)
 	etcd.VolumeMounts = append(etcd.VolumeMounts,
-		corev1.VolumeMount{Name: MemberInitVolumeName, MountPath: MemberInitDir, ReadOnly: true})
+		corev1.VolumeMount{Name: MemberInitVolumeName, MountPath: MemberInitDir, ReadOnly: true},
+		corev1.VolumeMount{Name: PodInfoVolumeName, MountPath: PodInfoDir, ReadOnly: true})
 
-	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: MemberInitVolumeName,
-		VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	pod.Spec.Volumes = append(pod.Spec.Volumes,
+		corev1.Volume{Name: MemberInitVolumeName, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		corev1.Volume{Name: PodInfoVolumeName, VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{
+			Items: []corev1.DownwardAPIVolumeFile{{
+				Path:     MemberIDFileName,
+				FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + AnnotationMemberID + "']"},
+			}},
+		}}})
 	pod.Spec.InitContainers = []corev1.Container{{
 		Name:                     InstallContainerName,
 		Image:                    initImage,
@@ -286,6 +332,7 @@ func ReadTemplate(cluster string, p *corev1.Pod) (t Template, ok bool) {
 		return Template{}, false
 	}
 	t.ClusterState = etcdutil.ClusterState(p.Annotations[AnnotationClusterState])
+	t.MemberID = ParseID(p.Annotations[AnnotationMemberID])
 	for _, ctr := range p.Spec.Containers {
 		if ctr.Name != EtcdContainerName {
 			continue

@@ -185,13 +185,19 @@ func TestPodSeedAndOldVersion(t *testing.T) {
 	if etcd.Image != "gcr.io/etcd-development/etcd:v3.5.21" {
 		t.Errorf("image %s: a leading v in spec.version must not double", etcd.Image)
 	}
-	if got, _ := argValue(etcd.Args, "--initial-cluster"); got != "demo-0=http://demo-0.demo.prod.svc:2380" {
+	argv := etcdArgv(etcd)
+	if got, _ := argValue(argv, "--initial-cluster"); got != "demo-0=http://demo-0.demo.prod.svc:2380" {
 		t.Errorf("seed --initial-cluster = %q", got)
 	}
-	if len(p.Spec.InitContainers) != 0 || !slices.Equal(etcd.Command, []string{EtcdBinary}) {
-		t.Errorf("the seed has init containers %v and runs %v: it waits for nobody", p.Spec.InitContainers, etcd.Command)
+	// The seed runs member-init too, which refuses to bootstrap again on an empty data dir
+	// once the member is known to have started.
+	if !slices.Equal(etcd.Command, []string{MemberInitPath}) || argv[0] != EtcdBinary {
+		t.Errorf("the seed runs %v %v, want member-init then etcd", etcd.Command, etcd.Args)
 	}
 	if got, _ := argValue(etcd.Args, "--initial-cluster-state"); got != "new" {
+		t.Errorf("seed member-init --initial-cluster-state = %q", got)
+	}
+	if got, _ := argValue(argv, "--initial-cluster-state"); got != "new" {
 		t.Errorf("seed --initial-cluster-state = %q", got)
 	}
 	pinned := Pod(c, Template{Ordinal: 1, ClusterState: etcdutil.ClusterStateExisting, InitialCluster: []int{0, 1},
@@ -211,10 +217,11 @@ func TestTemplateRoundTrip(t *testing.T) {
 		"seed":                   {Ordinal: 0, ClusterState: etcdutil.ClusterStateNew, InitialCluster: []int{0}, Version: "3.6.16"},
 		"joining":                {Ordinal: 2, ClusterState: etcdutil.ClusterStateExisting, InitialCluster: []int{0, 1, 2}, Version: "3.6.16"},
 		"replacing a low member": {Ordinal: 0, ClusterState: etcdutil.ClusterStateExisting, InitialCluster: []int{0, 1, 2, 3, 10}, Version: "3.5.21"},
+		"restarting in place":    {Ordinal: 1, ClusterState: etcdutil.ClusterStateExisting, InitialCluster: []int{0, 1, 2}, Version: "3.6.16", MemberID: 0x8e9e05c52164694d},
 	} {
 		got, ok := ReadTemplate(c.Name, Pod(c, tmpl, "op:1"))
 		if !ok || got.Ordinal != tmpl.Ordinal || got.ClusterState != tmpl.ClusterState ||
-			!slices.Equal(got.InitialCluster, tmpl.InitialCluster) || got.Version != tmpl.Version {
+			!slices.Equal(got.InitialCluster, tmpl.InitialCluster) || got.Version != tmpl.Version || got.MemberID != tmpl.MemberID {
 			t.Errorf("%s: ReadTemplate(Pod(%+v)) = %+v, %v", name, tmpl, got, ok)
 		}
 	}

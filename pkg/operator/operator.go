@@ -167,6 +167,7 @@ func runController(ctx context.Context, o *Options, cl *clients, metrics *contro
 		Services:        informers.Services.Lister(),
 		EndpointSlices:  informers.EndpointSlices.Lister(),
 		Budgets:         informers.Budgets.Lister(),
+		Claims:          informers.Claims.Lister(),
 		Recorder:        recorder,
 		Etcd:            etcdutil.NewFactory(0, 0),
 		DNS:             clusterDNS(o, log),

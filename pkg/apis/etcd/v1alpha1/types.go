@@ -303,6 +303,11 @@ const (
 	ReasonScalingUp ConditionReason = "ScalingUp"
 	// ReasonScalingDown: a member is being removed.
 	ReasonScalingDown ConditionReason = "ScalingDown"
+	// ReasonRestartingMember: a member whose pod is gone is restarted on its claim, with its
+	// data and member ID.
+	ReasonRestartingMember ConditionReason = "RestartingMember"
+	// ReasonClaimPending: a member's claim waits for a volume.
+	ReasonClaimPending ConditionReason = "ClaimPending"
 	// ReasonReplacingMember: a lost member is being replaced under the same name.
 	ReasonReplacingMember ConditionReason = "ReplacingMember"
 	// ReasonReconciled: the cluster matches its spec; nothing to do.

@@ -1,0 +1,128 @@
+package member
+
+import (
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+)
+
+// AnnotationMemberID records, on a member's claim and pod, the etcd ID of the member whose data
+// the volume holds, in hexadecimal. The operator writes it once it sees the member in etcd's
+// member list, before any step that could remove that member. On a claim it says whose data
+// the claim holds: a claim of a member that is no longer in the cluster is replaced before its
+// ordinal joins again, and a claim of a member still listed is restarted in place. On a pod it
+// reaches member-init through the downward API: a member known to have started never starts
+// etcd on an empty data dir.
+const AnnotationMemberID = "etcd.operator.dev/member-id"
+
+// DefaultClaimSize fits etcd's default 2Gi backend quota with room for its write-ahead log and
+// snapshots.
+var DefaultClaimSize = resource.MustParse("4Gi")
+
+// DefaultStorage is the storage of a new cluster whose spec has none: a DefaultClaimSize claim
+// per member on the default StorageClass, kept when the cluster is deleted and deleted with a
+// scale-down.
+func DefaultStorage() *api.StorageSpec {
+	return &api.StorageSpec{
+		VolumeClaimTemplate: &api.VolumeClaimTemplate{Spec: api.ClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceStorage: DefaultClaimSize},
+			},
+		}},
+		RetentionPolicy: &api.RetentionPolicy{WhenDeleted: api.RetentionRetain, WhenScaled: api.RetentionDelete},
+	}
+}
+
+// LegacyStorage is the storage of a cluster created before claims existed: the emptyDir its
+// members already run on.
+func LegacyStorage() *api.StorageSpec {
+	return &api.StorageSpec{EmptyDir: &corev1.EmptyDirVolumeSource{}}
+}
+
+// HasClaims reports whether the spec keeps member data on claims.
+func HasClaims(spec *api.EtcdClusterSpec) bool {
+	return spec.Storage != nil && spec.Storage.VolumeClaimTemplate != nil
+}
+
+// Retention is the spec's retention policy with its defaults filled in.
+func Retention(spec *api.EtcdClusterSpec) api.RetentionPolicy {
+	p := api.RetentionPolicy{WhenDeleted: api.RetentionRetain, WhenScaled: api.RetentionDelete}
+	if spec.Storage != nil && spec.Storage.RetentionPolicy != nil {
+		if r := spec.Storage.RetentionPolicy.WhenDeleted; r != "" {
+			p.WhenDeleted = r
+		}
+		if r := spec.Storage.RetentionPolicy.WhenScaled; r != "" {
+			p.WhenScaled = r
+		}
+	}
+	return p
+}
+
+// ClaimName is the name of the claim that holds the data of the member with the given ordinal:
+// data-<cluster>-<ordinal>, as a StatefulSet would name it.
+func ClaimName(cluster string, ordinal int) string {
+	return "data-" + Name(cluster, ordinal)
+}
+
+// Claim builds the claim of one member from the spec's volumeClaimTemplate (which must be set).
+// The cluster owns it only when whenDeleted is Delete, so that it goes with the cluster;
+// otherwise it outlives the cluster and an EtcdCluster of the same name finds it again.
+func Claim(c *api.EtcdCluster, ordinal int) *corev1.PersistentVolumeClaim {
+	tmpl := c.Spec.Storage.VolumeClaimTemplate
+	name := Name(c.Name, ordinal)
+	labels := map[string]string{}
+	maps.Copy(labels, tmpl.Metadata.Labels)
+	maps.Copy(labels, ClusterLabels(c.Name))
+	labels[LabelMember] = name
+	pvc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        ClaimName(c.Name, ordinal),
+			Namespace:   c.Namespace,
+			Labels:      labels,
+			Annotations: maps.Clone(tmpl.Metadata.Annotations),
+		},
+		Spec: claimSpec(tmpl.Spec),
+	}
+	if Retention(&c.Spec).WhenDeleted == api.RetentionDelete {
+		pvc.OwnerReferences = []metav1.OwnerReference{OwnerReference(c)}
+	}
+	return pvc
+}
+
+func claimSpec(s api.ClaimSpec) corev1.PersistentVolumeClaimSpec {
+	modes := s.AccessModes
+	if len(modes) == 0 {
+		modes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}
+	}
+	fs := corev1.PersistentVolumeFilesystem
+	out := corev1.PersistentVolumeClaimSpec{
+		AccessModes:               append([]corev1.PersistentVolumeAccessMode(nil), modes...),
+		Resources:                 *s.Resources.DeepCopy(),
+		StorageClassName:          s.StorageClassName,
+		VolumeMode:                &fs,
+		VolumeAttributesClassName: s.VolumeAttributesClassName,
+	}
+	if s.Selector != nil {
+		out.Selector = s.Selector.DeepCopy()
+	}
+	return out
+}
+
+// ClaimMatches reports whether an existing claim was made from the spec's template as it is
+// now. Only an unbound claim can be out of date: a cluster's storage cannot change once it has
+// started, but may be fixed while its first claim waits for a volume.
+func ClaimMatches(c *api.EtcdCluster, have *corev1.PersistentVolumeClaim) bool {
+	want := claimSpec(c.Spec.Storage.VolumeClaimTemplate.Spec)
+	if want.StorageClassName != nil && (have.Spec.StorageClassName == nil || *have.Spec.StorageClassName != *want.StorageClassName) {
+		return false
+	}
+	return equality.Semantic.DeepEqual(have.Spec.AccessModes, want.AccessModes) &&
+		have.Spec.Resources.Requests.Storage().Cmp(*want.Resources.Requests.Storage()) == 0 &&
+		equality.Semantic.DeepEqual(have.Spec.Selector, want.Selector)
+}

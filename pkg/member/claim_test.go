@@ -1,0 +1,91 @@
+package member
+
+import (
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
+)
+
+func claimCluster(whenDeleted api.RetentionPolicyType) *api.EtcdCluster {
+	c := testCluster()
+	c.Spec.Storage = DefaultStorage()
+	c.Spec.Storage.RetentionPolicy.WhenDeleted = whenDeleted
+	c.Spec.Storage.VolumeClaimTemplate.Metadata.Labels = map[string]string{"backup": "daily", LabelCluster: "spoofed"}
+	return c
+}
+
+func TestClaim(t *testing.T) {
+	c := claimCluster(api.RetentionRetain)
+	pvc := Claim(c, 2)
+	if pvc.Name != "data-demo-2" || pvc.Namespace != "prod" {
+		t.Errorf("claim %s/%s, want prod/data-demo-2", pvc.Namespace, pvc.Name)
+	}
+	if pvc.Labels["backup"] != "daily" || pvc.Labels[LabelCluster] != "demo" || pvc.Labels[LabelMember] != "demo-2" {
+		t.Errorf("labels %v: the template's, then the operator's (which win)", pvc.Labels)
+	}
+	if len(pvc.OwnerReferences) != 0 {
+		t.Errorf("whenDeleted Retain: owner references %v, want none so the claim outlives the cluster", pvc.OwnerReferences)
+	}
+	if !slices.Equal(pvc.Spec.AccessModes, []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}) ||
+		pvc.Spec.VolumeMode == nil || *pvc.Spec.VolumeMode != corev1.PersistentVolumeFilesystem ||
+		pvc.Spec.Resources.Requests.Storage().Cmp(resource.MustParse("4Gi")) != 0 || pvc.Spec.StorageClassName != nil {
+		t.Errorf("spec %+v: want ReadWriteOnce, Filesystem, 4Gi, the default class", pvc.Spec)
+	}
+	owned := Claim(claimCluster(api.RetentionDelete), 0)
+	if len(owned.OwnerReferences) != 1 || owned.OwnerReferences[0].UID != "u1" {
+		t.Errorf("whenDeleted Delete: owner references %v, want the cluster", owned.OwnerReferences)
+	}
+}
+
+func TestPodDataVolume(t *testing.T) {
+	tmpl := Template{Ordinal: 1, ClusterState: etcdutil.ClusterStateExisting, InitialCluster: []int{0, 1}}
+	onClaim := Pod(claimCluster(api.RetentionRetain), tmpl, "op:1")
+	if got := DataClaim(onClaim); got != "data-demo-1" {
+		t.Errorf("pod of a cluster with claims keeps its data on %q, want data-demo-1", got)
+	}
+	c := testCluster()
+	c.Spec.Storage = LegacyStorage()
+	if got := DataClaim(Pod(c, tmpl, "op:1")); got != "" {
+		t.Errorf("pod of an emptyDir cluster keeps its data on claim %q", got)
+	}
+	// member-init reads the member ID through the downward API.
+	var found bool
+	for _, v := range onClaim.Spec.Volumes {
+		if v.Name == PodInfoVolumeName && v.DownwardAPI != nil &&
+			v.DownwardAPI.Items[0].FieldRef.FieldPath == "metadata.annotations['"+AnnotationMemberID+"']" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no downward-API volume with the member ID: %+v", onClaim.Spec.Volumes)
+	}
+}
+
+func TestClaimMatches(t *testing.T) {
+	c := claimCluster(api.RetentionRetain)
+	have := Claim(c, 0)
+	// What the API server fills in does not make a claim out of date.
+	have.Spec.StorageClassName = ptr.To("local-path")
+	if !ClaimMatches(c, have) {
+		t.Error("a claim made from the template does not match it")
+	}
+	for name, change := range map[string]func(*api.EtcdCluster){
+		"class":    func(c *api.EtcdCluster) { c.Spec.Storage.VolumeClaimTemplate.Spec.StorageClassName = ptr.To("fast") },
+		"size":     func(c *api.EtcdCluster) { c.Spec.Storage.VolumeClaimTemplate.Spec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse("8Gi") },
+		"modes":    func(c *api.EtcdCluster) { c.Spec.Storage.VolumeClaimTemplate.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOncePod} },
+		"selector": func(c *api.EtcdCluster) { c.Spec.Storage.VolumeClaimTemplate.Spec.Selector = &metav1.LabelSelector{} },
+	} {
+		fixed := c.DeepCopy()
+		change(fixed)
+		if ClaimMatches(fixed, have) {
+			t.Errorf("%s changed: the old claim still matches", name)
+		}
+	}
+}
