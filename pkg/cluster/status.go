@@ -71,9 +71,13 @@ func statusMembers(s State) []api.MemberStatus {
 		if m.Ordinal >= 0 {
 			name = member.Name(s.Name, m.Ordinal)
 		}
-		out = append(out, api.MemberStatus{
+		ms := api.MemberStatus{
 			Name: name, ID: hexID(m.ID), Ready: m.Healthy && !m.Learner, Leader: m.Leader, Learner: m.Learner,
-		})
+		}
+		if _, ok := s.Claims[m.Ordinal]; ok && s.Persistent && m.Ordinal >= 0 {
+			ms.Claim = member.ClaimName(s.Name, m.Ordinal)
+		}
+		out = append(out, ms)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
@@ -136,6 +140,8 @@ func degraded(s State, d Decision, specVersion, running string) condition {
 	case s.MembersKnown && healthy < voting:
 		return condition{metav1.ConditionTrue, api.ReasonMembersUnhealthy,
 			fmt.Sprintf("%d of %d voting members are unhealthy: %s", voting-healthy, voting, unhealthyMembers(s))}
+	case pendingClaims(s) != "":
+		return condition{metav1.ConditionTrue, api.ReasonClaimPending, pendingClaims(s)}
 	case running != "" && running != member.NormalizeVersion(specVersion):
 		return condition{metav1.ConditionTrue, api.ReasonVersionChangeUnsupported, fmt.Sprintf(
 			"spec.version %s differs from the running %s: changing the version of a running cluster is not supported yet; members, new ones included, keep running %s",
@@ -176,6 +182,8 @@ func podCondition(pods map[int]PodView, ordinal int) string {
 		// A pod on a node that stopped answering stays terminating until the node is
 		// deleted or the pod force-deleted; see the README on node loss.
 		return "its pod is terminating" + on
+	case p.DataLost:
+		return "its data dir is empty although it has started before; it is replaced" + on
 	case p.Unschedulable:
 		return "its pod cannot be scheduled"
 	case p.Phase != corev1.PodRunning:
@@ -183,6 +191,18 @@ func podCondition(pods map[int]PodView, ordinal int) string {
 	default:
 		return "etcd does not answer at its pod" + on
 	}
+}
+
+// pendingClaims names the claims that wait for a volume and say why (their latest Warning
+// Event): a StorageClass that does not exist, a provisioner that fails. Empty when none does.
+func pendingClaims(s State) string {
+	var out []string
+	for _, o := range sortedClaimOrdinals(s.Claims) {
+		if c := s.Claims[o]; !c.Bound && !c.Terminating && c.Problem != "" {
+			out = append(out, fmt.Sprintf("claim %s waits for a volume (%s)", member.ClaimName(s.Name, o), c.Problem))
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 func phase(paused bool, s State, d Decision, inSpec bool) api.ClusterPhase {

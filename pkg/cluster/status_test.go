@@ -191,3 +191,33 @@ func equalConditions(a, b []metav1.Condition) bool {
 	}
 	return true
 }
+
+// A claim that waits for a volume is named with why; members say which claim holds their data.
+func TestStatusClaims(t *testing.T) {
+	c := newCluster(3)
+	c.Name = "c"
+	s := onClaims(State{Name: "c", Size: 3, Pods: pods(stuckPod(seedPod(false))),
+		Claims: claims(func() ClaimView {
+			cv := unbound(claim(0))
+			cv.Problem = `ProvisioningFailed: storageclass.storage.k8s.io "nope" not found`
+			return cv
+		}())})
+	st := computeStatus(c, s, Decision{Progress: api.ReasonBootstrapping, Message: "waiting for seed member c-0 to start"})
+	deg := meta.FindStatusCondition(st.Conditions, string(api.ConditionDegraded))
+	if deg == nil || deg.Status != metav1.ConditionTrue || deg.Reason != string(api.ReasonClaimPending) ||
+		deg.Message != `claim data-c-0 waits for a volume (ProvisioningFailed: storageclass.storage.k8s.io "nope" not found)` {
+		t.Errorf("Degraded = %+v, want ClaimPending naming the claim and its event", deg)
+	}
+
+	running3 := onClaims(State{Name: "c", Size: 3, Bootstrapped: true, MembersKnown: true,
+		Members: []MemberView{leader(0), voter(1), voter(2)}, Claims: claims(claim(0), claim(1), claim(2))})
+	st = computeStatus(c, running3, Decision{})
+	for _, m := range st.Members {
+		if m.Claim != "data-"+m.Name {
+			t.Errorf("member %s: claim %q, want data-%s", m.Name, m.Claim, m.Name)
+		}
+	}
+	if deg := meta.FindStatusCondition(st.Conditions, string(api.ConditionDegraded)); deg.Status != metav1.ConditionFalse {
+		t.Errorf("Degraded = %+v with every claim bound", deg)
+	}
+}
