@@ -78,6 +78,11 @@ func runMemberInit(ctx context.Context, args []string) error {
 		fmt.Fprintf(os.Stderr, "member-init: cannot ask cluster DNS, dialling members without asking: %v\n", err)
 	}
 	if err := memberinit.Run(ctx, o, etcdutil.NewFactory(0, 0), os.Stdout); err != nil {
+		// The operator reads a lost member's refusal from the container's status. Best
+		// effort: the error is printed and the container fails either way.
+		if werr := memberinit.WriteTermination(o.TerminationLog, err); werr != nil {
+			fmt.Fprintf(os.Stderr, "member-init: %v\n", werr)
+		}
 		return err
 	}
 	if len(o.Exec) == 0 {

@@ -17,6 +17,16 @@
 // added member before it has started. It dials those names only once cluster DNS serves
 // them (asked without caching a negative answer, see package dnsutil): the operator creates
 // a pod while the members before it are still starting, the seed's included.
+//
+// It also refuses to start etcd on an empty data dir for a member that has started before:
+// its data dir was wiped (a claim emptied by hand, a memory-backed volume lost with its node's
+// reboot while the pod stayed). etcd would bootstrap a new, empty cluster in its place (the
+// seed, whose cluster state is new) or crash on a raft log that its peers expect it to have.
+// A member has started before when the operator says so, in the member ID it publishes on
+// the pod (--member-id-file, an annotation through the downward API), or when etcd lists it
+// by name, which a member publishes only once it has started. The refusal is written as the
+// container's termination message (DataLostPrefix), where the operator reads it, and the
+// operator replaces the member.
 package memberinit
 
 import (
@@ -72,6 +82,13 @@ type Options struct {
 	// endpoints are dialled; past DNSWait the hosts are dialled anyway.
 	DNS     dnsutil.Checker
 	DNSWait time.Duration
+	// MemberIDFile, when set, is a file that holds this member's etcd ID in hex once the
+	// operator knows the member has started; missing or empty until then. A member so named
+	// whose data dir holds no data does not start (ErrDataLost).
+	MemberIDFile string
+	// TerminationLog is where main writes the termination message of a failed Run (see
+	// WriteTermination); empty means DefaultTerminationLog.
+	TerminationLog string
 	// Exec is the command (etcd and its flags) that replaces member-init once etcd may start.
 	// Empty in pods made by earlier versions of the operator, where member-init is an init
 	// container and only returns: they keep working when they restart with this binary.
@@ -99,6 +116,8 @@ func Parse(args []string) (Options, error) {
 	fs.DurationVar(&o.DNSWait, "dns-wait", DefaultDNSWait, "how long to wait for cluster DNS to serve the members' names before dialling them anyway")
 	fs.StringVar(&o.LivenessAddr, "liveness-addr", "", "address to answer the liveness probe on while waiting (etcd's client address)")
 	fs.StringVar(&o.LivenessPath, "liveness-path", "", "path and query of the liveness probe answered while waiting")
+	fs.StringVar(&o.MemberIDFile, "member-id-file", "", "file holding this member's ID in hex once it has started; with an empty data dir, etcd is not started")
+	fs.StringVar(&o.TerminationLog, "termination-log", DefaultTerminationLog, "file to write the termination message to when etcd is not started")
 	if err := fs.Parse(args); err != nil {
 		return Options{}, err
 	}
@@ -121,6 +140,7 @@ func Parse(args []string) (Options, error) {
 // Args renders the options as the arguments Parse reads (without the subcommand): the
 // operator builds a member pod's command line with it. Durations at their defaults are left
 // out (a zero value is not a default: it is written), and so is the command when there is none.
+// The termination log is left out at its default and when empty, which means the default.
 func (o Options) Args() []string {
 	args := []string{
 		"--data-dir=" + o.DataDir,
@@ -136,6 +156,12 @@ func (o Options) Args() []string {
 	}
 	if o.LivenessAddr != "" {
 		args = append(args, "--liveness-addr="+o.LivenessAddr, "--liveness-path="+o.LivenessPath)
+	}
+	if o.MemberIDFile != "" {
+		args = append(args, "--member-id-file="+o.MemberIDFile)
+	}
+	if o.TerminationLog != "" && o.TerminationLog != DefaultTerminationLog {
+		args = append(args, "--termination-log="+o.TerminationLog)
 	}
 	if len(o.Exec) > 0 {
 		args = append(append(args, "--"), o.Exec...)
@@ -189,20 +215,17 @@ func (o Options) Validate() error {
 	return nil
 }
 
-// Run returns nil when etcd may start: at once for the first member of a new cluster and
-// for a member whose data dir holds data (a restarted member must start even when the
-// cluster has no quorum, which it may be needed for); otherwise once the member list, asked
+// Run returns nil when etcd may start: at once for a member whose data dir holds data (a
+// restarted member must start even when the cluster has no quorum, which it may be needed
+// for) and for the first member of a new cluster; otherwise once the member list, asked
 // through o.Endpoints, lists a member with exactly o.PeerURL. It waits for that as long as
-// it takes: giving up would only restart the pod. It returns an error when ctx ends first.
-// Progress is logged to out.
+// it takes: giving up would only restart the pod. It returns an error when ctx ends first,
+// and one that wraps ErrDataLost, without waiting, when a member that has started before
+// has no data. Progress is logged to out.
 func Run(ctx context.Context, o Options, f etcdutil.Factory, out io.Writer) error {
 	log := newLogger(out).WithField("peerURL", o.PeerURL)
 	if err := o.Validate(); err != nil {
 		return fmt.Errorf("validating options: %w", err)
-	}
-	if o.ClusterState == etcdutil.ClusterStateNew {
-		log.Info("member bootstraps a new cluster: starting etcd")
-		return nil
 	}
 	has, err := hasData(o.DataDir)
 	if err != nil {
@@ -210,6 +233,17 @@ func Run(ctx context.Context, o Options, f etcdutil.Factory, out io.Writer) erro
 	}
 	if has {
 		log.WithField("dataDir", o.DataDir).Info("data directory holds a member: starting etcd")
+		return nil
+	}
+	id, started, err := readMemberID(o.MemberIDFile)
+	if err != nil {
+		return err
+	}
+	if started {
+		return dataLost(id, o.DataDir, "the operator names it in "+o.MemberIDFile)
+	}
+	if o.ClusterState == etcdutil.ClusterStateNew {
+		log.Info("member bootstraps a new cluster: starting etcd")
 		return nil
 	}
 	log = log.WithField("endpoints", strings.Join(o.Endpoints, ","))
@@ -285,7 +319,8 @@ func waitServed(ctx context.Context, o Options, log *logrus.Entry) error {
 	}
 }
 
-// waitAdded polls the member list until it lists o.PeerURL or ctx ends.
+// waitAdded polls the member list until it lists o.PeerURL or ctx ends. A member listed with
+// a name has started before: it is refused, as its data dir holds no data.
 func waitAdded(ctx context.Context, o Options, cli etcdutil.Client, log *logrus.Entry) error {
 	start := time.Now()
 	log.Info("waiting for the operator to add this member")
@@ -296,6 +331,9 @@ func waitAdded(ctx context.Context, o Options, cli etcdutil.Client, log *logrus.
 		members, err := cli.MemberList(ctx)
 		if err == nil {
 			if m, ok := find(members, o.PeerURL); ok {
+				if m.Name != "" {
+					return dataLost(m.ID, o.DataDir, fmt.Sprintf("etcd lists it by its name %s", m.Name))
+				}
 				log.WithFields(logrus.Fields{
 					"id":      fmt.Sprintf("%x", m.ID),
 					"learner": m.IsLearner,

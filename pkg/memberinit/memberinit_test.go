@@ -133,7 +133,7 @@ func TestParse(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Parse of the first member's flags: %v", err)
 	}
-	if seed.PollInterval != DefaultPollInterval || len(seed.Endpoints) != 0 {
+	if seed.PollInterval != DefaultPollInterval || len(seed.Endpoints) != 0 || seed.MemberIDFile != "" || seed.TerminationLog != DefaultTerminationLog {
 		t.Errorf("Parse of the first member's flags = %+v", seed)
 	}
 
@@ -158,12 +158,14 @@ func TestParse(t *testing.T) {
 		}
 	}
 	wrapped, err := Parse(append(base, "--liveness-addr=:2379", "--liveness-path=/health?serializable=true",
+		"--member-id-file=/etc/member/id", "--termination-log=/tmp/term",
 		"--", "/usr/local/bin/etcd", "--name=m2", "--", "-x"))
 	if err != nil {
 		t.Fatalf("Parse with a command: %v", err)
 	}
 	if !slices.Equal(wrapped.Exec, []string{"/usr/local/bin/etcd", "--name=m2", "--", "-x"}) ||
-		wrapped.LivenessAddr != ":2379" || wrapped.LivenessPath != "/health?serializable=true" {
+		wrapped.LivenessAddr != ":2379" || wrapped.LivenessPath != "/health?serializable=true" ||
+		wrapped.MemberIDFile != "/etc/member/id" || wrapped.TerminationLog != "/tmp/term" {
 		t.Errorf("Parse with a command = %+v: everything after the first -- is the command", wrapped)
 	}
 	if _, err := Parse([]string{"-h"}); !errors.Is(err, flag.ErrHelp) {
@@ -179,12 +181,13 @@ func TestArgsRoundTrip(t *testing.T) {
 			Endpoints:    []string{"http://m0.peers.ns.svc:2379", "http://m1.peers.ns.svc:2379"},
 			PollInterval: DefaultPollInterval, DNSWait: DefaultDNSWait,
 			LivenessAddr: ":2379", LivenessPath: "/health?serializable=true",
+			MemberIDFile: "/etc/member/id", TerminationLog: DefaultTerminationLog,
 			Exec: []string{"/usr/local/bin/etcd", "--name=m2", "--", "-x"}},
 		"other durations, no command": {DataDir: "/d", PeerURL: "http://m1.peers.ns.svc:2380",
 			ClusterState: etcdutil.ClusterStateExisting, Endpoints: []string{"http://m0.peers.ns.svc:2379"},
-			PollInterval: time.Second, DNSWait: 5 * time.Second},
+			PollInterval: time.Second, DNSWait: 5 * time.Second, TerminationLog: "/tmp/term"},
 		"first member": {DataDir: "/d", PeerURL: "http://m0.peers.ns.svc:2380", ClusterState: etcdutil.ClusterStateNew,
-			PollInterval: DefaultPollInterval, DNSWait: 0},
+			PollInterval: DefaultPollInterval, DNSWait: 0, MemberIDFile: "/etc/member/id", TerminationLog: DefaultTerminationLog},
 	} {
 		got, err := Parse(o.Args())
 		if err != nil {
@@ -194,6 +197,17 @@ func TestArgsRoundTrip(t *testing.T) {
 		if !reflect.DeepEqual(got, o) {
 			t.Errorf("%s: Parse(Args()) = %+v, want %+v", name, got, o)
 		}
+	}
+	// Options that leave the termination log and member ID file out (pods of the operator
+	// before them) render the same arguments as before, and member-init writes to the default.
+	o := Options{DataDir: "/d", PeerURL: "http://m0.peers.ns.svc:2380", ClusterState: etcdutil.ClusterStateNew,
+		PollInterval: DefaultPollInterval, DNSWait: DefaultDNSWait}
+	args := o.Args()
+	if want := []string{"--data-dir=/d", "--peer-url=http://m0.peers.ns.svc:2380", "--initial-cluster-state=new", "--endpoints="}; !slices.Equal(args, want) {
+		t.Errorf("Args() = %q, want %q", args, want)
+	}
+	if got, err := Parse(args); err != nil || got.TerminationLog != DefaultTerminationLog || got.MemberIDFile != "" {
+		t.Errorf("Parse(%q) = %+v, %v; want the default termination log and no member ID file", args, got, err)
 	}
 }
 
@@ -210,6 +224,18 @@ func TestRunStartsAtOnce(t *testing.T) {
 			ClusterState: etcdutil.ClusterStateNew, PollInterval: time.Millisecond},
 		"restarted with data, no quorum": {DataDir: stopped.Dir, PeerURL: stopped.PeerURL,
 			ClusterState: etcdutil.ClusterStateExisting, Endpoints: []string{gone.ClientURL}, PollInterval: time.Millisecond},
+		// The operator's member ID file says nothing yet: missing, or empty.
+		"first member, no member ID file yet": {DataDir: t.TempDir(), PeerURL: "http://m0.peers.ns.svc:2380",
+			ClusterState: etcdutil.ClusterStateNew, PollInterval: time.Millisecond,
+			MemberIDFile: filepath.Join(t.TempDir(), "missing")},
+		"first member, empty member ID file": {DataDir: t.TempDir(), PeerURL: "http://m0.peers.ns.svc:2380",
+			ClusterState: etcdutil.ClusterStateNew, PollInterval: time.Millisecond, MemberIDFile: idFile(t, " \n")},
+		// A member with data starts whatever the file says: it has not lost anything.
+		"restarted with data and its member ID": {DataDir: stopped.Dir, PeerURL: stopped.PeerURL,
+			ClusterState: etcdutil.ClusterStateExisting, Endpoints: []string{gone.ClientURL}, PollInterval: time.Millisecond,
+			MemberIDFile: idFile(t, "8e9e05c52164694d\n")},
+		"seed restarted with data and its member ID": {DataDir: stopped.Dir, PeerURL: stopped.PeerURL,
+			ClusterState: etcdutil.ClusterStateNew, PollInterval: time.Millisecond, MemberIDFile: idFile(t, "8e9e05c52164694d")},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := &countingFactory{Factory: etcdutil.NewFactory(0, 0)}
