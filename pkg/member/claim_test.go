@@ -66,6 +66,9 @@ func TestPodDataVolume(t *testing.T) {
 	if !found {
 		t.Errorf("no downward-API volume with the member ID: %+v", onClaim.Spec.Volumes)
 	}
+	if got, _ := argValue(onClaim.Spec.Containers[0].Args, "--member-id-file"); got != PodInfoDir+"/"+MemberIDFileName {
+		t.Errorf("member-init --member-id-file = %q, want the downward-API file", got)
+	}
 }
 
 func TestClaimMatches(t *testing.T) {

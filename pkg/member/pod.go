@@ -288,6 +288,7 @@ func wrapInMemberInit(c *api.EtcdCluster, t Template, pod *corev1.Pod, initImage
 		DNSWait:      memberinit.DefaultDNSWait,
 		LivenessAddr: fmt.Sprintf(":%d", ClientPort),
 		LivenessPath: livePath,
+		MemberIDFile: PodInfoDir + "/" + MemberIDFileName,
 		Exec:         append(slices.Clone(etcd.Command), etcd.Args...),
 	}
 	etcd.Command = []string{MemberInitPath}
