@@ -1,0 +1,126 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
+
+	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/member"
+)
+
+// A spec without storage is filled in on the first pass: claims for a new cluster, the
+// emptyDir it runs on for a cluster made before claims existed. Nothing else happens in that
+// pass.
+func TestSyncFillsInStorage(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		started   func(*api.EtcdCluster) []*corev1.Pod
+		wantClaim bool
+	}{
+		{"new cluster", func(*api.EtcdCluster) []*corev1.Pod { return nil }, true},
+		{"cluster that reported members", func(c *api.EtcdCluster) []*corev1.Pod { c.Status.Size = 3; return nil }, false},
+		{"cluster whose seed pod exists", func(c *api.EtcdCluster) []*corev1.Pod {
+			return []*corev1.Pod{memberPod(c, 0, "10.0.0.1", corev1.PodPending, time.Now(), &discoveryv1.EndpointSlice{})}
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCluster(3)
+			c.Spec.Storage = nil
+			objs := []runtime.Object{c}
+			for _, p := range tc.started(c) {
+				objs = append(objs, p)
+			}
+			f := newFixture(t, objs...)
+			if _, err := f.r.Sync(context.Background(), "ns", "demo"); err != nil {
+				t.Fatalf("Sync: %v", err)
+			}
+			patches := f.actions("patch", "etcdclusters")
+			if len(patches) != 1 {
+				t.Fatalf("%d patches of the cluster, want 1", len(patches))
+			}
+			var got struct {
+				Spec     api.EtcdClusterSpec `json:"spec"`
+				Metadata metav1.ObjectMeta   `json:"metadata"`
+			}
+			if err := json.Unmarshal(patches[0].(k8stesting.PatchAction).GetPatch(), &got); err != nil {
+				t.Fatal(err)
+			}
+			if s := got.Spec.Storage; s == nil || (s.VolumeClaimTemplate != nil) != tc.wantClaim || (s.EmptyDir != nil) == tc.wantClaim {
+				t.Errorf("storage patched to %+v, want claims: %v", s, tc.wantClaim)
+			}
+			if got.Metadata.UID != c.UID {
+				t.Errorf("patch not conditioned on the cluster's UID: %+v", got.Metadata)
+			}
+			if n := len(f.actions("create", "pods")) + len(f.actions("create", "persistentvolumeclaims")); n != 0 {
+				t.Errorf("%d pods or claims created in the pass that filled in storage", n)
+			}
+		})
+	}
+}
+
+func TestSyncCreatesSeedClaim(t *testing.T) {
+	c := newCluster(3)
+	c.Spec.Storage = member.DefaultStorage()
+	f := newFixture(t, c)
+	if _, err := f.r.Sync(context.Background(), "ns", "demo"); err != nil {
+		t.Fatalf("Sync: %v", err)
+	}
+	claims := f.actions("create", "persistentvolumeclaims")
+	pods := f.actions("create", "pods")
+	if len(claims) != 1 || len(pods) != 1 {
+		t.Fatalf("created %d claims and %d pods, want the seed's one of each", len(claims), len(pods))
+	}
+	pvc := claims[0].(k8stesting.CreateAction).GetObject().(*corev1.PersistentVolumeClaim)
+	pod := pods[0].(k8stesting.CreateAction).GetObject().(*corev1.Pod)
+	if pvc.Name != "data-demo-0" || member.DataClaim(pod) != pvc.Name {
+		t.Errorf("claim %s, pod %s keeps its data on %q", pvc.Name, pod.Name, member.DataClaim(pod))
+	}
+	if len(pvc.OwnerReferences) != 0 {
+		t.Errorf("whenDeleted Retain (the default): claim owned by %v", pvc.OwnerReferences)
+	}
+}
+
+// The claim of a listed member is marked with its ID before anything is planned, and the pod
+// of a started member carries the ID for member-init; ownership follows whenDeleted.
+func TestSyncMarksClaims(t *testing.T) {
+	c := newCluster(1)
+	c.Spec.Storage = member.DefaultStorage()
+	c.Spec.Storage.RetentionPolicy.WhenDeleted = api.RetentionDelete
+	c.Status.Size = 1
+	seed := memberPod(c, 0, "10.0.0.1", corev1.PodRunning, time.Now(), &discoveryv1.EndpointSlice{})
+	seed.Spec.Volumes = member.Pod(c, member.Template{Ordinal: 0, ClusterState: "new", InitialCluster: []int{0}}, "x").Spec.Volumes
+	pvc := member.Claim(c, 0)
+	pvc.OwnerReferences = nil
+	pvc.UID = "pvc-uid"
+	pvc.Status.Phase = corev1.ClaimBound
+	f := newFixture(t, c, seed, pvc)
+	f.with(func(d *Deps) { d.Etcd = newFakeEtcd(t, c, "10.0.0.1") })
+	if _, err := f.r.Sync(context.Background(), "ns", "demo"); err != nil {
+		t.Fatalf("Sync: %v", err)
+	}
+	got, err := f.kube.CoreV1().PersistentVolumeClaims("ns").Get(context.Background(), "data-demo-0", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Annotations[member.AnnotationMemberID] != "1" {
+		t.Errorf("claim annotations %v, want the member ID 1", got.Annotations)
+	}
+	if !metav1.IsControlledBy(got, c) {
+		t.Errorf("whenDeleted Delete: claim owners %v, want the cluster", got.OwnerReferences)
+	}
+	pod, err := f.kube.CoreV1().Pods("ns").Get(context.Background(), seed.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pod.Annotations[member.AnnotationMemberID] != "1" {
+		t.Errorf("pod annotations %v, want the member ID 1 for member-init", pod.Annotations)
+	}
+}
