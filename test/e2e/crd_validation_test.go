@@ -5,9 +5,11 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -57,6 +59,12 @@ func cluster(name, spec string) string {
 	return "apiVersion: etcd.operator.dev/v1alpha1\nkind: EtcdCluster\nmetadata:\n  name: " + name + "\nspec:\n" + spec
 }
 
+// claimTemplate is spec.storage.volumeClaimTemplate, indented for spec.storage, of a claim of
+// the given size with the extra claim spec lines (indented by eight spaces).
+func claimTemplate(size, claimSpec string) string {
+	return "    volumeClaimTemplate:\n      spec:\n        resources: {requests: {storage: " + size + "}}\n" + claimSpec
+}
+
 func TestCRDRejectsMalformedClusters(t *testing.T) {
 	f := framework.New(t)
 	installCRD(t, f)
@@ -77,6 +85,19 @@ func TestCRDRejectsMalformedClusters(t *testing.T) {
 		{"repository with a tag", cluster("demo", "  repository: gcr.io/etcd-development/etcd:v3.6.16\n"), "repository must not carry a tag or digest"},
 		{"repository with a digest", cluster("demo", "  repository: gcr.io/etcd-development/etcd@sha256:0123\n"), "repository must not carry a tag or digest"},
 		{"reserved label", cluster("demo", "  pod:\n    labels:\n      etcd.operator.dev/cluster: other\n"), "labels under etcd.operator.dev/ are reserved for the operator"},
+		{"storage with emptyDir and a claim", cluster("demo", "  storage:\n    emptyDir: {}\n"+claimTemplate("4Gi", "")), "storage needs exactly one of emptyDir and volumeClaimTemplate"},
+		{"storage with neither", cluster("demo", "  storage: {}\n"), "storage needs exactly one of emptyDir and volumeClaimTemplate"},
+		{"claim of 63Mi", cluster("demo", "  storage:\n"+claimTemplate("63Mi", "")), "resources.requests.storage must be at least 64Mi"},
+		{"claim of 1Mi", cluster("demo", "  storage:\n"+claimTemplate("1Mi", "")), "resources.requests.storage must be at least 64Mi"},
+		{"claim without a storage request", cluster("demo", "  storage:\n    volumeClaimTemplate:\n      spec:\n        resources: {requests: {cpu: \"1\"}}\n"), "resources.requests.storage must be at least 64Mi"},
+		{"claim without resources", cluster("demo", "  storage:\n    volumeClaimTemplate:\n      spec: {storageClassName: standard}\n"), "spec.storage.volumeClaimTemplate.spec.resources: Required value"},
+		{"claim ReadWriteMany", cluster("demo", "  storage:\n"+claimTemplate("4Gi", "        accessModes: [ReadWriteMany]\n")), `spec.storage.volumeClaimTemplate.spec.accessModes[0]: Unsupported value: "ReadWriteMany"`},
+		{"claim ReadOnlyMany", cluster("demo", "  storage:\n"+claimTemplate("4Gi", "        accessModes: [ReadOnlyMany]\n")), `spec.storage.volumeClaimTemplate.spec.accessModes[0]: Unsupported value: "ReadOnlyMany"`},
+		{"claim volumeMode Block", cluster("demo", "  storage:\n"+claimTemplate("4Gi", "        volumeMode: Block\n")), `spec.storage.volumeClaimTemplate.spec.volumeMode: Unsupported value: "Block"`},
+		{"claim reserved label", cluster("demo", "  storage:\n    volumeClaimTemplate:\n      metadata: {labels: {etcd.operator.dev/cluster: other}}\n      spec: {resources: {requests: {storage: 4Gi}}}\n"), "labels under etcd.operator.dev/ are reserved for the operator"},
+		{"claim reserved annotation", cluster("demo", "  storage:\n    volumeClaimTemplate:\n      metadata: {annotations: {etcd.operator.dev/member: x}}\n      spec: {resources: {requests: {storage: 4Gi}}}\n"), "annotations under etcd.operator.dev/ are reserved for the operator"},
+		{"retention whenDeleted Orphan", cluster("demo", "  storage:\n"+claimTemplate("4Gi", "")+"    retentionPolicy: {whenDeleted: Orphan}\n"), `spec.storage.retentionPolicy.whenDeleted: Unsupported value: "Orphan"`},
+		{"retention whenScaled delete", cluster("demo", "  storage:\n"+claimTemplate("4Gi", "")+"    retentionPolicy: {whenScaled: delete}\n"), `spec.storage.retentionPolicy.whenScaled: Unsupported value: "delete"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, err := dryRun(t, f, tc.manifest)
@@ -120,6 +141,87 @@ func TestCRDDefaults(t *testing.T) {
 		t.Errorf("defaulted spec size=%d version=%q repository=%q, want %d %q %q", got.Spec.Size, got.Spec.Version,
 			got.Spec.Repository, v1alpha1.DefaultSize, v1alpha1.DefaultVersion, v1alpha1.DefaultRepository)
 	}
+}
+
+// TestCRDDefaultsRetentionPolicy: a retentionPolicy left empty keeps the claims when the
+// cluster is deleted and deletes those of members removed by a scale-down.
+func TestCRDDefaultsRetentionPolicy(t *testing.T) {
+	f := framework.New(t)
+	installCRD(t, f)
+	manifest := cluster("retention", "  paused: true\n  storage:\n"+claimTemplate("4Gi", "")+"    retentionPolicy: {}\n")
+	out, err := f.NS("create", "--dry-run=server", "-o", "json", "-f", writeTemp(t, manifest))
+	if err != nil {
+		t.Fatalf("creating a cluster with an empty retentionPolicy: %s", serverMessage(err))
+	}
+	var got v1alpha1.EtcdCluster
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("decoding %s: %v", out, err)
+	}
+	if p := got.Spec.Storage.RetentionPolicy; p == nil || p.WhenDeleted != v1alpha1.RetentionRetain || p.WhenScaled != v1alpha1.RetentionDelete {
+		t.Errorf("retentionPolicy {} defaulted to %+v, want whenDeleted Retain, whenScaled Delete", p)
+	}
+}
+
+// TestCRDStorageImmutableOnceStarted checks the transition rule on EtcdCluster: once
+// status.size says etcd has members, spec.storage.emptyDir and volumeClaimTemplate cannot
+// change, while retentionPolicy and the rest of the spec can. The clusters are paused and
+// have no pods, so a running operator has no member to count and leaves the status.size the
+// test writes through the status subresource as it is.
+func TestCRDStorageImmutableOnceStarted(t *testing.T) {
+	f := framework.New(t)
+	installCRD(t, f)
+	const immutable = "spec.storage.emptyDir and spec.storage.volumeClaimTemplate cannot change once the cluster has started"
+	withStorage := func(storage string) string {
+		return cluster("frozen", "  paused: true\n  storage:\n"+storage)
+	}
+	class := func(name string) string { return claimTemplate("64Mi", "        storageClassName: "+name+"\n") }
+	setStatusSize := func(name string, size int) {
+		t.Helper()
+		f.MustNS("patch", "etcdcluster/"+name, "--subresource=status", "--type=merge", "-p", fmt.Sprintf(`{"status":{"size":%d}}`, size))
+		got := strings.TrimSpace(f.MustNS("get", "etcdcluster", name, "-o", "jsonpath={.status.size}"))
+		if got != strconv.Itoa(size) {
+			t.Fatalf("status.size of %s = %q after patching it to %d", name, got, size)
+		}
+	}
+	check := func(desc, manifest, want string) {
+		t.Helper()
+		out, err := dryRun(t, f, manifest)
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("%s: refused: %s", desc, serverMessage(err))
+		case want == "":
+			t.Logf("%s: accepted: %s", desc, strings.TrimSpace(out))
+		case err == nil:
+			t.Errorf("%s: accepted, want refused with %q: %s", desc, want, strings.TrimSpace(out))
+		case !strings.Contains(serverMessage(err), want):
+			t.Errorf("%s: refused with %q, want a message containing %q", desc, serverMessage(err), want)
+		default:
+			t.Logf("%s: refused: %s", desc, serverMessage(err))
+		}
+	}
+
+	f.Apply(withStorage(class("standard")))
+	check("before start, other storageClassName", withStorage(class("other")), "")
+	check("before start, emptyDir", withStorage("    emptyDir: {}\n"), "")
+
+	setStatusSize("frozen", 3)
+	check("unchanged", withStorage(class("standard")), "")
+	check("other storageClassName", withStorage(class("other")), immutable)
+	check("other size", withStorage(claimTemplate("8Gi", "        storageClassName: standard\n")), immutable)
+	check("claim to emptyDir", withStorage("    emptyDir: {}\n"), immutable)
+	check("storage removed", cluster("frozen", "  paused: true\n"), immutable)
+	check("retentionPolicy changed", withStorage(class("standard")+"    retentionPolicy: {whenDeleted: Delete, whenScaled: Retain}\n"), "")
+	check("size changed", cluster("frozen", "  paused: true\n  size: 5\n  storage:\n"+class("standard")), "")
+
+	setStatusSize("frozen", 0)
+	check("no members again, other storageClassName", withStorage(class("other")), "")
+
+	// A cluster created before spec.storage existed: the operator fills storage in on a
+	// cluster that already has members.
+	f.Apply(cluster("legacy", "  paused: true\n"))
+	setStatusSize("legacy", 3)
+	check("storage set on a started cluster created without it",
+		cluster("legacy", "  paused: true\n  storage:\n    emptyDir: {}\n"), "")
 }
 
 func writeTemp(t *testing.T, content string) string {
