@@ -1,7 +1,10 @@
 package member
 
 import (
+	"encoding/json"
+	"hash/fnv"
 	"maps"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -85,10 +88,12 @@ func Claim(c *api.EtcdCluster, ordinal int) *corev1.PersistentVolumeClaim {
 			Name:        ClaimName(c.Name, ordinal),
 			Namespace:   c.Namespace,
 			Labels:      labels,
-			Annotations: maps.Clone(tmpl.Metadata.Annotations),
+			Annotations: map[string]string{},
 		},
 		Spec: claimSpec(tmpl.Spec),
 	}
+	maps.Copy(pvc.Annotations, tmpl.Metadata.Annotations)
+	pvc.Annotations[AnnotationClaimTemplate] = templateHash(tmpl.Spec)
 	if Retention(&c.Spec).WhenDeleted == api.RetentionDelete {
 		pvc.OwnerReferences = []metav1.OwnerReference{OwnerReference(c)}
 	}
@@ -116,8 +121,13 @@ func claimSpec(s api.ClaimSpec) corev1.PersistentVolumeClaimSpec {
 
 // ClaimMatches reports whether an existing claim was made from the spec's template as it is
 // now. Only an unbound claim can be out of date: a cluster's storage cannot change once it has
-// started, but may be fixed while its first claim waits for a volume.
+// started, but may be fixed while its first claim waits for a volume. The claim records what
+// it was made from (AnnotationClaimTemplate): the API server fills in what the template left
+// out, the default StorageClass, so the claim's own spec cannot tell.
 func ClaimMatches(c *api.EtcdCluster, have *corev1.PersistentVolumeClaim) bool {
+	if recorded, ok := have.Annotations[AnnotationClaimTemplate]; ok {
+		return recorded == templateHash(c.Spec.Storage.VolumeClaimTemplate.Spec)
+	}
 	want := claimSpec(c.Spec.Storage.VolumeClaimTemplate.Spec)
 	if want.StorageClassName != nil && (have.Spec.StorageClassName == nil || *have.Spec.StorageClassName != *want.StorageClassName) {
 		return false
@@ -125,4 +135,15 @@ func ClaimMatches(c *api.EtcdCluster, have *corev1.PersistentVolumeClaim) bool {
 	return equality.Semantic.DeepEqual(have.Spec.AccessModes, want.AccessModes) &&
 		have.Spec.Resources.Requests.Storage().Cmp(*want.Resources.Requests.Storage()) == 0 &&
 		equality.Semantic.DeepEqual(have.Spec.Selector, want.Selector)
+}
+
+// AnnotationClaimTemplate records on a claim a hash of the template spec it was made from.
+const AnnotationClaimTemplate = "etcd.operator.dev/claim-template"
+
+// templateHash is a short hash of a claim template's spec.
+func templateHash(s api.ClaimSpec) string {
+	b, _ := json.Marshal(claimSpec(s))
+	h := fnv.New64a()
+	_, _ = h.Write(b)
+	return strconv.FormatUint(h.Sum64(), 16)
 }

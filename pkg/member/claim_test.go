@@ -79,10 +79,23 @@ func TestClaimMatches(t *testing.T) {
 	if !ClaimMatches(c, have) {
 		t.Error("a claim made from the template does not match it")
 	}
+	// A claim made for a class that does not exist, fixed back to the default class.
+	withClass := c.DeepCopy()
+	withClass.Spec.Storage.VolumeClaimTemplate.Spec.StorageClassName = ptr.To("no-such-class")
+	if ClaimMatches(c, Claim(withClass, 0)) {
+		t.Error("a claim made for class no-such-class matches a template for the default class")
+	}
 	for name, change := range map[string]func(*api.EtcdCluster){
-		"class":    func(c *api.EtcdCluster) { c.Spec.Storage.VolumeClaimTemplate.Spec.StorageClassName = ptr.To("fast") },
-		"size":     func(c *api.EtcdCluster) { c.Spec.Storage.VolumeClaimTemplate.Spec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse("8Gi") },
-		"modes":    func(c *api.EtcdCluster) { c.Spec.Storage.VolumeClaimTemplate.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOncePod} },
+		// The claim was made for the default class, which the API server wrote in.
+		"class": func(c *api.EtcdCluster) {
+			c.Spec.Storage.VolumeClaimTemplate.Spec.StorageClassName = ptr.To("local-path")
+		},
+		"size": func(c *api.EtcdCluster) {
+			c.Spec.Storage.VolumeClaimTemplate.Spec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse("8Gi")
+		},
+		"modes": func(c *api.EtcdCluster) {
+			c.Spec.Storage.VolumeClaimTemplate.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOncePod}
+		},
 		"selector": func(c *api.EtcdCluster) { c.Spec.Storage.VolumeClaimTemplate.Spec.Selector = &metav1.LabelSelector{} },
 	} {
 		fixed := c.DeepCopy()

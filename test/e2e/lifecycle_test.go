@@ -92,6 +92,22 @@ func waitReplaced(f *framework.Framework, name, pod, oldID string) {
 	})
 }
 
+// waitRestarted waits until member pod of cluster name is back with the same member ID
+// (restarted in place on its claim) and the cluster is in spec again with n members.
+func waitRestarted(f *framework.Framework, name, pod, id string, n int) {
+	f.T().Helper()
+	f.Eventually(pod+" restarted in place", 3*time.Minute, func() (bool, error) {
+		c, err := f.GetEtcdCluster(name)
+		if err != nil {
+			return false, err
+		}
+		if got := c.MemberID(pod); got != id {
+			return false, fmt.Errorf("member %s id %q, want %s: restarted in place, not replaced", pod, got, id)
+		}
+		return c.InSpec(n)
+	})
+}
+
 // noFailedLookups fails the test when a member of the first n logged a failed lookup of a
 // member's name: no member may look up a name before cluster DNS serves it, or CoreDNS
 // caches the "no such host" for 30 s and the member waits as long.
@@ -149,7 +165,8 @@ func TestClusterLifecycle(t *testing.T) {
 		}
 	}
 
-	// Member pods lost (emptyDir: their data goes with them): the seed, then another.
+	// Member pods lost: the seed, then another. Their data is on their claims: each comes
+	// back as the same member.
 	for _, pod := range []string{name + "-0", name + "-2"} {
 		before, err := f.GetEtcdCluster(name)
 		if err != nil {
@@ -158,7 +175,7 @@ func TestClusterLifecycle(t *testing.T) {
 		oldID := before.MemberID(pod)
 		deleted := time.Now()
 		f.Delete("pod/" + pod)
-		waitReplaced(f, name, pod, oldID)
+		waitRestarted(f, name, pod, oldID, 3)
 		t.Logf("FIGURE member pod %s deleted -> Available again: %.1fs", pod, time.Since(deleted).Seconds())
 		f.CheckAgreement(name, 3)
 		checkKeys(t, f, name, keys)
@@ -180,7 +197,8 @@ func TestClusterLifecycle(t *testing.T) {
 	// kubectl wait works the way users script it.
 	f.MustNS("wait", "etcdcluster/"+name, "--for=condition=Available", "--timeout=60s")
 
-	// Deleting the cluster removes everything it owned.
+	// Deleting the cluster removes everything it owned; the claims stay (whenDeleted Retain,
+	// the default).
 	f.Delete("etcdcluster/" + name)
 	f.Eventually("pods and services of "+name+" gone", 2*time.Minute, func() (bool, error) {
 		out, err := f.NS("get", "pods,services", "-l", "etcd.operator.dev/cluster="+name, "-o", "name")
@@ -192,6 +210,9 @@ func TestClusterLifecycle(t *testing.T) {
 		}
 		return true, nil
 	})
+	if out := f.MustNS("get", "pvc", "-l", "etcd.operator.dev/cluster="+name, "-o", "name"); strings.Count(out, "persistentvolumeclaim/") != 5 {
+		t.Errorf("claims after deleting the cluster (whenDeleted Retain): %q, want the five members'", out)
+	}
 }
 
 // TestPausedClusterIsLeftAlone: with spec.paused the operator reports a lost member but does

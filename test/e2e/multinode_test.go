@@ -24,7 +24,9 @@ func kindExample(t *testing.T) (*framework.Framework, []framework.Node, map[stri
 	f := framework.New(t)
 	requireOperator(t, f)
 	workers := f.RequireKindWorkers(2)
-	f.Apply(strings.TrimRight(exampleManifest(t), "\n") + "\n  pod:\n    labels: {e2e-namespace: " + f.Namespace + "}\n")
+	// emptyDir: these tests are about members replaced elsewhere when their node goes; a
+	// local-path claim would pin a member to its node.
+	f.Apply(strings.TrimRight(exampleManifest(t), "\n") + "\n  storage: {emptyDir: {}}\n  pod:\n    labels: {e2e-namespace: " + f.Namespace + "}\n")
 	f.WaitClusterInSpec("example", 3, 3*time.Minute)
 	where, err := f.PodNodes(framework.MemberNames("example", 3)...)
 	if err != nil {

@@ -40,6 +40,7 @@ type EtcdCluster struct {
 			Ready   bool   `json:"ready"`
 			Leader  bool   `json:"leader"`
 			Learner bool   `json:"learner"`
+			Claim   string `json:"claim"`
 		} `json:"members"`
 	} `json:"status"`
 }

@@ -159,6 +159,15 @@ func (w *Writer) Stop() WriteLog {
 func (w *Writer) StopAndVerify(memberPod string) WriteLog {
 	w.f.t.Helper()
 	log := w.Stop()
+	w.Verify(log, memberPod)
+	return log
+}
+
+// Verify reads every put acknowledged in log back through the client Service, linearizably,
+// from inside memberPod, and fails the test on a lost or changed write. A test that stops the
+// writer before taking the cluster away (and bringing it back) verifies afterwards.
+func (w *Writer) Verify(log WriteLog, memberPod string) {
+	w.f.t.Helper()
 	if len(log.Acked) == 0 {
 		w.f.t.Fatalf("writer %s: no put was acknowledged", w.Pod)
 	}
@@ -183,7 +192,6 @@ func (w *Writer) StopAndVerify(memberPod string) WriteLog {
 	if len(lost) > 0 {
 		w.f.t.Fatalf("%d acknowledged writes lost or changed, first: %v", len(lost), lost[:min(len(lost), 10)])
 	}
-	return log
 }
 
 func (w *Writer) log() (WriteLog, error) {

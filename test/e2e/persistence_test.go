@@ -1,0 +1,213 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
+)
+
+// claimUIDs are the UIDs of the cluster's claims, by claim name.
+func claimUIDs(f *framework.Framework, cluster string) map[string]string {
+	f.T().Helper()
+	out := f.MustNS("get", "pvc", "-l", "etcd.operator.dev/cluster="+cluster, "-o",
+		`jsonpath={range .items[*]}{.metadata.name}={.metadata.uid}{"\n"}{end}`)
+	uids := map[string]string{}
+	for _, line := range strings.Fields(out) {
+		name, uid, _ := strings.Cut(line, "=")
+		uids[name] = uid
+	}
+	return uids
+}
+
+// memberIDs are the member IDs status reports, by member name.
+func memberIDs(f *framework.Framework, cluster string) map[string]string {
+	f.T().Helper()
+	c, err := f.GetEtcdCluster(cluster)
+	if err != nil {
+		f.T().Fatal(err)
+	}
+	ids := map[string]string{}
+	for _, m := range c.Status.Members {
+		ids[m.Name] = m.ID
+	}
+	return ids
+}
+
+// waitSameMembers waits until the cluster is in spec with n members, each with the ID it had.
+func waitSameMembers(f *framework.Framework, cluster string, ids map[string]string, n int) {
+	f.T().Helper()
+	f.Eventually(fmt.Sprintf("%s back with the same %d members", cluster, n), 3*time.Minute, func() (bool, error) {
+		c, err := f.GetEtcdCluster(cluster)
+		if err != nil {
+			return false, err
+		}
+		for name, id := range ids {
+			if got := c.MemberID(name); got != id {
+				return false, fmt.Errorf("member %s id %q, want %s", name, got, id)
+			}
+		}
+		return c.InSpec(n)
+	})
+}
+
+// TestRestartInPlace: members keep their data on claims (the default storage). A deleted
+// member pod comes back as the same member; so does every member when all their pods (and the
+// operator's) are deleted at once. Nothing acknowledged is lost.
+func TestRestartInPlace(t *testing.T) {
+	const name = "example"
+	f, writer := runningExample(t)
+	c, err := f.GetEtcdCluster(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range c.Status.Members {
+		if m.Claim != "data-"+m.Name {
+			t.Errorf("status.members: %s keeps its data on %q, want claim data-%s", m.Name, m.Claim, m.Name)
+		}
+	}
+	claims := claimUIDs(f, name)
+	if len(claims) != 3 {
+		t.Fatalf("claims %v, want data-%s-0..2", claims, name)
+	}
+	ids := memberIDs(f, name)
+
+	f.Delete("pod/" + name + "-1")
+	waitSameMembers(f, name, ids, 3)
+	writer.WaitAcked(5, time.Minute)
+
+	// Every member pod at once, and the operator: quorum is gone until the members are back,
+	// on their data.
+	f.MustNS("delete", "pod", "-l", "etcd.operator.dev/cluster="+name, "--wait=false")
+	f.MustKubectl("-n", framework.OperatorNamespace, "delete", "pod", "-l", "app.kubernetes.io/name=etcd-operator", "--wait=false")
+	waitSameMembers(f, name, ids, 3)
+	writer.WaitAcked(5, time.Minute)
+	if after := claimUIDs(f, name); fmt.Sprint(after) != fmt.Sprint(claims) {
+		t.Errorf("claims changed across the restarts: %v, were %v", after, claims)
+	}
+	writer.StopAndVerify(name + "-0")
+}
+
+// TestClaimsFollowScaling: with whenScaled Delete (the default) a scale-down deletes the
+// removed members' claims; with Retain they stay, and a claim kept that way is replaced by an
+// empty one before its ordinal joins again (etcd refuses to start a removed member's data).
+func TestClaimsFollowScaling(t *testing.T) {
+	const name = "example"
+	f, writer := runningExample(t)
+
+	f.Scale("etcdcluster/"+name, 5)
+	f.WaitClusterInSpec(name, 5, 3*time.Minute)
+	f.Scale("etcdcluster/"+name, 3)
+	f.WaitClusterInSpec(name, 3, 3*time.Minute)
+	f.Eventually("claims of the removed members deleted", time.Minute, func() (bool, error) {
+		claims := claimUIDs(f, name)
+		return len(claims) == 3, fmt.Errorf("claims %v", claims)
+	})
+
+	f.Patch("etcdcluster/"+name, `{"spec":{"storage":{"retentionPolicy":{"whenScaled":"Retain"}}}}`)
+	f.Scale("etcdcluster/"+name, 4)
+	f.WaitClusterInSpec(name, 4, 3*time.Minute)
+	removedID := memberIDs(f, name)[name+"-3"]
+	f.Scale("etcdcluster/"+name, 3)
+	f.WaitClusterInSpec(name, 3, 3*time.Minute)
+	kept := claimUIDs(f, name)["data-"+name+"-3"]
+	if kept == "" {
+		t.Fatalf("whenScaled Retain: claim data-%s-3 deleted by the scale-down", name)
+	}
+	f.Scale("etcdcluster/"+name, 4)
+	f.WaitClusterInSpec(name, 4, 3*time.Minute)
+	if uid := claimUIDs(f, name)["data-"+name+"-3"]; uid == kept || uid == "" {
+		t.Errorf("claim data-%s-3 kept with the removed member's data (uid %s, was %s): want it replaced before reuse", name, uid, kept)
+	}
+	if id := memberIDs(f, name)[name+"-3"]; id == removedID {
+		t.Errorf("%s-3 came back with the removed member's ID %s", name, id)
+	}
+	writer.StopAndVerify(name + "-0")
+}
+
+// TestDeletedAndReappliedWithRetain: an EtcdCluster deleted with whenDeleted Retain (the
+// default) leaves its claims; applying it again brings the same members back with every key.
+func TestDeletedAndReappliedWithRetain(t *testing.T) {
+	const name = "example"
+	f, writer := runningExample(t)
+	ids := memberIDs(f, name)
+	log := writer.Stop()
+
+	f.Delete("etcdcluster/" + name)
+	f.Eventually("member pods gone", 2*time.Minute, func() (bool, error) {
+		out, err := f.NS("get", "pods", "-l", "etcd.operator.dev/cluster="+name, "-o", "name")
+		return err == nil && strings.TrimSpace(out) == "", fmt.Errorf("pods %q, %v", out, err)
+	})
+	if claims := claimUIDs(f, name); len(claims) != 3 {
+		t.Fatalf("claims after deleting the cluster: %v, want all three kept", claims)
+	}
+	f.Apply(exampleManifest(t))
+	waitSameMembers(f, name, ids, 3)
+	writer.Verify(log, name+"-0")
+}
+
+// TestMemberDataLost: a member whose claim is deleted with its pod has lost its data: it is
+// replaced (a new member under the same name, on a new claim); the others keep every key.
+func TestMemberDataLost(t *testing.T) {
+	const name = "example"
+	f, writer := runningExample(t)
+	oldID := memberIDs(f, name)[name+"-2"]
+	oldClaim := claimUIDs(f, name)["data-"+name+"-2"]
+
+	f.MustNS("delete", "pvc", "data-"+name+"-2", "--wait=false")
+	f.MustNS("delete", "pod", name+"-2", "--wait=false")
+	waitReplaced(f, name, name+"-2", oldID)
+	if uid := claimUIDs(f, name)["data-"+name+"-2"]; uid == "" || uid == oldClaim {
+		t.Errorf("claim data-%s-2 uid %q (was %s): want a new claim", name, uid, oldClaim)
+	}
+	writer.StopAndVerify(name + "-0")
+}
+
+// TestClaimThatCannotBind: a StorageClass that does not exist leaves the seed's claim
+// waiting; the cluster says so, with the claim's event. Fixing the spec of a cluster that
+// never started is allowed, and the cluster then starts.
+func TestClaimThatCannotBind(t *testing.T) {
+	const name = "example"
+	f := framework.New(t)
+	requireOperator(t, f)
+	f.Apply(strings.TrimRight(exampleManifest(t), "\n") + `
+  storage:
+    volumeClaimTemplate:
+      spec:
+        storageClassName: no-such-class
+        resources: {requests: {storage: 64Mi}}
+`)
+	f.Eventually("Degraded names the waiting claim", 2*time.Minute, func() (bool, error) {
+		c, err := f.GetEtcdCluster(name)
+		if err != nil {
+			return false, err
+		}
+		reason, msg := c.ConditionReason("Degraded")
+		return reason == "ClaimPending" && strings.Contains(msg, "data-"+name+"-0") && strings.Contains(msg, "no-such-class"),
+			fmt.Errorf("Degraded %s: %s", reason, msg)
+	})
+	f.Patch("etcdcluster/"+name, `{"spec":{"storage":{"volumeClaimTemplate":{"spec":{"storageClassName":null}}}}}`)
+	f.WaitClusterInSpec(name, 3, 3*time.Minute)
+}
+
+// TestEmptyDirMembersAreReplaced: storage.emptyDir keeps its own behaviour: a member whose
+// pod goes has lost its data and is replaced under the same name, with a new ID.
+func TestEmptyDirMembersAreReplaced(t *testing.T) {
+	const name = "example"
+	f := framework.New(t)
+	requireOperator(t, f)
+	f.Apply(strings.TrimRight(exampleManifest(t), "\n") + "\n  storage: {emptyDir: {}}\n")
+	f.WaitClusterInSpec(name, 3, 3*time.Minute)
+	if claims := claimUIDs(f, name); len(claims) != 0 {
+		t.Fatalf("emptyDir cluster has claims %v", claims)
+	}
+	writer := f.StartWriter(name)
+	oldID := memberIDs(f, name)[name+"-1"]
+	f.Delete("pod/" + name + "-1")
+	waitReplaced(f, name, name+"-1", oldID)
+	writer.StopAndVerify(name + "-0")
+}
