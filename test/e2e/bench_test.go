@@ -73,86 +73,146 @@ func TestBenchFigures(t *testing.T) {
 		f := framework.New(t)
 		start := time.Now()
 		f.Apply(etcdStatefulSet)
-		waitFast(t, "statefulset healthy", 3*time.Minute, func() (bool, error) { return f.EtcdHealthy("etcd-0", 3) })
-		figure(t, "floor: StatefulSet(3) apply -> healthy", time.Since(start).Seconds(), "s")
+		healthy := func() (bool, error) { return f.EtcdHealthy("etcd-0", 3) }
+		waitFast(t, "statefulset healthy", 3*time.Minute, healthy)
+		figure(t, "floor: StatefulSet(3) with claims apply -> healthy", time.Since(start).Seconds(), "s")
+		// The same repairs as the operator's below: the StatefulSet controller recreates the
+		// pods on their claims.
+		for _, pods := range [][]string{{"pod/etcd-1"}, {"pod/etcd-0", "pod/etcd-1", "pod/etcd-2"}} {
+			start := time.Now()
+			f.MustNS(append([]string{"delete", "--wait=false"}, pods...)...)
+			waitFast(t, "statefulset pods replaced", 3*time.Minute, func() (bool, error) {
+				out, err := f.NS("get", "pods", "-l", "app=etcd-floor", "-o", "jsonpath={.items[*].metadata.deletionTimestamp}")
+				return err == nil && strings.TrimSpace(out) == "", err
+			})
+			waitFast(t, "statefulset healthy", 3*time.Minute, healthy)
+			figure(t, fmt.Sprintf("floor: StatefulSet %d of 3 pods deleted -> healthy", len(pods)), time.Since(start).Seconds(), "s")
+		}
 	})
 
-	var applies []float64
+	applies := map[string][]float64{}
 	for i := 0; i < rounds; i++ {
-		t.Run(fmt.Sprintf("operator-round-%d", i), func(t *testing.T) {
-			f := framework.New(t)
-			requireOperator(t, f)
-			const name = "bench"
-			manifest := strings.Replace(exampleManifest(t), "name: example", "name: "+name, 1)
-			start := time.Now()
-			f.Apply(manifest)
-			watchCluster(t, f, name, func(c *framework.EtcdCluster) (bool, error) { return c.InSpec(3) })
-			d := time.Since(start)
-			applies = append(applies, d.Seconds())
-			figure(t, "operator: apply -> Available(3)", d.Seconds(), "s")
-			if d > slowApply {
-				// Far off the usual figure: keep what explains it (member logs, events).
-				t.Logf("apply -> Available took %v, more than %v: dumping the namespace", d.Round(time.Millisecond), slowApply)
-				f.Dump()
-			}
-			if i > 0 {
-				return
-			}
-			for _, step := range []struct {
-				desc    string
-				size    int
-				settled time.Duration
-			}{
-				{"operator: scale 3 -> 5 -> Available", 5, 0},
-				// etcd refuses to remove a voting member until the members left have been
-				// connected for 5 s (strict reconfiguration check): right after a scale-up
-				// that is the wait. Measured once at once, once on a settled cluster.
-				{"operator: scale 5 -> 3 at once -> Available", 3, 0},
-				{"operator: scale 3 -> 5 -> Available (again)", 5, 0},
-				{"operator: scale 5 -> 3 settled 6s -> Available", 3, 6 * time.Second},
-			} {
-				if step.settled > 0 {
-					waitFast(t, "cluster settled", time.Minute, func() (bool, error) {
-						c, err := f.GetEtcdCluster(name)
-						if err != nil {
-							return false, err
-						}
-						return c.AvailableFor(time.Now()) >= step.settled, nil
-					})
+		for _, storage := range []string{"claims", "emptyDir"} {
+			t.Run(fmt.Sprintf("operator-%s-round-%d", storage, i), func(t *testing.T) {
+				f := framework.New(t)
+				requireOperator(t, f)
+				const name = "bench"
+				manifest := strings.Replace(exampleManifest(t), "name: example", "name: "+name, 1)
+				if storage == "emptyDir" {
+					manifest = strings.TrimRight(manifest, "\n") + "\n  storage: {emptyDir: {}}\n"
 				}
 				start := time.Now()
-				f.Patch("etcdcluster/"+name, fmt.Sprintf(`{"spec":{"size":%d}}`, step.size))
-				watchCluster(t, f, name, func(c *framework.EtcdCluster) (bool, error) { return c.InSpec(step.size) })
-				figure(t, step.desc, time.Since(start).Seconds(), "s")
-			}
-			for _, pod := range []string{name + "-1", name + "-0"} {
-				before, err := f.GetEtcdCluster(name)
-				if err != nil {
-					t.Fatal(err)
+				f.Apply(manifest)
+				watchCluster(t, f, name, func(c *framework.EtcdCluster) (bool, error) { return c.InSpec(3) })
+				d := time.Since(start)
+				applies[storage] = append(applies[storage], d.Seconds())
+				figure(t, "operator: apply -> Available(3), "+storage, d.Seconds(), "s")
+				if d > slowApply {
+					t.Logf("apply -> Available took %v, more than %v: dumping the namespace", d.Round(time.Millisecond), slowApply)
+					f.Dump()
 				}
-				oldID := before.MemberID(pod)
-				start := time.Now()
-				f.Delete("pod/" + pod)
-				watchCluster(t, f, name, func(c *framework.EtcdCluster) (bool, error) {
-					if id := c.MemberID(pod); id == "" || id == oldID {
-						return false, fmt.Errorf("member %s id %q", pod, id)
-					}
-					return c.InSpec(3)
-				})
-				figure(t, "operator: member pod "+strings.TrimPrefix(pod, name)+" deleted -> Available", time.Since(start).Seconds(), "s")
-			}
-			if rss, err := operatorRSS(f); err != nil {
-				t.Errorf("operator memory: %v", err)
-			} else {
-				figure(t, "operator: resident memory (managing clusters)", rss/(1<<20), "MiB")
-			}
-		})
+				if i == 0 {
+					benchRepairs(t, f, name, storage)
+				}
+			})
+		}
 	}
-	if len(applies) > 0 {
-		sort.Float64s(applies)
-		figure(t, fmt.Sprintf("operator: apply -> Available(3), median of %d", len(applies)), applies[len(applies)/2], "s")
+	for _, storage := range []string{"claims", "emptyDir"} {
+		if a := applies[storage]; len(a) > 0 {
+			sort.Float64s(a)
+			figure(t, fmt.Sprintf("operator: apply -> Available(3), %s, median of %d", storage, len(a)), a[len(a)/2], "s")
+		}
 	}
+	benchMemory(t)
+}
 
+// benchRepairs measures scaling and the repairs after lost member pods on a running cluster
+// of three: with claims the members restart in place (same IDs), with emptyDir they are
+// replaced (new IDs).
+func benchRepairs(t *testing.T, f *framework.Framework, name, storage string) {
+	t.Helper()
+	if storage == "claims" {
+		ids := map[string]string{}
+		c, err := f.GetEtcdCluster(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range c.Status.Members {
+			ids[m.Name] = m.ID
+		}
+		for _, pods := range [][]string{{"pod/" + name + "-1"}, {"pod/" + name + "-0", "pod/" + name + "-1", "pod/" + name + "-2"}} {
+			start := time.Now()
+			f.MustNS(append([]string{"delete", "--wait=false"}, pods...)...)
+			// Available again since the deletion (its transition time has a resolution of
+			// a second), with the same members.
+			watchCluster(t, f, name, func(c *framework.EtcdCluster) (bool, error) {
+				now := time.Now()
+				if c.AvailableFor(now) == 0 || c.AvailableFor(now) > now.Sub(start)+time.Second {
+					return false, fmt.Errorf("not available again yet")
+				}
+				for pod, id := range ids {
+					if got := c.MemberID(pod); got != id {
+						return false, fmt.Errorf("member %s id %q, want %s", pod, got, id)
+					}
+				}
+				return c.InSpec(3)
+			})
+			figure(t, fmt.Sprintf("operator: %d of 3 member pods deleted -> Available, same members", len(pods)), time.Since(start).Seconds(), "s")
+		}
+		return
+	}
+	for _, step := range []struct {
+		desc    string
+		size    int
+		settled time.Duration
+	}{
+		{"operator: scale 3 -> 5 -> Available", 5, 0},
+		// etcd refuses to remove a voting member until the members left have been
+		// connected for 5 s (strict reconfiguration check): right after a scale-up
+		// that is the wait. Measured once at once, once on a settled cluster.
+		{"operator: scale 5 -> 3 at once -> Available", 3, 0},
+		{"operator: scale 3 -> 5 -> Available (again)", 5, 0},
+		{"operator: scale 5 -> 3 settled 6s -> Available", 3, 6 * time.Second},
+	} {
+		if step.settled > 0 {
+			waitFast(t, "cluster settled", time.Minute, func() (bool, error) {
+				c, err := f.GetEtcdCluster(name)
+				if err != nil {
+					return false, err
+				}
+				return c.AvailableFor(time.Now()) >= step.settled, nil
+			})
+		}
+		start := time.Now()
+		f.Patch("etcdcluster/"+name, fmt.Sprintf(`{"spec":{"size":%d}}`, step.size))
+		watchCluster(t, f, name, func(c *framework.EtcdCluster) (bool, error) { return c.InSpec(step.size) })
+		figure(t, step.desc+" (emptyDir)", time.Since(start).Seconds(), "s")
+	}
+	for _, pod := range []string{name + "-1", name + "-0"} {
+		before, err := f.GetEtcdCluster(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		oldID := before.MemberID(pod)
+		start := time.Now()
+		f.Delete("pod/" + pod)
+		watchCluster(t, f, name, func(c *framework.EtcdCluster) (bool, error) {
+			if id := c.MemberID(pod); id == "" || id == oldID {
+				return false, fmt.Errorf("member %s id %q", pod, id)
+			}
+			return c.InSpec(3)
+		})
+		figure(t, "operator: member pod "+strings.TrimPrefix(pod, name)+" deleted -> replaced, Available (emptyDir)", time.Since(start).Seconds(), "s")
+	}
+	if rss, err := operatorRSS(f); err != nil {
+		t.Errorf("operator memory: %v", err)
+	} else {
+		figure(t, "operator: resident memory (managing clusters)", rss/(1<<20), "MiB")
+	}
+}
+
+// benchMemory measures the operator's memory with three more clusters running.
+func benchMemory(t *testing.T) {
 	t.Run("memory", func(t *testing.T) {
 		f := framework.New(t)
 		requireOperator(t, f)

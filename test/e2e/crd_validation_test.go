@@ -116,7 +116,7 @@ func TestCRDRejectsMalformedClusters(t *testing.T) {
 func TestCRDAcceptsExamples(t *testing.T) {
 	f := framework.New(t)
 	installCRD(t, f)
-	for _, example := range []string{"../../example/etcdcluster.yaml", "../../example/etcdcluster-podpolicy.yaml"} {
+	for _, example := range []string{"../../example/etcdcluster.yaml", "../../example/etcdcluster-storage.yaml", "../../example/etcdcluster-podpolicy.yaml"} {
 		// The examples name their namespace (default): no -n.
 		if out, err := f.Kubectl("apply", "--dry-run=server", "-f", example); err != nil {
 			t.Errorf("%s rejected: %s", example, serverMessage(err))
