@@ -42,7 +42,7 @@ func TestDisruptionBudget(t *testing.T) {
 		return c.MemberID(pod)
 	}
 	allowed("2/1")
-	first := memberID(name + "-1")
+	first, firstUID := memberID(name+"-1"), podUID(f, name+"-1")
 	if err := evict(f, name+"-1"); err != nil {
 		t.Fatalf("first eviction refused: %v", err)
 	}
@@ -50,14 +50,14 @@ func TestDisruptionBudget(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "disruption budget") {
 		t.Fatalf("second eviction while %s-1 is coming back = %v, want it refused by the disruption budget", name, err)
 	}
-	waitRestarted(f, name, name+"-1", first, 3)
+	waitRestarted(f, name, name+"-1", first, firstUID, 3)
 	writer.WaitAcked(5, time.Minute)
 	allowed("2/1")
-	second := memberID(name + "-2")
+	second, secondUID := memberID(name+"-2"), podUID(f, name+"-2")
 	if err := evict(f, name+"-2"); err != nil {
 		t.Fatalf("eviction once the cluster is whole again refused: %v", err)
 	}
-	waitRestarted(f, name, name+"-2", second, 3)
+	waitRestarted(f, name, name+"-2", second, secondUID, 3)
 
 	f.Patch("etcdcluster/"+name, `{"spec":{"size":5}}`)
 	f.WaitClusterInSpec(name, 5, 3*time.Minute)

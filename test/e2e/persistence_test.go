@@ -38,10 +38,30 @@ func memberIDs(f *framework.Framework, cluster string) map[string]string {
 	return ids
 }
 
-// waitSameMembers waits until the cluster is in spec with n members, each with the ID it had.
-func waitSameMembers(f *framework.Framework, cluster string, ids map[string]string, n int) {
+// podUIDs are the UIDs of the member pods of a cluster, by name.
+func podUIDs(f *framework.Framework, cluster string) map[string]string {
+	f.T().Helper()
+	out := f.MustNS("get", "pods", "-l", "etcd.operator.dev/cluster="+cluster, "-o",
+		`jsonpath={range .items[*]}{.metadata.name}={.metadata.uid}{"\n"}{end}`)
+	uids := map[string]string{}
+	for _, line := range strings.Fields(out) {
+		name, uid, _ := strings.Cut(line, "=")
+		uids[name] = uid
+	}
+	return uids
+}
+
+// waitSameMembers waits until the cluster is in spec with n members, each with the ID it had,
+// and each pod of oldPods (UIDs by name) recreated.
+func waitSameMembers(f *framework.Framework, cluster string, ids, oldPods map[string]string, n int) {
 	f.T().Helper()
 	f.Eventually(fmt.Sprintf("%s back with the same %d members", cluster, n), 3*time.Minute, func() (bool, error) {
+		now := podUIDs(f, cluster)
+		for pod, uid := range oldPods {
+			if now[pod] == "" || now[pod] == uid {
+				return false, fmt.Errorf("pod %s not recreated yet", pod)
+			}
+		}
 		c, err := f.GetEtcdCluster(cluster)
 		if err != nil {
 			return false, err
@@ -57,7 +77,8 @@ func waitSameMembers(f *framework.Framework, cluster string, ids map[string]stri
 
 // TestRestartInPlace: members keep their data on claims (the default storage). A deleted
 // member pod comes back as the same member; so does every member when all their pods (and the
-// operator's) are deleted at once. Nothing acknowledged is lost.
+// operator's) are deleted at once. A member whose claim goes with its pod is replaced. The
+// cluster deleted and applied again comes back on its claims. Nothing acknowledged is lost.
 func TestRestartInPlace(t *testing.T) {
 	const name = "example"
 	f, writer := runningExample(t)
@@ -76,37 +97,56 @@ func TestRestartInPlace(t *testing.T) {
 	}
 	ids := memberIDs(f, name)
 
+	pods := podUIDs(f, name)
 	f.Delete("pod/" + name + "-1")
-	waitSameMembers(f, name, ids, 3)
+	waitSameMembers(f, name, ids, map[string]string{name + "-1": pods[name+"-1"]}, 3)
 	writer.WaitAcked(5, time.Minute)
 
 	// Every member pod at once, and the operator: quorum is gone until the members are back,
 	// on their data.
+	pods = podUIDs(f, name)
 	f.MustNS("delete", "pod", "-l", "etcd.operator.dev/cluster="+name, "--wait=false")
 	f.MustKubectl("-n", framework.OperatorNamespace, "delete", "pod", "-l", "app.kubernetes.io/name=etcd-operator", "--wait=false")
-	waitSameMembers(f, name, ids, 3)
+	waitSameMembers(f, name, ids, pods, 3)
 	writer.WaitAcked(5, time.Minute)
 	if after := claimUIDs(f, name); fmt.Sprint(after) != fmt.Sprint(claims) {
 		t.Errorf("claims changed across the restarts: %v, were %v", after, claims)
 	}
-	writer.StopAndVerify(name + "-0")
+
+	// A claim deleted with its pod: that member's data is gone. It is replaced (a new member
+	// under the same name, on a new claim); the others keep every key.
+	f.MustNS("delete", "pvc", "data-"+name+"-2", "--wait=false")
+	f.MustNS("delete", "pod", name+"-2", "--wait=false")
+	waitReplaced(f, name, name+"-2", ids[name+"-2"])
+	if uid := claimUIDs(f, name)["data-"+name+"-2"]; uid == "" || uid == claims["data-"+name+"-2"] {
+		t.Errorf("claim data-%s-2 uid %q (was %s): want a new claim", name, uid, claims["data-"+name+"-2"])
+	}
+	writer.WaitAcked(5, time.Minute)
+	ids = memberIDs(f, name)
+	log := writer.Stop()
+
+	// Deleted with whenDeleted Retain (the default): the claims stay, and applying the
+	// cluster again brings the same members back with every key.
+	f.Delete("etcdcluster/" + name)
+	f.Eventually("member pods gone", 2*time.Minute, func() (bool, error) {
+		out, err := f.NS("get", "pods", "-l", "etcd.operator.dev/cluster="+name, "-o", "name")
+		return err == nil && strings.TrimSpace(out) == "", fmt.Errorf("pods %q, %v", out, err)
+	})
+	if kept := claimUIDs(f, name); len(kept) != 3 {
+		t.Fatalf("claims after deleting the cluster: %v, want all three kept", kept)
+	}
+	f.Apply(exampleManifest(t))
+	waitSameMembers(f, name, ids, nil, 3)
+	writer.Verify(log, name+"-0")
 }
 
-// TestClaimsFollowScaling: with whenScaled Delete (the default) a scale-down deletes the
-// removed members' claims; with Retain they stay, and a claim kept that way is replaced by an
-// empty one before its ordinal joins again (etcd refuses to start a removed member's data).
+// TestClaimsFollowScaling: with whenScaled Retain a scale-down keeps the removed member's
+// claim, and a claim kept that way is replaced by an empty one before its ordinal joins again
+// (etcd refuses to start a removed member's data). (Delete, the default, is in
+// TestClusterLifecycle.)
 func TestClaimsFollowScaling(t *testing.T) {
 	const name = "example"
 	f, writer := runningExample(t)
-
-	f.Scale("etcdcluster/"+name, 5)
-	f.WaitClusterInSpec(name, 5, 3*time.Minute)
-	f.Scale("etcdcluster/"+name, 3)
-	f.WaitClusterInSpec(name, 3, 3*time.Minute)
-	f.Eventually("claims of the removed members deleted", time.Minute, func() (bool, error) {
-		claims := claimUIDs(f, name)
-		return len(claims) == 3, fmt.Errorf("claims %v", claims)
-	})
 
 	f.Patch("etcdcluster/"+name, `{"spec":{"storage":{"retentionPolicy":{"whenScaled":"Retain"}}}}`)
 	f.Scale("etcdcluster/"+name, 4)
@@ -125,44 +165,6 @@ func TestClaimsFollowScaling(t *testing.T) {
 	}
 	if id := memberIDs(f, name)[name+"-3"]; id == removedID {
 		t.Errorf("%s-3 came back with the removed member's ID %s", name, id)
-	}
-	writer.StopAndVerify(name + "-0")
-}
-
-// TestDeletedAndReappliedWithRetain: an EtcdCluster deleted with whenDeleted Retain (the
-// default) leaves its claims; applying it again brings the same members back with every key.
-func TestDeletedAndReappliedWithRetain(t *testing.T) {
-	const name = "example"
-	f, writer := runningExample(t)
-	ids := memberIDs(f, name)
-	log := writer.Stop()
-
-	f.Delete("etcdcluster/" + name)
-	f.Eventually("member pods gone", 2*time.Minute, func() (bool, error) {
-		out, err := f.NS("get", "pods", "-l", "etcd.operator.dev/cluster="+name, "-o", "name")
-		return err == nil && strings.TrimSpace(out) == "", fmt.Errorf("pods %q, %v", out, err)
-	})
-	if claims := claimUIDs(f, name); len(claims) != 3 {
-		t.Fatalf("claims after deleting the cluster: %v, want all three kept", claims)
-	}
-	f.Apply(exampleManifest(t))
-	waitSameMembers(f, name, ids, 3)
-	writer.Verify(log, name+"-0")
-}
-
-// TestMemberDataLost: a member whose claim is deleted with its pod has lost its data: it is
-// replaced (a new member under the same name, on a new claim); the others keep every key.
-func TestMemberDataLost(t *testing.T) {
-	const name = "example"
-	f, writer := runningExample(t)
-	oldID := memberIDs(f, name)[name+"-2"]
-	oldClaim := claimUIDs(f, name)["data-"+name+"-2"]
-
-	f.MustNS("delete", "pvc", "data-"+name+"-2", "--wait=false")
-	f.MustNS("delete", "pod", name+"-2", "--wait=false")
-	waitReplaced(f, name, name+"-2", oldID)
-	if uid := claimUIDs(f, name)["data-"+name+"-2"]; uid == "" || uid == oldClaim {
-		t.Errorf("claim data-%s-2 uid %q (was %s): want a new claim", name, uid, oldClaim)
 	}
 	writer.StopAndVerify(name + "-0")
 }
@@ -192,22 +194,4 @@ func TestClaimThatCannotBind(t *testing.T) {
 	})
 	f.Patch("etcdcluster/"+name, `{"spec":{"storage":{"volumeClaimTemplate":{"spec":{"storageClassName":null}}}}}`)
 	f.WaitClusterInSpec(name, 3, 3*time.Minute)
-}
-
-// TestEmptyDirMembersAreReplaced: storage.emptyDir keeps its own behaviour: a member whose
-// pod goes has lost its data and is replaced under the same name, with a new ID.
-func TestEmptyDirMembersAreReplaced(t *testing.T) {
-	const name = "example"
-	f := framework.New(t)
-	requireOperator(t, f)
-	f.Apply(strings.TrimRight(exampleManifest(t), "\n") + "\n  storage: {emptyDir: {}}\n")
-	f.WaitClusterInSpec(name, 3, 3*time.Minute)
-	if claims := claimUIDs(f, name); len(claims) != 0 {
-		t.Fatalf("emptyDir cluster has claims %v", claims)
-	}
-	writer := f.StartWriter(name)
-	oldID := memberIDs(f, name)[name+"-1"]
-	f.Delete("pod/" + name + "-1")
-	waitReplaced(f, name, name+"-1", oldID)
-	writer.StopAndVerify(name + "-0")
 }
