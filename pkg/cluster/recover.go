@@ -43,6 +43,13 @@ func (r *Reconciler) forceNewCluster(ctx context.Context, c *api.EtcdCluster, o 
 		if p.DeletionTimestamp != nil {
 			return Result{RetryIn: whileWaiting}, nil
 		}
+		// The survivor's claim says whose data it holds before its pod goes: once the pod
+		// no longer answers, the mark is what tells its data from a new, empty claim.
+		if pvc := o.claims[a.Ordinal]; pvc != nil && pvc.Annotations[member.AnnotationMemberID] == "" {
+			if _, err := r.annotateClaim(ctx, pvc, a.MemberID); err != nil {
+				return Result{}, err
+			}
+		}
 		res, err := r.control.DeletePod(ctx, c, p, why)
 		if err == nil && res.Changed {
 			r.event(c, corev1.EventTypeWarning, EventForceNewCluster,

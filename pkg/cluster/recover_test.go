@@ -210,3 +210,29 @@ func TestSyncRemovesRecoverQuorumOnceMembersAnswer(t *testing.T) {
 		t.Errorf("annotation patched to %q without quorum", *got)
 	}
 }
+
+// A survivor whose claim was never marked (the operator died before it could) has it marked
+// before its pod goes: without its pod answering, the mark is what says the data is its own.
+func TestSyncMarksSurvivorClaimBeforeForcing(t *testing.T) {
+	f, _, _ := survivorOfThree(t, "demo-0")
+	pvc, err := f.kube.CoreV1().PersistentVolumeClaims("ns").Get(context.Background(), "data-demo-0", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pvc.Annotations = nil
+	_ = f.kinf.Core().V1().PersistentVolumeClaims().Informer().GetIndexer().Update(pvc)
+	if _, err := f.kube.CoreV1().PersistentVolumeClaims("ns").Update(context.Background(), pvc, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.sync()
+	if n := len(f.actions("delete", "pods")); n != 1 {
+		t.Fatalf("%d pods deleted, want the survivor's", n)
+	}
+	got, err := f.kube.CoreV1().PersistentVolumeClaims("ns").Get(context.Background(), "data-demo-0", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Annotations[member.AnnotationMemberID] != "1" {
+		t.Errorf("survivor's claim annotations %v, want its member ID", got.Annotations)
+	}
+}
