@@ -102,6 +102,9 @@ type Decision struct {
 	Blocked api.ConditionReason
 	// Message explains Progress or Blocked to a human.
 	Message string
+	// Report, when set, is what the Degraded condition says about Blocked while Message says
+	// what the step under way does (a quorum lost for good, being recovered).
+	Report string
 }
 
 // MemberView is one etcd member as a pass saw it.

@@ -133,7 +133,10 @@ func planQuorumLost(s State, q quorumLoss) Decision {
 	report := quorumLostMessage(s, q)
 	blocked := func(d Decision, format string, args ...any) Decision {
 		d.Blocked = api.ReasonQuorumLost
-		d.Message = fmt.Sprintf(format, args...) + "; " + report
+		d.Report = fmt.Sprintf(format, args...) + "; " + report
+		if d.Message == "" {
+			d.Message = d.Report
+		}
 		return d
 	}
 	if name := s.Recovery.RecoverFrom; name != "" && name != api.RecoverFromHighest {

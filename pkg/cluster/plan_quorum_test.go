@@ -284,9 +284,12 @@ func TestPlanQuorumLoss(t *testing.T) {
 				t.Errorf("decision without a message: %+v", d)
 			}
 			for _, want := range tc.message {
-				if !strings.Contains(d.Message, want) {
-					t.Errorf("message %q does not say %q", d.Message, want)
+				if !strings.Contains(d.Message+" "+d.Report, want) {
+					t.Errorf("message %q, report %q: neither says %q", d.Message, d.Report, want)
 				}
+			}
+			if d.Action != nil && d.Blocked == api.ReasonQuorumLost && !strings.Contains(d.Report, "quorum lost for good") {
+				t.Errorf("a step while quorum is lost, without the loss reported: %q", d.Report)
 			}
 		})
 	}

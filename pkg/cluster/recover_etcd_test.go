@@ -76,10 +76,7 @@ func TestRecoverQuorumFromSurvivor(t *testing.T) {
 	// The survivor's pod is deleted and made again with the flag.
 	survivor.Stop()
 	survivor.Restart(t, true)
-	list, err := cli.MemberList(ctx)
-	if err != nil {
-		t.Fatalf("member list after --force-new-cluster: %v", err)
-	}
+	list := memberList(ctx, t, f, survivor)
 	if len(list) != 1 || list[0].ID != id {
 		t.Fatalf("members after --force-new-cluster: %+v, want %x alone", list, id)
 	}
@@ -105,18 +102,45 @@ func TestRecoverQuorumFromSurvivor(t *testing.T) {
 
 	// A new member joins the cluster of one, as a learner.
 	joiner := etcdtest.Reserve(t, "m1")
-	added, err := cli.MemberAddAsLearner(ctx, joiner.PeerURL)
+	memberList(ctx, t, f, survivor)
+	cli2, err := f.New([]string{survivor.ClientURL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli2.Close()
+	added, err := cli2.MemberAddAsLearner(ctx, joiner.PeerURL)
 	if err != nil {
 		t.Fatalf("adding a learner: %v", err)
 	}
 	joiner.Join(t, []*etcdtest.Member{survivor})
-	list, err = cli.MemberList(ctx)
-	if err != nil || len(list) != 2 {
-		t.Fatalf("members after a join: %+v, %v", list, err)
+	if list = memberList(ctx, t, f, survivor); len(list) != 2 {
+		t.Fatalf("members after a join: %+v", list)
 	}
 	for _, m := range list {
 		if m.ID != id && m.ID != added.ID {
 			t.Errorf("member %x is neither the survivor nor the new member", m.ID)
+		}
+	}
+}
+
+// memberList asks m for the member list until it answers: a member just restarted may take
+// a moment to serve linearizable requests.
+func memberList(ctx context.Context, t *testing.T, f etcdutil.Factory, m *etcdtest.Member) []etcdutil.Member {
+	t.Helper()
+	cli, err := f.New([]string{m.ClientURL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	for {
+		list, err := cli.MemberList(ctx)
+		if err == nil {
+			return list
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("member list of %s: %v", m.Name, err)
+		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }

@@ -157,6 +157,8 @@ func progressing(paused bool, d Decision) condition {
 func degraded(s State, d Decision, specVersion, running string) condition {
 	voting, healthy := votingCounts(s.Members)
 	switch {
+	case d.Blocked != "" && d.Report != "":
+		return condition{metav1.ConditionTrue, d.Blocked, d.Report}
 	case d.Blocked != "":
 		return condition{metav1.ConditionTrue, d.Blocked, d.Message}
 	case s.MembersKnown && healthy < voting:
