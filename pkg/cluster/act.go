@@ -34,6 +34,10 @@ func (r *Reconciler) act(ctx context.Context, c *api.EtcdCluster, o *observation
 	case ActionRemoveMember:
 		// The member being removed may stop at any moment: it is not asked.
 		res, err = r.control.RemoveMember(ctx, c, o.voterEndpoints(a.MemberID), a.Ordinal, a.MemberID, why)
+	case ActionChooseSurvivor:
+		res, err = r.chooseSurvivor(ctx, c, a)
+	case ActionForceNewCluster:
+		res, err = r.forceNewCluster(ctx, c, o, a, why)
 	case ActionMoveLeader:
 		leader := o.pods[a.Ordinal]
 		if leader == nil || leader.Status.PodIP == "" {

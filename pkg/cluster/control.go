@@ -39,6 +39,14 @@ const (
 	EventChangeRefused    EventReason = "ChangeRefused"
 	EventClusterAvailable EventReason = "ClusterAvailable"
 	EventClusterDegraded  EventReason = "ClusterDegraded"
+	// EventQuorumRecovery: the survivor to recover a quorum lost for good from was chosen.
+	EventQuorumRecovery EventReason = "QuorumRecovery"
+	// EventForceNewCluster: the survivor's pod was deleted, or made again, to restart it
+	// with --force-new-cluster.
+	EventForceNewCluster EventReason = "ForceNewCluster"
+	// EventQuorumRecovered: etcd lists members again; the recover-quorum annotation was
+	// removed.
+	EventQuorumRecovered EventReason = "QuorumRecovered"
 )
 
 // Result is what a member-control call did.

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/version"
@@ -208,8 +209,8 @@ func publishedPods(slices []*discoveryv1.EndpointSlice, pods map[int]*corev1.Pod
 	return out
 }
 
-// state turns an observation into the planner's input.
-func (o *observation) state() State {
+// state turns an observation, made at now, into the planner's input.
+func (o *observation) state(now time.Time) State {
 	c := o.cluster
 	s := State{
 		Name:               c.Name,
@@ -222,6 +223,9 @@ func (o *observation) state() State {
 		Persistent:         member.HasClaims(&c.Spec),
 		DeleteScaledClaims: member.Retention(&c.Spec).WhenScaled == api.RetentionDelete,
 		Claims:             o.claimViews(),
+		Statuses:           o.statuses,
+		Recovery:           quorumLossView(c),
+		Now:                now,
 	}
 	for _, cv := range s.Claims {
 		// A claim that holds a member's data: the cluster has started, whatever its status
@@ -233,21 +237,23 @@ func (o *observation) state() State {
 	for _, m := range c.Status.Members {
 		if ord, ok := member.Ordinal(c.Name, m.Name); ok {
 			s.Replaced[ord] = true
+			s.LastMembers = append(s.LastMembers, LastMember{Ordinal: ord, ID: member.ParseID(m.ID), Learner: m.Learner})
 		}
 	}
 	for ord, p := range o.pods {
 		t, _ := member.ReadTemplate(c.Name, p)
 		s.Pods[ord] = PodView{
-			Ordinal:        ord,
-			Phase:          p.Status.Phase,
-			Terminating:    p.DeletionTimestamp != nil,
-			IP:             p.Status.PodIP,
-			Published:      o.published[p.Name],
-			Unschedulable:  unschedulable(p),
-			Node:           p.Spec.NodeName,
-			ClusterState:   t.ClusterState,
-			InitialCluster: t.InitialCluster,
-			DataLost:       dataLost(p),
+			Ordinal:         ord,
+			Phase:           p.Status.Phase,
+			Terminating:     p.DeletionTimestamp != nil,
+			IP:              p.Status.PodIP,
+			Published:       o.published[p.Name],
+			Unschedulable:   unschedulable(p),
+			Node:            p.Spec.NodeName,
+			ClusterState:    t.ClusterState,
+			InitialCluster:  t.InitialCluster,
+			DataLost:        dataLost(p),
+			ForceNewCluster: t.ForceNewCluster,
 		}
 	}
 	for _, m := range o.members {
@@ -297,4 +303,24 @@ func unschedulable(p *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// quorumLossView reads how the cluster recovers from a quorum lost for good: spec.recovery
+// with its defaults, the annotation, and when the loss was first reported.
+func quorumLossView(c *api.EtcdCluster) QuorumLossView {
+	v := QuorumLossView{Policy: api.QuorumLossManual,
+		Grace:       time.Duration(api.DefaultQuorumLossGracePeriodSeconds) * time.Second,
+		RecoverFrom: c.Annotations[api.AnnotationRecoverQuorum]}
+	if r := c.Spec.Recovery; r != nil {
+		if r.QuorumLoss != "" {
+			v.Policy = r.QuorumLoss
+		}
+		if r.GracePeriodSeconds != nil {
+			v.Grace = time.Duration(*r.GracePeriodSeconds) * time.Second
+		}
+	}
+	if quorumLostReported(c.Status.Conditions) {
+		v.Since = meta.FindStatusCondition(c.Status.Conditions, string(api.ConditionDegraded)).LastTransitionTime.Time
+	}
+	return v
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -20,12 +21,20 @@ import (
 //  0. A claim that never bound, made from an earlier spec.storage, is replaced (its pod
 //     first): the spec of a cluster that never started may be fixed (plan_storage.go).
 //  1. etcd unreachable: bootstrap the seed member <name>-0 if the cluster never had a member
-//     and has no pod; restart the members whose claims hold their data and have no pod;
-//     otherwise wait. Nothing else is safe without a member list.
-//  2. Delete pods that hold no member and never will: an ordinal at or above spec.size (a
-//     removed member, or a join that is no longer wanted), or a pod that failed for good.
-//     Then restart in place a voting member whose pod is gone and whose claim holds its
-//     data: a new pod on the same claim, same member ID, no membership change.
+//     and has no pod. With claims, from the members status last listed (plan_quorum.go):
+//     while a survivor restarted with --force-new-cluster starts, wait, and never make a
+//     second; a cluster whose every member's data is gone is reported, never re-created;
+//     a quorum lost for good (a majority's data gone, some left) is reported and recovered
+//     from one survivor as spec.recovery.quorumLoss says. Then restart the members whose
+//     claims hold their data and have no pod; otherwise wait. Nothing else is safe without
+//     a member list.
+//  2. Once etcd lists members again, a pod started with --force-new-cluster goes first: the
+//     survivor restarts in place without the flag before anyone joins (a restart with it
+//     would drop them). Delete pods that hold no member and never will: an ordinal at or
+//     above spec.size (a removed member, or a join that is no longer wanted), or a pod that
+//     failed for good. Then restart in place a voting member whose pod is gone and whose
+//     claim holds its data: a new pod on the same claim, same member ID, no membership
+//     change.
 //  3. Without quorum, change nothing: every membership change needs a committed raft entry.
 //  4. A pending learner is finished first: removed if its pod is gone or it is no longer
 //     wanted (learners do not vote, so removing one is always safe), promoted otherwise.
@@ -56,6 +65,12 @@ const (
 	ActionRemoveMember ActionKind = "RemoveMember"
 	ActionMoveLeader   ActionKind = "MoveLeader"
 	ActionDeleteClaim  ActionKind = "DeleteClaim"
+	// ActionChooseSurvivor writes the survivor to recover a quorum lost for good from in the
+	// cluster's AnnotationRecoverQuorum, in place of "highest".
+	ActionChooseSurvivor ActionKind = "ChooseSurvivor"
+	// ActionForceNewCluster restarts the survivor with --force-new-cluster: its pod is
+	// deleted, then made again with the flag.
+	ActionForceNewCluster ActionKind = "ForceNewCluster"
 )
 
 // Action is one change to the world.
@@ -71,6 +86,9 @@ type Action struct {
 	// ClusterState and InitialCluster describe the pod to create (CreatePod).
 	ClusterState   etcdutil.ClusterState
 	InitialCluster []int
+	// RaftIndex is the survivor's raft index (ChooseSurvivor, ForceNewCluster), 0 when it
+	// does not answer.
+	RaftIndex uint64
 }
 
 // Decision is what the planner concluded.
@@ -84,6 +102,9 @@ type Decision struct {
 	Blocked api.ConditionReason
 	// Message explains Progress or Blocked to a human.
 	Message string
+	// Report, when set, is what the Degraded condition says about Blocked while Message says
+	// what the step under way does (a quorum lost for good, being recovered).
+	Report string
 }
 
 // MemberView is one etcd member as a pass saw it.
@@ -118,6 +139,8 @@ type PodView struct {
 	// DataLost: member-init refused to start etcd, because the member has started before
 	// and its data dir is empty.
 	DataLost bool
+	// ForceNewCluster: the pod's etcd starts with --force-new-cluster.
+	ForceNewCluster bool
 }
 
 // State is everything the planner decides from.
@@ -144,6 +167,14 @@ type State struct {
 	Persistent         bool
 	DeleteScaledClaims bool
 	Claims             map[int]ClaimView
+	// LastMembers are the members status last listed (empty for a cluster applied again
+	// over retained claims), and Statuses the answers of the members reached this pass, by
+	// ordinal: with no member list they are all the planner knows of the members.
+	LastMembers []LastMember
+	Statuses    map[int]etcdutil.Status
+	// Recovery is how a quorum lost for good is recovered; Now is the time of the pass.
+	Recovery QuorumLossView
+	Now      time.Time
 }
 
 // Plan returns the one next step toward spec.size, or none. The rules are tried in the order
@@ -164,6 +195,9 @@ func Plan(s State) Decision {
 	members := map[int]MemberView{}
 	for _, m := range s.Members {
 		members[m.Ordinal] = m
+	}
+	if d, ok := ruleForcedPod(s, members); ok {
+		return d
 	}
 	if d, ok := planStrayPods(s, members); ok {
 		return d
@@ -278,6 +312,17 @@ func planUnreachable(s State) Decision {
 			}
 		}
 		return waiting(s, api.ReasonBootstrapping, "waiting for seed member %s to start", 0)
+	}
+	if s.Persistent {
+		if d, ok := planForcedPod(s); ok {
+			return d
+		}
+		switch q := assessQuorum(s); {
+		case q.allGone():
+			return Decision{Blocked: api.ReasonNoQuorum, Message: allLostMessage(s, q)}
+		case q.forGood():
+			return planQuorumLost(s, q)
+		}
 	}
 	if d, ok := restartMarked(s); ok {
 		return d

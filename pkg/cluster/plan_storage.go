@@ -98,24 +98,37 @@ func planRestartInPlace(s State) (Decision, bool) {
 
 // restartMarked restarts, while no member answers, the members whose marked claims hold
 // data and have no pod: a cluster whose pods all went (or an EtcdCluster deleted with
-// whenDeleted Retain and applied again) comes back on its data. The member list is unknown,
-// so the pods do not claim their members have started: member-init starts etcd on the data
-// it finds.
+// whenDeleted Retain and applied again) comes back on its data. When status lists the
+// members, only their claims count (a claim marked with a removed member holds data etcd
+// refuses), and a voting member's pod says it has started, so that member-init refuses an
+// empty data dir rather than wait for a member list that cannot come. Otherwise (no status)
+// the pods do not claim their members have started: member-init starts etcd on the data it
+// finds.
 func restartMarked(s State) (Decision, bool) {
+	known := map[int]LastMember{}
+	for _, m := range s.LastMembers {
+		known[m.Ordinal] = m
+	}
 	var marked []int
 	for _, o := range sortedClaimOrdinals(s.Claims) {
-		if c := s.Claims[o]; c.MemberID != 0 && !c.Terminating {
+		c := s.Claims[o]
+		m, isKnown := known[o]
+		if c.MemberID != 0 && !c.Terminating && (len(known) == 0 || (isKnown && m.ID == c.MemberID)) {
 			marked = append(marked, o)
 		}
 	}
 	for _, o := range marked {
 		p, hasPod := s.Pods[o]
+		var started uint64
+		if m, ok := known[o]; ok && !m.Learner {
+			started = m.ID
+		}
 		switch {
 		case hasPod && p.Terminating:
 			return waiting(s, api.ReasonRestartingMember, "waiting for the old pod of %s to go before restarting it on its data", o), true
 		case !hasPod:
 			return step(s, Action{Kind: ActionCreatePod, Ordinal: o, ClusterState: etcdutil.ClusterStateExisting,
-				InitialCluster: marked}, api.ReasonRestartingMember, "restarting member %s on its data", o), true
+				InitialCluster: marked, MemberID: started}, api.ReasonRestartingMember, "restarting member %s on its data", o), true
 		}
 	}
 	return Decision{}, false

@@ -371,7 +371,8 @@ func sameAction(a, b *Action) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	if a.Kind != b.Kind || a.Ordinal != b.Ordinal || a.MemberID != b.MemberID || a.Transferee != b.Transferee || a.ClusterState != b.ClusterState {
+	if a.Kind != b.Kind || a.Ordinal != b.Ordinal || a.MemberID != b.MemberID || a.Transferee != b.Transferee ||
+		a.ClusterState != b.ClusterState || a.RaftIndex != b.RaftIndex {
 		return false
 	}
 	if len(a.InitialCluster) != len(b.InitialCluster) {

@@ -71,6 +71,8 @@ type Reconciler struct {
 	served servedPods
 	// foreignBudgets only keeps a budget conflict from being reported on every pass.
 	foreignBudgets reportedConflicts
+	// now is the clock a pass reads its time from.
+	now func() time.Time
 }
 
 // NewReconciler returns a Reconciler over the given dependencies.
@@ -78,7 +80,7 @@ func NewReconciler(d Deps) *Reconciler {
 	if d.Log == nil {
 		d.Log = logrus.NewEntry(logrus.StandardLogger())
 	}
-	return &Reconciler{deps: d, control: &realMemberControl{
+	return &Reconciler{deps: d, now: time.Now, control: &realMemberControl{
 		kube: d.Kube, etcd: d.Etcd, recorder: d.Recorder, log: d.Log, initImage: d.MemberInitImage}}
 }
 
@@ -123,8 +125,11 @@ func (r *Reconciler) Sync(ctx context.Context, namespace, name string) (time.Dur
 		if err := r.syncClaims(ctx, c, obs); err != nil {
 			return 0, err
 		}
+		if err := r.clearRecoverQuorum(ctx, c, obs); err != nil {
+			return 0, err
+		}
 	}
-	state := obs.state()
+	state := obs.state(r.now())
 	decision := Plan(state)
 	if c.Spec.Paused {
 		decision = Decision{}

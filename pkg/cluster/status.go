@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -56,11 +57,32 @@ func computeStatus(c *api.EtcdCluster, s State, d Decision) api.EtcdClusterStatu
 		{api.ConditionProgressing, progressing(c.Spec.Paused, d)},
 		{api.ConditionDegraded, degraded(s, d, c.Spec.Version, st.CurrentVersion)},
 	} {
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: string(cond.t), Status: cond.status,
-			Reason: string(cond.reason), Message: cond.message, ObservedGeneration: c.Generation})
+		next := metav1.Condition{Type: string(cond.t), Status: cond.status,
+			Reason: string(cond.reason), Message: cond.message, ObservedGeneration: c.Generation}
+		if cond.t == api.ConditionDegraded && cond.reason == api.ReasonQuorumLost && !quorumLostReported(st.Conditions) {
+			// Degraded is often True already (no quorum): its lastTransitionTime is made the
+			// time the loss was first reported, which FromSurvivor's grace period counts from.
+			meta.RemoveStatusCondition(&st.Conditions, next.Type)
+			next.LastTransitionTime = metav1.NewTime(passTime(s))
+		}
+		meta.SetStatusCondition(&st.Conditions, next)
 	}
 	st.Phase = phase(c.Spec.Paused, s, d, inSpec)
 	return st
+}
+
+// quorumLostReported: the conditions report a quorum lost for good already.
+func quorumLostReported(conds []metav1.Condition) bool {
+	deg := meta.FindStatusCondition(conds, string(api.ConditionDegraded))
+	return deg != nil && deg.Status == metav1.ConditionTrue && deg.Reason == string(api.ReasonQuorumLost)
+}
+
+// passTime is the time of the pass that observed s.
+func passTime(s State) time.Time {
+	if s.Now.IsZero() {
+		return time.Now()
+	}
+	return s.Now
 }
 
 // statusMembers lists the members etcd reports, by name.
@@ -135,6 +157,8 @@ func progressing(paused bool, d Decision) condition {
 func degraded(s State, d Decision, specVersion, running string) condition {
 	voting, healthy := votingCounts(s.Members)
 	switch {
+	case d.Blocked != "" && d.Report != "":
+		return condition{metav1.ConditionTrue, d.Blocked, d.Report}
 	case d.Blocked != "":
 		return condition{metav1.ConditionTrue, d.Blocked, d.Message}
 	case s.MembersKnown && healthy < voting:
@@ -209,6 +233,8 @@ func phase(paused bool, s State, d Decision, inSpec bool) api.ClusterPhase {
 	switch {
 	case paused:
 		return api.PhasePaused
+	case d.Progress == api.ReasonRecoveringQuorum:
+		return api.PhaseRecovering
 	case d.Blocked != "":
 		return api.PhaseDegraded
 	case !s.Bootstrapped && !s.MembersKnown:

@@ -1,7 +1,9 @@
 package cluster
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -219,5 +221,61 @@ func TestStatusClaims(t *testing.T) {
 	}
 	if deg := meta.FindStatusCondition(st.Conditions, string(api.ConditionDegraded)); deg.Status != metav1.ConditionFalse {
 		t.Errorf("Degraded = %+v with every claim bound", deg)
+	}
+}
+
+// A quorum lost for good is reported in the Degraded condition with what to do, and the
+// condition's lastTransitionTime is when it was first reported, even though Degraded was True
+// already: FromSurvivor's grace period counts from it, pass after pass.
+func TestStatusQuorumLost(t *testing.T) {
+	c := &api.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Generation: 1}}
+	noQuorumAt := time.Date(2026, 1, 1, 11, 0, 0, 0, time.UTC)
+	meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: string(api.ConditionDegraded),
+		Status: metav1.ConditionTrue, Reason: string(api.ReasonEtcdUnreachable), LastTransitionTime: metav1.NewTime(noQuorumAt)})
+	s := lostQuorum(3, pods(running(0, 0, 1, 2)), claims(claim(0)), answering(0, 42))
+	s.Name = "c"
+	first := s.Now
+	if v := quorumLossView(c); !v.Since.IsZero() {
+		t.Fatalf("loss reported since %s before it was reported", v.Since)
+	}
+
+	c.Status = computeStatus(c, s, Plan(s))
+	deg := meta.FindStatusCondition(c.Status.Conditions, string(api.ConditionDegraded))
+	if deg == nil || deg.Reason != string(api.ReasonQuorumLost) || !deg.LastTransitionTime.Time.Equal(first) {
+		t.Fatalf("Degraded = %+v, want QuorumLost since %s", deg, first)
+	}
+	for _, want := range []string{"2 of 3 voting members lost their data", "c-1 (its claim is gone)", "c-0 (raft index 42, term 3)",
+		"kubectl annotate etcdcluster c etcd.operator.dev/recover-quorum=c-0"} {
+		if !strings.Contains(deg.Message, want) {
+			t.Errorf("Degraded message %q does not say %q", deg.Message, want)
+		}
+	}
+	if c.Status.Phase != api.PhaseDegraded {
+		t.Errorf("phase %s, want Degraded", c.Status.Phase)
+	}
+
+	// A later pass, FromSurvivor: the time stays; the grace period is counted from it.
+	s.Now = first.Add(time.Minute)
+	s.Recovery = quorumLossView(c)
+	s.Recovery.Policy = api.QuorumLossFromSurvivor
+	if !s.Recovery.Since.Equal(first) {
+		t.Fatalf("loss read back as reported since %s, want %s", s.Recovery.Since, first)
+	}
+	d := Plan(s)
+	c.Status = computeStatus(c, s, d)
+	deg = meta.FindStatusCondition(c.Status.Conditions, string(api.ConditionDegraded))
+	if !deg.LastTransitionTime.Time.Equal(first) || !strings.Contains(deg.Message, "in 4m0s") {
+		t.Errorf("Degraded a minute later = %+v, want QuorumLost since %s, 4m0s left", deg, first)
+	}
+	// Recovering: Progressing says so, and the phase is Recovering.
+	s.Now = first.Add(5 * time.Minute)
+	d = Plan(s)
+	if d.Action == nil || d.Action.Kind != ActionChooseSurvivor {
+		t.Fatalf("past the grace period: %+v, want the survivor chosen", d)
+	}
+	c.Status = computeStatus(c, s, d)
+	prog := meta.FindStatusCondition(c.Status.Conditions, string(api.ConditionProgressing))
+	if prog.Reason != string(api.ReasonRecoveringQuorum) || c.Status.Phase != api.PhaseRecovering {
+		t.Errorf("Progressing %+v, phase %s: want RecoveringQuorum and Recovering", prog, c.Status.Phase)
 	}
 }

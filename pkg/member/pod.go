@@ -81,6 +81,11 @@ type Template struct {
 	// AnnotationMemberID, from which member-init learns that the member's data dir must not
 	// be empty.
 	MemberID uint64
+	// ForceNewCluster starts etcd with --force-new-cluster: the member, on its own data,
+	// becomes a cluster of one, every other member dropped from its membership. Only for the
+	// one survivor of a quorum lost for good, and only until it has started so: a restart
+	// with the flag after others have joined would drop them again.
+	ForceNewCluster bool
 }
 
 // ImageFor returns the etcd image of a version: <repository>:v<version>.
@@ -248,7 +253,7 @@ func etcdArgs(c *api.EtcdCluster, t Template) []string {
 	for _, o := range t.InitialCluster {
 		initial = append(initial, Name(c.Name, o)+"="+PeerURL(c.Name, ns, o))
 	}
-	return []string{
+	args := []string{
 		"--name=" + Name(c.Name, t.Ordinal),
 		"--data-dir=" + DataDir,
 		fmt.Sprintf("--listen-peer-urls=http://0.0.0.0:%d", PeerPort),
@@ -259,11 +264,19 @@ func etcdArgs(c *api.EtcdCluster, t Template) []string {
 		"--initial-cluster-state=" + string(t.ClusterState),
 		"--initial-cluster-token=" + ClusterToken(c),
 	}
+	if t.ForceNewCluster {
+		args = append(args, forceNewClusterFlag)
+	}
+	return args
 }
 
 // initialClusterFlag is the prefix of etcd's --initial-cluster argument, which ReadTemplate
 // reads back.
 const initialClusterFlag = "--initial-cluster="
+
+// forceNewClusterFlag is etcd's flag for Template.ForceNewCluster, which ReadTemplate reads
+// back.
+const forceNewClusterFlag = "--force-new-cluster"
 
 // wrapInMemberInit makes a joining member's etcd container wait for the member to be added:
 // an init container copies the operator binary into a volume, and the etcd container runs it
@@ -340,6 +353,9 @@ func ReadTemplate(cluster string, p *corev1.Pod) (t Template, ok bool) {
 		}
 		t.Version = versionOf(ctr.Image)
 		for _, a := range etcdArgv(ctr) {
+			if a == forceNewClusterFlag || a == forceNewClusterFlag+"=true" {
+				t.ForceNewCluster = true
+			}
 			list, found := strings.CutPrefix(a, initialClusterFlag)
 			if !found {
 				continue

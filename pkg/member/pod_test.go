@@ -218,12 +218,25 @@ func TestTemplateRoundTrip(t *testing.T) {
 		"joining":                {Ordinal: 2, ClusterState: etcdutil.ClusterStateExisting, InitialCluster: []int{0, 1, 2}, Version: "3.6.16"},
 		"replacing a low member": {Ordinal: 0, ClusterState: etcdutil.ClusterStateExisting, InitialCluster: []int{0, 1, 2, 3, 10}, Version: "3.5.21"},
 		"restarting in place":    {Ordinal: 1, ClusterState: etcdutil.ClusterStateExisting, InitialCluster: []int{0, 1, 2}, Version: "3.6.16", MemberID: 0x8e9e05c52164694d},
+		"survivor forcing a new cluster": {Ordinal: 2, ClusterState: etcdutil.ClusterStateExisting, InitialCluster: []int{0, 1, 2}, Version: "3.6.16",
+			MemberID: 0x8e9e05c52164694d, ForceNewCluster: true},
 	} {
 		got, ok := ReadTemplate(c.Name, Pod(c, tmpl, "op:1"))
 		if !ok || got.Ordinal != tmpl.Ordinal || got.ClusterState != tmpl.ClusterState ||
-			!slices.Equal(got.InitialCluster, tmpl.InitialCluster) || got.Version != tmpl.Version || got.MemberID != tmpl.MemberID {
+			!slices.Equal(got.InitialCluster, tmpl.InitialCluster) || got.Version != tmpl.Version || got.MemberID != tmpl.MemberID ||
+			got.ForceNewCluster != tmpl.ForceNewCluster {
 			t.Errorf("%s: ReadTemplate(Pod(%+v)) = %+v, %v", name, tmpl, got, ok)
 		}
+	}
+	// The flag reaches etcd itself, after member-init's `--`, and only when asked for.
+	forced := Pod(c, Template{Ordinal: 2, ClusterState: etcdutil.ClusterStateExisting, InitialCluster: []int{0, 1, 2},
+		MemberID: 7, ForceNewCluster: true}, "op:1")
+	if argv := etcdArgv(forced.Spec.Containers[0]); argv[0] != EtcdBinary || !slices.Contains(argv, "--force-new-cluster") {
+		t.Errorf("etcd's command line of a survivor forcing a new cluster: %v", argv)
+	}
+	plain := Pod(c, Template{Ordinal: 2, ClusterState: etcdutil.ClusterStateExisting, InitialCluster: []int{0, 1, 2}}, "op:1")
+	if argv := etcdArgv(plain.Spec.Containers[0]); slices.Contains(argv, "--force-new-cluster") {
+		t.Errorf("--force-new-cluster on a member that was not asked to: %v", argv)
 	}
 	// A pod built without a version runs spec.version, and reads back as such.
 	if got, _ := ReadTemplate(c.Name, Pod(c, Template{Ordinal: 1, ClusterState: etcdutil.ClusterStateExisting,

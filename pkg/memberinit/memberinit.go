@@ -180,11 +180,9 @@ func (o Options) Validate() error {
 		return fmt.Errorf("--peer-url %q is not a URL with a host", o.PeerURL)
 	}
 	switch o.ClusterState {
-	case etcdutil.ClusterStateNew:
-	case etcdutil.ClusterStateExisting:
-		if len(o.Endpoints) == 0 {
-			return errors.New("--endpoints is required to join an existing cluster")
-		}
+	case etcdutil.ClusterStateNew, etcdutil.ClusterStateExisting:
+		// A member of an existing cluster needs --endpoints only to wait for being added:
+		// the only member of a cluster restarts on its data with none (see Run).
 	default:
 		return fmt.Errorf("--initial-cluster-state must be %s or %s, not %q", etcdutil.ClusterStateNew, etcdutil.ClusterStateExisting, o.ClusterState)
 	}
@@ -245,6 +243,9 @@ func Run(ctx context.Context, o Options, f etcdutil.Factory, out io.Writer) erro
 	if o.ClusterState == etcdutil.ClusterStateNew {
 		log.Info("member bootstraps a new cluster: starting etcd")
 		return nil
+	}
+	if len(o.Endpoints) == 0 {
+		return errors.New("--endpoints is required to join an existing cluster without data: there is no member to ask")
 	}
 	log = log.WithField("endpoints", strings.Join(o.Endpoints, ","))
 	if o.LivenessAddr != "" {

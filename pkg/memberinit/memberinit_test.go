@@ -143,7 +143,6 @@ func TestParse(t *testing.T) {
 		"no peer URL":           {"--data-dir=/d", "--initial-cluster-state=existing", "--endpoints=http://m0.peers.ns.svc:2379"},
 		"no cluster state":      {"--data-dir=/d", "--peer-url=http://m2.peers.ns.svc:2380", "--endpoints=http://m0.peers.ns.svc:2379"},
 		"bad cluster state":     append(base, "--initial-cluster-state=maybe"),
-		"joining, no endpoints": {"--data-dir=/d", "--peer-url=http://m2.peers.ns.svc:2380", "--initial-cluster-state=existing"},
 		"own endpoint":          append(base, "--endpoints=http://m0.peers.ns.svc:2379,http://M2.peers.ns.svc:2379"),
 		"endpoint without host": append(base, "--endpoints=m0:2379"),
 		"zero poll interval":    append(base, "--poll-interval=0s"),
@@ -234,6 +233,10 @@ func TestRunStartsAtOnce(t *testing.T) {
 		"restarted with data and its member ID": {DataDir: stopped.Dir, PeerURL: stopped.PeerURL,
 			ClusterState: etcdutil.ClusterStateExisting, Endpoints: []string{gone.ClientURL}, PollInterval: time.Millisecond,
 			MemberIDFile: idFile(t, "8e9e05c52164694d\n")},
+		// The only member of a cluster (a survivor restarted without --force-new-cluster)
+		// has nobody to ask, and needs nobody: its data is there.
+		"only member restarted with data": {DataDir: stopped.Dir, PeerURL: stopped.PeerURL,
+			ClusterState: etcdutil.ClusterStateExisting, PollInterval: time.Millisecond, MemberIDFile: idFile(t, "8e9e05c52164694d")},
 		"seed restarted with data and its member ID": {DataDir: stopped.Dir, PeerURL: stopped.PeerURL,
 			ClusterState: etcdutil.ClusterStateNew, PollInterval: time.Millisecond, MemberIDFile: idFile(t, "8e9e05c52164694d")},
 	} {
@@ -256,6 +259,21 @@ func TestRunStartsAtOnce(t *testing.T) {
 				t.Errorf("Run logged %q", out)
 			}
 		})
+	}
+}
+
+// TestRunWithoutEndpoints: a member of an existing cluster without data and without members
+// to ask cannot learn that it was added: it fails at once rather than wait for nothing.
+func TestRunWithoutEndpoints(t *testing.T) {
+	o := Options{DataDir: t.TempDir(), PeerURL: "http://m1.peers.ns.svc:2380", ClusterState: etcdutil.ClusterStateExisting,
+		PollInterval: time.Millisecond}
+	f := &countingFactory{Factory: etcdutil.NewFactory(0, 0)}
+	err := Run(context.Background(), o, f, &syncBuffer{})
+	if err == nil || !strings.Contains(err.Error(), "--endpoints") {
+		t.Errorf("Run = %v, want an error about --endpoints", err)
+	}
+	if n := f.opened.Load(); n != 0 {
+		t.Errorf("Run opened %d etcd clients", n)
 	}
 }
 

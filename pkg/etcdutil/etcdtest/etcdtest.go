@@ -113,7 +113,7 @@ func StartCluster(t testing.TB, n int) []*Member {
 		g.add(members[i])
 	}
 	for _, m := range members {
-		m.start(t, embed.ClusterStateFlagNew, members)
+		m.start(t, embed.ClusterStateFlagNew, members, false)
 	}
 	for _, m := range members {
 		m.waitReady(t)
@@ -134,7 +134,21 @@ func (m *Member) Join(t testing.TB, members []*Member) {
 		t.Cleanup(g.stop)
 	}
 	all := append([]*Member{m}, members...)
-	m.start(t, embed.ClusterStateFlagExisting, all)
+	m.start(t, embed.ClusterStateFlagExisting, all, false)
+	m.waitReady(t)
+}
+
+// Restart starts a stopped member again on its data directory, and returns once it serves
+// clients. With forceNewCluster it starts as etcd's --force-new-cluster does: a cluster of
+// one, every other member dropped from its membership, its data kept.
+func (m *Member) Restart(t testing.TB, forceNewCluster bool) {
+	t.Helper()
+	if !m.stopped.Load() {
+		t.Fatalf("restarting etcd member %s, which runs", m.Name)
+	}
+	m.stopOnce = sync.Once{}
+	m.stopped.Store(false)
+	m.start(t, embed.ClusterStateFlagExisting, []*Member{m}, forceNewCluster)
 	m.waitReady(t)
 }
 
@@ -160,8 +174,9 @@ func ClientURLs(members ...*Member) []string {
 	return out
 }
 
-// start launches the member with --initial-cluster made of cluster (which must contain m).
-func (m *Member) start(t testing.TB, state string, cluster []*Member) {
+// start launches the member with --initial-cluster made of cluster (which must contain m),
+// and with --force-new-cluster when asked.
+func (m *Member) start(t testing.TB, state string, cluster []*Member, forceNewCluster bool) {
 	t.Helper()
 	initial := make([]string, 0, len(cluster))
 	seen := map[string]bool{}
@@ -181,6 +196,7 @@ func (m *Member) start(t testing.TB, state string, cluster []*Member) {
 	cfg.AdvertiseClientUrls = cfg.ListenClientUrls
 	cfg.InitialCluster = strings.Join(initial, ",")
 	cfg.ClusterState = state
+	cfg.ForceNewCluster = forceNewCluster
 	if m.token != "" {
 		cfg.InitialClusterToken = m.token
 	}

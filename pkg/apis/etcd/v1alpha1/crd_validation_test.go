@@ -255,6 +255,39 @@ func TestCRDDefaultsRetentionPolicy(t *testing.T) {
 	}
 }
 
+// spec.recovery: quorumLoss Manual by default, gracePeriodSeconds 300 by default, 0 kept (it
+// is a pointer, so that an explicit 0 is not taken for "left out"), bounds and enum enforced.
+func TestCRDValidatesRecovery(t *testing.T) {
+	a := newAPIServer(t)
+	for _, tc := range []struct {
+		name, recovery, want string
+		wantPolicy           string
+		wantGrace            int64
+	}{
+		{"empty: defaults", "{}", "", "Manual", 300},
+		{"FromSurvivor", "{quorumLoss: FromSurvivor}", "", "FromSurvivor", 300},
+		{"no grace period", "{quorumLoss: FromSurvivor, gracePeriodSeconds: 0}", "", "FromSurvivor", 0},
+		{"a day", "{gracePeriodSeconds: 86400}", "", "Manual", 86400},
+		{"more than a day", "{gracePeriodSeconds: 86401}", "spec.recovery.gracePeriodSeconds: Invalid value: 86401", "", 0},
+		{"negative", "{gracePeriodSeconds: -1}", "spec.recovery.gracePeriodSeconds: Invalid value: -1", "", 0},
+		{"unknown policy", "{quorumLoss: Automatic}", `spec.recovery.quorumLoss: Unsupported value: "Automatic": supported values: "Manual", "FromSurvivor"`, "", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u, errs := a.create(etcdCluster("  recovery: "+tc.recovery+"\n", ""))
+			checkErrors(t, errs, tc.want)
+			if tc.want != "" || len(errs) > 0 {
+				return
+			}
+			policy, _, _ := unstructured.NestedString(u.Object, "spec", "recovery", "quorumLoss")
+			grace, _, _ := unstructured.NestedInt64(u.Object, "spec", "recovery", "gracePeriodSeconds")
+			if policy != tc.wantPolicy || grace != tc.wantGrace {
+				t.Errorf("recovery %s read back as quorumLoss %q, gracePeriodSeconds %d; want %q, %d",
+					tc.recovery, policy, grace, tc.wantPolicy, tc.wantGrace)
+			}
+		})
+	}
+}
+
 func TestCRDStorageCannotChangeOnceStarted(t *testing.T) {
 	a := newAPIServer(t)
 	const (

@@ -96,6 +96,63 @@ type EtcdClusterSpec struct {
 	// before claims existed. What holds the data cannot change once the cluster has started.
 	// +optional
 	Storage *StorageSpec `json:"storage,omitempty"`
+
+	// Recovery says what the operator does when the cluster has lost for good what it cannot
+	// repair on its own.
+	// +optional
+	Recovery *RecoverySpec `json:"recovery,omitempty"`
+}
+
+// QuorumLossPolicy says who decides to recover a cluster that has lost quorum for good.
+type QuorumLossPolicy string
+
+// The quorum-loss policies.
+const (
+	// QuorumLossManual: the operator reports the loss (the Degraded condition with reason
+	// QuorumLost) and recovers only once AnnotationRecoverQuorum tells it to.
+	QuorumLossManual QuorumLossPolicy = "Manual"
+	// QuorumLossFromSurvivor: the operator recovers on its own, from the survivor with the
+	// highest raft index, once the loss has been reported for the grace period.
+	QuorumLossFromSurvivor QuorumLossPolicy = "FromSurvivor"
+)
+
+// DefaultQuorumLossGracePeriodSeconds is how long FromSurvivor waits when
+// gracePeriodSeconds is left out.
+const DefaultQuorumLossGracePeriodSeconds int32 = 300
+
+// AnnotationRecoverQuorum on an EtcdCluster tells the operator to recover it, once, from a
+// quorum lost for good: its value names the member to recover from (for example demo-0), or
+// is RecoverFromHighest. The operator acts only while the loss lasts; it writes the name of
+// the member it chose in place of RecoverFromHighest, so that the choice outlives the
+// survivor's pod, and removes the annotation once quorum is back.
+const AnnotationRecoverQuorum = "etcd.operator.dev/recover-quorum"
+
+// RecoverFromHighest, as the value of AnnotationRecoverQuorum, means the survivor with the
+// highest raft index.
+const RecoverFromHighest = "highest"
+
+// RecoverySpec says how a cluster is recovered.
+type RecoverySpec struct {
+	// QuorumLoss applies when a majority of the members' data is gone for good (their claims
+	// deleted, replaced by empty ones, or found empty) and at least one member's data is
+	// left: waiting cannot bring quorum back. Recovering restarts the survivor with
+	// --force-new-cluster on its data, as a cluster of one, and grows the cluster back to
+	// spec.size; writes the lost majority had that the survivor had not are lost. Manual (the
+	// default) reports the loss and waits for the annotation etcd.operator.dev/recover-quorum;
+	// FromSurvivor recovers on its own from the survivor with the highest raft index after
+	// gracePeriodSeconds. A cluster whose every member's data is gone is reported, never
+	// re-created empty.
+	// +kubebuilder:validation:Enum=Manual;FromSurvivor
+	// +kubebuilder:default=Manual
+	// +optional
+	QuorumLoss QuorumLossPolicy `json:"quorumLoss,omitempty"`
+	// GracePeriodSeconds is how long FromSurvivor waits, from when the loss is first
+	// reported, before it recovers: time to bring back a member's data by hand.
+	// +kubebuilder:default=300
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=86400
+	// +optional
+	GracePeriodSeconds *int32 `json:"gracePeriodSeconds,omitempty"`
 }
 
 // PodPolicy customizes the pods that run the members.
@@ -323,6 +380,14 @@ const (
 	// ReasonVersionChangeUnsupported: spec.version differs from the version the cluster runs,
 	// and the operator does not change the version of a running cluster yet.
 	ReasonVersionChangeUnsupported ConditionReason = "VersionChangeUnsupported"
+	// ReasonQuorumLost: a majority of the members' data is gone for good and at least one
+	// member's data is left; spec.recovery.quorumLoss says what happens. The Degraded
+	// condition's lastTransitionTime is when the loss was first reported: FromSurvivor counts
+	// its grace period from then.
+	ReasonQuorumLost ConditionReason = "QuorumLost"
+	// ReasonRecoveringQuorum: the cluster is being recovered from a quorum lost for good,
+	// from one survivor.
+	ReasonRecoveringQuorum ConditionReason = "RecoveringQuorum"
 	// ReasonEtcdUnreachable: no member answered the operator.
 	ReasonEtcdUnreachable ConditionReason = "EtcdUnreachable"
 	// ReasonAsExpected: nothing is wrong.

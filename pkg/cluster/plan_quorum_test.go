@@ -1,0 +1,296 @@
+package cluster
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
+)
+
+// lastVoters are the voting members status last listed, voter(o) each (ID o+100).
+func lastVoters(ordinals ...int) []LastMember {
+	out := make([]LastMember, 0, len(ordinals))
+	for _, o := range ordinals {
+		out = append(out, LastMember{Ordinal: o, ID: uint64(o + 100)})
+	}
+	return out
+}
+
+// answering: the members of the given ordinals answer a status request, each with its raft
+// index (in the same order).
+func answering(ordinalIndex ...int) map[int]etcdutil.Status {
+	out := map[int]etcdutil.Status{}
+	for i := 0; i+1 < len(ordinalIndex); i += 2 {
+		o := ordinalIndex[i]
+		out[o] = etcdutil.Status{ID: uint64(o + 100), RaftIndex: uint64(ordinalIndex[i+1]), RaftTerm: 3}
+	}
+	return out
+}
+
+func forced(p PodView) PodView { p.ForceNewCluster = true; return p }
+
+// lostQuorum is a cluster of `size` on claims that status last listed whole and that answers
+// no member list, with the given pods, claims and answers.
+func lostQuorum(size int, ps map[int]PodView, cs map[int]ClaimView, st map[int]etcdutil.Status) State {
+	all := make([]int, size)
+	for i := range all {
+		all[i] = i
+	}
+	return onClaims(State{Size: size, Bootstrapped: true, LastMembers: lastVoters(all...), Pods: ps, Claims: cs,
+		Statuses: st, Now: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC),
+		Recovery: QuorumLossView{Policy: api.QuorumLossManual, Grace: 5 * time.Minute}})
+}
+
+func withRecovery(s State, change func(*QuorumLossView)) State { change(&s.Recovery); return s }
+
+func TestPlanQuorumLoss(t *testing.T) {
+	// Three members; the claims of c-1 and c-2 were deleted with their pods; c-0 answers.
+	twoGone := lostQuorum(3, pods(running(0, 0, 1, 2)), claims(claim(0)), answering(0, 42))
+	// Five members; c-2, c-3 and c-4 lost their claims; c-0 and c-1 answer.
+	threeGone := func(index0, index1 int) State {
+		return lostQuorum(5, pods(running(0, 0, 1, 2, 3, 4), running(1, 0, 1, 2, 3, 4)), claims(claim(0), claim(1)),
+			answering(0, index0, 1, index1))
+	}
+	all := []int{0, 1, 2, 3, 4}
+	tests := []struct {
+		name     string
+		state    State
+		want     *Action
+		progress api.ConditionReason
+		blocked  api.ConditionReason
+		// message holds these strings.
+		message []string
+	}{
+		{
+			name:    "Manual, no annotation: the loss is reported with the survivor, its index and the command; nothing is done",
+			state:   twoGone,
+			blocked: api.ReasonQuorumLost,
+			message: []string{"c-0 (raft index 42, term 3)", "c-1 (its claim is gone)", "kubectl annotate etcdcluster c etcd.operator.dev/recover-quorum=c-0"},
+		},
+		{
+			name: "claims being deleted, replaced by empty ones, or holding another member's data: gone for good",
+			state: lostQuorum(5, pods(running(0, all...), joining(1, false, all...)),
+				claims(claim(0), claim(1), deleting(claim(2)), unmarked(claim(3)), markedBy(claim(4), 7)), answering(0, 42)),
+			blocked: api.ReasonQuorumLost,
+			message: []string{"3 of 5", "c-2 (its claim is being deleted)", "c-3 (its claim is a new one)", "c-4 (its claim holds another member's data)",
+				"c-1 (does not answer yet)"},
+		},
+		{
+			name: "data dirs found empty by member-init on two of three: gone for good",
+			state: lostQuorum(3, pods(running(0, 0, 1, 2), lost(joining(1, false, 0, 1, 2)), lost(joining(2, false, 0, 1, 2))),
+				claims(claim(0), claim(1), claim(2)), answering(0, 42)),
+			blocked: api.ReasonQuorumLost,
+			message: []string{"c-1 (its data dir is empty)"},
+		},
+		{
+			name:     "annotation highest: the survivor with the highest raft index is chosen and written down",
+			state:    withRecovery(threeGone(40, 42), func(r *QuorumLossView) { r.RecoverFrom = "highest" }),
+			want:     &Action{Kind: ActionChooseSurvivor, Ordinal: 1, MemberID: 101, RaftIndex: 42},
+			progress: api.ReasonRecoveringQuorum,
+			blocked:  api.ReasonQuorumLost,
+			message:  []string{"recovering from c-1 (raft index 42)"},
+		},
+		{
+			name:     "a tie: the lowest ordinal",
+			state:    withRecovery(threeGone(42, 42), func(r *QuorumLossView) { r.RecoverFrom = "highest" }),
+			want:     &Action{Kind: ActionChooseSurvivor, Ordinal: 0, MemberID: 100, RaftIndex: 42},
+			progress: api.ReasonRecoveringQuorum,
+			blocked:  api.ReasonQuorumLost,
+		},
+		{
+			name:  "annotation names a survivor: its pod is deleted, to restart it with --force-new-cluster",
+			state: withRecovery(threeGone(40, 42), func(r *QuorumLossView) { r.RecoverFrom = "c-0" }),
+			want: &Action{Kind: ActionForceNewCluster, Ordinal: 0, MemberID: 100, RaftIndex: 40,
+				ClusterState: etcdutil.ClusterStateExisting, InitialCluster: all},
+			progress: api.ReasonRecoveringQuorum,
+			blocked:  api.ReasonQuorumLost,
+			message:  []string{"recovering from c-0 (raft index 40)"},
+		},
+		{
+			name: "its old pod is going: wait",
+			state: withRecovery(lostQuorum(5, pods(terminating(running(0, all...)), running(1, all...)), claims(claim(0), claim(1)), answering(1, 42)),
+				func(r *QuorumLossView) { r.RecoverFrom = "c-0" }),
+			progress: api.ReasonRecoveringQuorum,
+			blocked:  api.ReasonQuorumLost,
+		},
+		{
+			name: "its pod is gone: made again with --force-new-cluster on its data, never restarted without",
+			state: withRecovery(lostQuorum(5, pods(running(1, all...)), claims(claim(0), claim(1)), answering(1, 42)),
+				func(r *QuorumLossView) { r.RecoverFrom = "c-0" }),
+			want: &Action{Kind: ActionForceNewCluster, Ordinal: 0, MemberID: 100,
+				ClusterState: etcdutil.ClusterStateExisting, InitialCluster: all},
+			progress: api.ReasonRecoveringQuorum,
+			blocked:  api.ReasonQuorumLost,
+		},
+		{
+			name:    "annotation names a member whose data is gone: refused",
+			state:   withRecovery(threeGone(40, 42), func(r *QuorumLossView) { r.RecoverFrom = "c-3" }),
+			blocked: api.ReasonQuorumLost,
+			message: []string{"names c-3, which is not a survivor (its claim is gone)"},
+		},
+		{
+			name:    "annotation names no member: refused",
+			state:   withRecovery(threeGone(40, 42), func(r *QuorumLossView) { r.RecoverFrom = "other-0" }),
+			blocked: api.ReasonQuorumLost,
+			message: []string{"names other-0, which is not a survivor"},
+		},
+		{
+			name: "annotation names a member whose etcd does not answer yet: wait for it",
+			state: withRecovery(lostQuorum(5, pods(running(0, all...), joining(1, false, all...)), claims(claim(0), claim(1)), answering(0, 40)),
+				func(r *QuorumLossView) { r.RecoverFrom = "c-1" }),
+			progress: api.ReasonRecoveringQuorum,
+			blocked:  api.ReasonQuorumLost,
+		},
+		{
+			name: "FromSurvivor within its grace period: reported, with the time left",
+			state: withRecovery(threeGone(40, 42), func(r *QuorumLossView) {
+				r.Policy, r.Since = api.QuorumLossFromSurvivor, time.Date(2026, 1, 1, 11, 59, 0, 0, time.UTC)
+			}),
+			blocked: api.ReasonQuorumLost,
+			message: []string{"FromSurvivor", "in 4m0s"},
+		},
+		{
+			name: "FromSurvivor, the loss first seen now: the whole grace period is left",
+			state: withRecovery(threeGone(40, 42), func(r *QuorumLossView) {
+				r.Policy = api.QuorumLossFromSurvivor
+			}),
+			blocked: api.ReasonQuorumLost,
+			message: []string{"in 5m0s"},
+		},
+		{
+			name: "FromSurvivor past its grace period: the survivor with the highest index is chosen",
+			state: withRecovery(threeGone(40, 42), func(r *QuorumLossView) {
+				r.Policy, r.Since = api.QuorumLossFromSurvivor, time.Date(2026, 1, 1, 11, 55, 0, 0, time.UTC)
+			}),
+			want:     &Action{Kind: ActionChooseSurvivor, Ordinal: 1, MemberID: 101, RaftIndex: 42},
+			progress: api.ReasonRecoveringQuorum,
+			blocked:  api.ReasonQuorumLost,
+		},
+		{
+			name: "going ahead, a member whose data is left has no pod: it is restarted first, to learn its index",
+			state: withRecovery(lostQuorum(5, pods(running(0, all...)), claims(claim(0), claim(1)), answering(0, 40)),
+				func(r *QuorumLossView) { r.RecoverFrom = "highest" }),
+			want: &Action{Kind: ActionCreatePod, Ordinal: 1, MemberID: 101,
+				ClusterState: etcdutil.ClusterStateExisting, InitialCluster: []int{0, 1}},
+			progress: api.ReasonRestartingMember,
+			blocked:  api.ReasonQuorumLost,
+		},
+		{
+			name: "a survivor starts with --force-new-cluster: wait, and never force a second one",
+			state: withRecovery(lostQuorum(5, pods(forced(joining(0, false, all...)), running(1, all...)), claims(claim(0), claim(1)), answering(1, 42)),
+				func(r *QuorumLossView) { r.RecoverFrom = "c-1" }),
+			progress: api.ReasonRecoveringQuorum,
+			blocked:  api.ReasonQuorumLost,
+		},
+		{
+			name: "the survivor answers alone in the member list: its pod goes, to drop --force-new-cluster",
+			state: onClaims(State{Size: 3, Bootstrapped: true, MembersKnown: true, Members: []MemberView{leader(1)},
+				Pods: pods(forced(running(1, 0, 1, 2)), lost(joining(0, false, 0, 1, 2))), Claims: claims(claim(0), claim(1))}),
+			want:     &Action{Kind: ActionDeletePod, Ordinal: 1},
+			progress: api.ReasonRecoveringQuorum,
+		},
+		{
+			name: "a pod with --force-new-cluster beside a cluster that answers without it: it goes",
+			state: onClaims(State{Size: 3, Bootstrapped: true, MembersKnown: true, Members: []MemberView{leader(0), voter(1)},
+				Pods: pods(running(0), running(1, 0, 1), forced(joining(2, false, 0, 1, 2))), Claims: claims(claim(0), claim(1), claim(2))}),
+			want:     &Action{Kind: ActionDeletePod, Ordinal: 2},
+			progress: api.ReasonRecoveringQuorum,
+		},
+		{
+			name: "then it restarts in place without the flag, never on a lost member's leftover claim",
+			state: onClaims(State{Size: 3, Bootstrapped: true, LastMembers: lastVoters(1), Pods: pods(),
+				Claims: claims(claim(0), claim(1))}),
+			want: &Action{Kind: ActionCreatePod, Ordinal: 1, MemberID: 101,
+				ClusterState: etcdutil.ClusterStateExisting, InitialCluster: []int{1}},
+			progress: api.ReasonRestartingMember,
+		},
+		{
+			name: "grown back: a lost member's leftover pod goes first",
+			state: onClaims(State{Size: 3, Bootstrapped: true, MembersKnown: true, Members: []MemberView{leader(1)},
+				Pods: pods(running(1, 1), lost(joining(0, false, 0, 1, 2))), Claims: claims(claim(0), claim(1)), Replaced: map[int]bool{0: true}}),
+			want:     &Action{Kind: ActionDeletePod, Ordinal: 0},
+			progress: api.ReasonReplacingMember,
+		},
+		{
+			name: "then its claim, which holds the lost member's data",
+			state: onClaims(State{Size: 3, Bootstrapped: true, MembersKnown: true, Members: []MemberView{leader(1)},
+				Pods: pods(running(1, 1)), Claims: claims(claim(0), claim(1)), Replaced: map[int]bool{0: true}}),
+			want:     &Action{Kind: ActionDeleteClaim, Ordinal: 0},
+			progress: api.ReasonReplacingMember,
+		},
+		{
+			name: "then it joins as a new member, through the learner path",
+			state: onClaims(State{Size: 3, Bootstrapped: true, MembersKnown: true, Members: []MemberView{leader(1)},
+				Pods: pods(running(1, 1)), Claims: claims(claim(1)), Replaced: map[int]bool{0: true}}),
+			want:     &Action{Kind: ActionCreatePod, Ordinal: 0, ClusterState: etcdutil.ClusterStateExisting, InitialCluster: []int{0, 1}},
+			progress: api.ReasonReplacingMember,
+		},
+		{
+			name: "pods merely starting on claims that hold their data: not a quorum loss",
+			state: lostQuorum(3, pods(running(0, 0, 1, 2), joining(1, false, 0, 1, 2), joining(2, false, 0, 1, 2)),
+				claims(claim(0), claim(1), claim(2)), answering(0, 42)),
+			blocked: api.ReasonEtcdUnreachable,
+		},
+		{
+			name:     "pods gone, claims that hold their data: restarted as members that have started, not a quorum loss",
+			state:    lostQuorum(3, pods(running(0, 0, 1, 2)), claims(claim(0), claim(1), claim(2)), answering(0, 42)),
+			want:     &Action{Kind: ActionCreatePod, Ordinal: 1, MemberID: 101, ClusterState: etcdutil.ClusterStateExisting, InitialCluster: []int{0, 1, 2}},
+			progress: api.ReasonRestartingMember,
+		},
+		{
+			name:    "two of five gone for good: quorum may come back, not a quorum loss",
+			state:   lostQuorum(5, pods(running(0, all...), running(1, all...), joining(2, false, all...)), claims(claim(0), claim(1), claim(2)), answering(0, 40)),
+			blocked: api.ReasonEtcdUnreachable,
+		},
+		{
+			name:    "every member's claim gone: all data lost, reported, nothing re-created",
+			state:   withRecovery(lostQuorum(3, pods(), claims(), nil), func(r *QuorumLossView) { r.RecoverFrom = "highest" }),
+			blocked: api.ReasonNoQuorum,
+			message: []string{"all data lost", "c-0 (its claim is gone)"},
+		},
+		{
+			name: "every data dir found empty, pods still there: all data lost",
+			state: lostQuorum(3, pods(lost(running(0, 0, 1, 2)), lost(joining(1, false, 0, 1, 2)), lost(joining(2, false, 0, 1, 2))),
+				claims(claim(0), claim(1), claim(2)), nil),
+			blocked: api.ReasonNoQuorum,
+			message: []string{"all data lost"},
+		},
+		{
+			name: "emptyDir: no recovery from a survivor (a pod's data goes with it)",
+			state: func() State {
+				s := twoGone
+				s.Persistent = false
+				return s
+			}(),
+			blocked: api.ReasonEtcdUnreachable,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.state.Name = "c"
+			d := Plan(tc.state)
+			if !sameAction(d.Action, tc.want) {
+				t.Errorf("action = %+v, want %+v (message %q)", d.Action, tc.want, d.Message)
+			}
+			if d.Progress != tc.progress {
+				t.Errorf("progress = %q, want %q (message %q)", d.Progress, tc.progress, d.Message)
+			}
+			if d.Blocked != tc.blocked {
+				t.Errorf("blocked = %q, want %q (message %q)", d.Blocked, tc.blocked, d.Message)
+			}
+			if (d.Progress != "" || d.Blocked != "") && d.Message == "" {
+				t.Errorf("decision without a message: %+v", d)
+			}
+			for _, want := range tc.message {
+				if !strings.Contains(d.Message+" "+d.Report, want) {
+					t.Errorf("message %q, report %q: neither says %q", d.Message, d.Report, want)
+				}
+			}
+			if d.Action != nil && d.Blocked == api.ReasonQuorumLost && !strings.Contains(d.Report, "quorum lost for good") {
+				t.Errorf("a step while quorum is lost, without the loss reported: %q", d.Report)
+			}
+		})
+	}
+}
