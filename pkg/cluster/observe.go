@@ -214,6 +214,7 @@ func (o *observation) state(now time.Time) State {
 	c := o.cluster
 	s := State{
 		Name:               c.Name,
+		Namespace:          c.Namespace,
 		Size:               int(c.Spec.Size),
 		Bootstrapped:       c.Status.Size > 0,
 		MembersKnown:       o.membersKnown,

@@ -145,8 +145,10 @@ type PodView struct {
 
 // State is everything the planner decides from.
 type State struct {
-	// Name is the cluster's name; members are named <Name>-<ordinal>.
-	Name string
+	// Name is the cluster's name; members are named <Name>-<ordinal>. Namespace is its
+	// namespace, for the commands messages give.
+	Name      string
+	Namespace string
 	// Size is spec.size.
 	Size int
 	// Bootstrapped is true once the cluster has ever reported a member (status.size > 0):

@@ -309,8 +309,8 @@ func quorumLostTodo(s State, q quorumLoss) string {
 	if o, ok := highestSurvivor(q); ok {
 		target = member.Name(s.Name, o)
 	}
-	todo := fmt.Sprintf("to recover from %s with --force-new-cluster, losing the writes it does not have, run: kubectl annotate etcdcluster %s %s=%s",
-		target, s.Name, api.AnnotationRecoverQuorum, target)
+	todo := fmt.Sprintf("to recover from %s with --force-new-cluster, losing the writes it does not have, run: kubectl annotate etcdcluster %s%s %s=%s",
+		target, namespaceFlag(s), s.Name, api.AnnotationRecoverQuorum, target)
 	if s.Recovery.Policy == api.QuorumLossFromSurvivor {
 		if wait := lostSince(s).Add(s.Recovery.Grace).Sub(s.Now).Round(time.Second); wait > 0 {
 			todo = fmt.Sprintf("spec.recovery.quorumLoss is FromSurvivor: the operator recovers from the survivor with the highest raft index in %s; %s",
@@ -318,4 +318,12 @@ func quorumLostTodo(s State, q quorumLoss) string {
 		}
 	}
 	return todo
+}
+
+// namespaceFlag is the -n flag a kubectl command for the cluster needs ("" when unknown).
+func namespaceFlag(s State) string {
+	if s.Namespace == "" {
+		return ""
+	}
+	return "-n " + s.Namespace + " "
 }

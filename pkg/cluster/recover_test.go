@@ -180,7 +180,7 @@ func TestSyncReportsQuorumLost(t *testing.T) {
 		}
 	}
 	if deg == nil || deg.Reason != string(api.ReasonQuorumLost) ||
-		!strings.Contains(deg.Message, "kubectl annotate etcdcluster demo etcd.operator.dev/recover-quorum=demo-0") {
+		!strings.Contains(deg.Message, "kubectl annotate etcdcluster -n ns demo etcd.operator.dev/recover-quorum=demo-0") {
 		t.Errorf("Degraded = %+v, want QuorumLost with the command", deg)
 	}
 	if ev := f.events(); !strings.Contains(ev, "Warning ClusterDegraded") {

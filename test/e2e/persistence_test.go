@@ -195,3 +195,77 @@ func TestClaimThatCannotBind(t *testing.T) {
 	f.Patch("etcdcluster/"+name, `{"spec":{"storage":{"volumeClaimTemplate":{"spec":{"storageClassName":null}}}}}`)
 	f.WaitClusterInSpec(name, 3, 3*time.Minute)
 }
+
+// loseData deletes the claims and pods of the given members at once: their data is gone.
+func loseData(f *framework.Framework, cluster string, members ...string) {
+	f.T().Helper()
+	var claims, pods []string
+	for _, m := range members {
+		claims = append(claims, "pvc/data-"+m)
+		pods = append(pods, "pod/"+m)
+	}
+	f.MustNS(append([]string{"delete", "--wait=false"}, claims...)...)
+	f.MustNS(append([]string{"delete", "--wait=false"}, pods...)...)
+}
+
+// waitQuorumLost waits until the cluster reports QuorumLost naming its survivor.
+func waitQuorumLost(f *framework.Framework, cluster, survivor string) string {
+	f.T().Helper()
+	var msg string
+	f.Eventually("QuorumLost reported", 2*time.Minute, func() (bool, error) {
+		c, err := f.GetEtcdCluster(cluster)
+		if err != nil {
+			return false, err
+		}
+		var reason string
+		reason, msg = c.ConditionReason("Degraded")
+		return reason == "QuorumLost" && strings.Contains(msg, survivor+" (raft index"), fmt.Errorf("Degraded %s: %s", reason, msg)
+	})
+	return msg
+}
+
+// TestQuorumLoss: two of three members lose their data for good (claims and pods deleted).
+// With spec.recovery.quorumLoss Manual (the default) the cluster reports QuorumLost, names
+// the survivor and its raft index, and waits; the annotation recovers it from the survivor,
+// which keeps every acknowledged write, and it grows back to three. With FromSurvivor (grace
+// 0) the same happens unattended.
+func TestQuorumLoss(t *testing.T) {
+	const name = "example"
+	f, writer := runningExample(t)
+	log := writer.Stop()
+	writer.WaitApplied(log, name+"-0")
+	survivorID := memberIDs(f, name)[name+"-0"]
+
+	loseData(f, name, name+"-1", name+"-2")
+	msg := waitQuorumLost(f, name, name+"-0")
+	if !strings.Contains(msg, "kubectl annotate etcdcluster -n "+f.Namespace+" "+name+" etcd.operator.dev/recover-quorum="+name+"-0") {
+		t.Errorf("QuorumLost message %q does not give the command that recovers", msg)
+	}
+	// Manual: nothing happens without the annotation.
+	if c, err := f.GetEtcdCluster(name); err != nil || c.MemberID(name+"-0") != survivorID {
+		t.Fatalf("survivor changed before anyone asked: %v", err)
+	}
+	f.MustNS("annotate", "etcdcluster", name, "etcd.operator.dev/recover-quorum="+name+"-0")
+	f.WaitClusterInSpec(name, 3, 3*time.Minute)
+	if id := memberIDs(f, name)[name+"-0"]; id != survivorID {
+		t.Errorf("survivor %s-0 has ID %s, was %s: it must keep its member ID", name, id, survivorID)
+	}
+	if out := f.MustNS("get", "etcdcluster", name, "-o", "jsonpath={.metadata.annotations}"); strings.Contains(out, "recover-quorum") {
+		t.Errorf("the recover-quorum annotation is left after recovering: %s", out)
+	}
+	writer.Verify(log, name+"-0")
+
+	// FromSurvivor, no grace: recovered unattended, from the member with the highest index.
+	f.Patch("etcdcluster/"+name, `{"spec":{"recovery":{"quorumLoss":"FromSurvivor","gracePeriodSeconds":0}}}`)
+	writer = f.StartWriter(name)
+	writer.WaitAcked(5, time.Minute)
+	log = writer.Stop()
+	writer.WaitApplied(log, name+"-1")
+	loseData(f, name, name+"-0", name+"-2")
+	f.WaitClusterInSpec(name, 3, 3*time.Minute)
+	events := f.MustNS("get", "events", "--field-selector", "reason=QuorumRecovery", "-o", "jsonpath={.items[*].message}")
+	if !strings.Contains(events, name+"-1") {
+		t.Errorf("QuorumRecovery events %q do not name the survivor %s-1", events, name)
+	}
+	writer.Verify(log, name+"-1")
+}

@@ -249,3 +249,20 @@ func decodeKVs(out string) (map[string]string, error) {
 	}
 	return kvs, nil
 }
+
+// WaitApplied waits until memberPod's own etcd (a serializable read, which it answers from its
+// own copy) has the last put acknowledged in log: puts are applied in order, so that member
+// then holds every acknowledged write. A test that is about to take the other members' data
+// away waits for it first.
+func (w *Writer) WaitApplied(log WriteLog, memberPod string) {
+	w.f.t.Helper()
+	if len(log.Acked) == 0 {
+		w.f.t.Fatalf("writer %s: no put was acknowledged", w.Pod)
+	}
+	last := log.Acked[len(log.Acked)-1]
+	key, want := fmt.Sprintf("%s%08d", writerPrefix, last), "v"+strconv.Itoa(last)
+	w.f.Eventually(memberPod+" has applied "+key, time.Minute, func() (bool, error) {
+		out, err := w.f.Etcdctl(memberPod, "get", key, "--print-value-only", "--consistency=s")
+		return err == nil && strings.TrimSpace(out) == want, fmt.Errorf("read %q, %v", out, err)
+	})
+}
