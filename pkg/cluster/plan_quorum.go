@@ -75,9 +75,10 @@ type quorumLoss struct {
 	survivors map[int]etcdutil.Status
 }
 
-// forGood: quorum can never come back by waiting, and some member's data is left.
+// forGood: quorum can never come back by waiting (fewer members hold data than a majority:
+// of two voters, one lost is enough), and some member's data is left.
 func (q quorumLoss) forGood() bool {
-	return q.voters > 0 && len(q.gone) >= quorum(q.voters) && len(q.held) > 0
+	return q.voters > 0 && len(q.held) < quorum(q.voters) && len(q.held) > 0
 }
 
 // allGone: every last-known member's data is gone.

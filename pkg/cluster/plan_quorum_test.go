@@ -240,6 +240,18 @@ func TestPlanQuorumLoss(t *testing.T) {
 			progress: api.ReasonRestartingMember,
 		},
 		{
+			// Seen on the real node: the first member was removed (quorum held), then the
+			// second went. Of two voters, one lost is a quorum lost for good.
+			name:    "one of two gone for good: reported",
+			state:   lostQuorum(2, pods(running(0, 0, 1)), claims(claim(0)), answering(0, 42)),
+			blocked: api.ReasonQuorumLost,
+		},
+		{
+			name:    "two of four gone for good: reported",
+			state:   lostQuorum(4, pods(running(0, 0, 1, 2, 3), running(1, 0, 1, 2, 3)), claims(claim(0), claim(1)), answering(0, 42, 1, 41)),
+			blocked: api.ReasonQuorumLost,
+		},
+		{
 			name:    "two of five gone for good: quorum may come back, not a quorum loss",
 			state:   lostQuorum(5, pods(running(0, all...), running(1, all...), joining(2, false, all...)), claims(claim(0), claim(1), claim(2)), answering(0, 40)),
 			blocked: api.ReasonEtcdUnreachable,
