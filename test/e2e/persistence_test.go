@@ -262,10 +262,10 @@ func TestQuorumLoss(t *testing.T) {
 	log = writer.Stop()
 	writer.WaitApplied(log, name+"-1")
 	loseData(f, name, name+"-0", name+"-2")
+	f.Eventually("a QuorumRecovery event naming the survivor", 2*time.Minute, func() (bool, error) {
+		events, err := f.NS("get", "events", "--field-selector", "reason=QuorumRecovery", "-o", "jsonpath={.items[*].message}")
+		return err == nil && strings.Contains(events, name+"-1"), fmt.Errorf("QuorumRecovery events %q, %v", events, err)
+	})
 	f.WaitClusterInSpec(name, 3, 3*time.Minute)
-	events := f.MustNS("get", "events", "--field-selector", "reason=QuorumRecovery", "-o", "jsonpath={.items[*].message}")
-	if !strings.Contains(events, name+"-1") {
-		t.Errorf("QuorumRecovery events %q do not name the survivor %s-1", events, name)
-	}
 	writer.Verify(log, name+"-1")
 }

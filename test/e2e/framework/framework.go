@@ -37,6 +37,8 @@ type Framework struct {
 	// Namespace is the test's own namespace, created by New.
 	Namespace string
 	kubectl   string
+	// writers counts the writers started, so that each gets a pod of its own.
+	writers int
 }
 
 // New checks that a cluster is reachable, creates a fresh namespace for t and

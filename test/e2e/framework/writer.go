@@ -63,6 +63,10 @@ type WriteLog struct {
 func (f *Framework) StartWriter(cluster string, avoid ...string) *Writer {
 	f.t.Helper()
 	w := &Writer{f: f, cluster: cluster, Pod: "writer-" + cluster}
+	if f.writers++; f.writers > 1 {
+		// A writer started after an earlier one has stopped gets a pod of its own.
+		w.Pod = fmt.Sprintf("writer-%s-%d", cluster, f.writers)
+	}
 	// The Service's address rather than its name: a lookup per put (several, with the pod's
 	// search path) would load cluster DNS, which the members and the operator depend on.
 	ip := strings.TrimSpace(f.MustNS("get", "service", cluster+"-client", "-o", "jsonpath={.spec.clusterIP}"))
