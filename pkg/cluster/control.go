@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 
@@ -180,31 +181,32 @@ func (m *realMemberControl) CreatePod(ctx context.Context, c *api.EtcdCluster, t
 }
 
 func (m *realMemberControl) DeletePod(ctx context.Context, c *api.EtcdCluster, pod *corev1.Pod, why string) (Result, error) {
-	// The UID precondition keeps a newer pod of the same name safe.
-	err := m.kube.CoreV1().Pods(c.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
-		Preconditions: &metav1.Preconditions{UID: &pod.UID}})
-	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-		return Result{}, nil
-	}
-	if err != nil {
-		return Result{}, fmt.Errorf("deleting pod %s: %w", pod.Name, err)
-	}
-	m.logFor(c, pod.Name, ActionDeletePod).Info("deleted member pod")
-	m.event(c, corev1.EventTypeNormal, EventPodDeleted, "Deleted pod %s (%s)", pod.Name, why)
-	return Result{Changed: true}, nil
+	return m.deleteObject(c, "pod", pod.Name, ActionDeletePod, EventPodDeleted, why,
+		m.kube.CoreV1().Pods(c.Namespace).Delete(ctx, pod.Name, uidPrecondition(pod.UID)))
 }
 
 func (m *realMemberControl) DeleteClaim(ctx context.Context, c *api.EtcdCluster, pvc *corev1.PersistentVolumeClaim, why string) (Result, error) {
-	err := m.kube.CoreV1().PersistentVolumeClaims(c.Namespace).Delete(ctx, pvc.Name, metav1.DeleteOptions{
-		Preconditions: &metav1.Preconditions{UID: &pvc.UID}})
+	return m.deleteObject(c, "claim", pvc.Name, ActionDeleteClaim, EventClaimDeleted, why,
+		m.kube.CoreV1().PersistentVolumeClaims(c.Namespace).Delete(ctx, pvc.Name, uidPrecondition(pvc.UID)))
+}
+
+// uidPrecondition deletes only the object with that UID: a newer one of the same name is
+// left alone.
+func uidPrecondition(uid types.UID) metav1.DeleteOptions {
+	return metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}
+}
+
+// deleteObject judges the answer err to deleting the named object: gone already, or replaced
+// by a newer one (the UID precondition failed), is done; a deletion is logged and recorded.
+func (m *realMemberControl) deleteObject(c *api.EtcdCluster, kind, name string, a ActionKind, reason EventReason, why string, err error) (Result, error) {
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return Result{}, nil
 	}
 	if err != nil {
-		return Result{}, fmt.Errorf("deleting claim %s: %w", pvc.Name, err)
+		return Result{}, fmt.Errorf("deleting %s %s: %w", kind, name, err)
 	}
-	m.logFor(c, pvc.Name, ActionDeleteClaim).Info("deleted member claim")
-	m.event(c, corev1.EventTypeNormal, EventClaimDeleted, "Deleted claim %s (%s)", pvc.Name, why)
+	m.logFor(c, name, a).Infof("deleted member %s", kind)
+	m.event(c, corev1.EventTypeNormal, reason, "Deleted %s %s (%s)", kind, name, why)
 	return Result{Changed: true}, nil
 }
 

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"time"
@@ -488,13 +489,9 @@ func waiting(s State, reason api.ConditionReason, format string, ordinal int) De
 	return Decision{Progress: reason, Message: fmt.Sprintf(format, member.Name(s.Name, ordinal))}
 }
 
-func sortedOrdinals(pods map[int]PodView) []int {
-	out := make([]int, 0, len(pods))
-	for o := range pods {
-		out = append(out, o)
-	}
-	sort.Ints(out)
-	return out
+// sortedOrdinals are the ordinals a map by ordinal holds, in ascending order.
+func sortedOrdinals[V any](byOrdinal map[int]V) []int {
+	return slices.Sorted(maps.Keys(byOrdinal))
 }
 
 func sortedMembers(ms []MemberView) []MemberView {

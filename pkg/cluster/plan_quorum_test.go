@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -54,15 +53,7 @@ func TestPlanQuorumLoss(t *testing.T) {
 			answering(0, index0, 1, index1))
 	}
 	all := []int{0, 1, 2, 3, 4}
-	tests := []struct {
-		name     string
-		state    State
-		want     *Action
-		progress api.ConditionReason
-		blocked  api.ConditionReason
-		// message holds these strings.
-		message []string
-	}{
+	tests := []planCase{
 		{
 			name:    "Manual, no annotation: the loss is reported with the survivor, its index and the command; nothing is done",
 			state:   twoGone,
@@ -279,30 +270,5 @@ func TestPlanQuorumLoss(t *testing.T) {
 			blocked: api.ReasonEtcdUnreachable,
 		},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			tc.state.Name = "c"
-			d := Plan(tc.state)
-			if !sameAction(d.Action, tc.want) {
-				t.Errorf("action = %+v, want %+v (message %q)", d.Action, tc.want, d.Message)
-			}
-			if d.Progress != tc.progress {
-				t.Errorf("progress = %q, want %q (message %q)", d.Progress, tc.progress, d.Message)
-			}
-			if d.Blocked != tc.blocked {
-				t.Errorf("blocked = %q, want %q (message %q)", d.Blocked, tc.blocked, d.Message)
-			}
-			if (d.Progress != "" || d.Blocked != "") && d.Message == "" {
-				t.Errorf("decision without a message: %+v", d)
-			}
-			for _, want := range tc.message {
-				if !strings.Contains(d.Message+" "+d.Report, want) {
-					t.Errorf("message %q, report %q: neither says %q", d.Message, d.Report, want)
-				}
-			}
-			if d.Action != nil && d.Blocked == api.ReasonQuorumLost && !strings.Contains(d.Report, "quorum lost for good") {
-				t.Errorf("a step while quorum is lost, without the loss reported: %q", d.Report)
-			}
-		})
-	}
+	runPlanCases(t, tests)
 }

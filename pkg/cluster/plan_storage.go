@@ -46,7 +46,7 @@ func intactClaim(s State, o int, id uint64) bool {
 // planOutdatedClaims replaces a claim that never bound and was made from an earlier
 // spec.storage (or when the spec no longer asks for claims): its pod goes first.
 func planOutdatedClaims(s State) (Decision, bool) {
-	for _, o := range sortedClaimOrdinals(s.Claims) {
+	for _, o := range sortedOrdinals(s.Claims) {
 		c := s.Claims[o]
 		if c.Bound || c.Terminating || (s.Persistent && !c.Outdated) {
 			continue
@@ -110,7 +110,7 @@ func restartMarked(s State) (Decision, bool) {
 		known[m.Ordinal] = m
 	}
 	var marked []int
-	for _, o := range sortedClaimOrdinals(s.Claims) {
+	for _, o := range sortedOrdinals(s.Claims) {
 		c := s.Claims[o]
 		m, isKnown := known[o]
 		if c.MemberID != 0 && !c.Terminating && (len(known) == 0 || (isKnown && m.ID == c.MemberID)) {
@@ -184,7 +184,7 @@ func planScaledClaims(s State, members map[int]MemberView) (Decision, bool) {
 	if !s.Persistent || !s.DeleteScaledClaims {
 		return Decision{}, false
 	}
-	for _, o := range sortedClaimOrdinals(s.Claims) {
+	for _, o := range sortedOrdinals(s.Claims) {
 		_, isMember := members[o]
 		_, hasPod := s.Pods[o]
 		if o < s.Size || isMember || hasPod || s.Claims[o].Terminating {
@@ -194,13 +194,4 @@ func planScaledClaims(s State, members map[int]MemberView) (Decision, bool) {
 			"deleting the claim of %s, removed by a scale-down (whenScaled: Delete)", o), true
 	}
 	return Decision{}, false
-}
-
-func sortedClaimOrdinals(claims map[int]ClaimView) []int {
-	out := make([]int, 0, len(claims))
-	for o := range claims {
-		out = append(out, o)
-	}
-	slices.Sort(out)
-	return out
 }

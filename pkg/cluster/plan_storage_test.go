@@ -36,13 +36,7 @@ func onClaims(s State) State {
 func TestPlanStorage(t *testing.T) {
 	three := []MemberView{leader(0), voter(1), voter(2)}
 	threeClaims := claims(claim(0), claim(1), claim(2))
-	tests := []struct {
-		name     string
-		state    State
-		want     *Action
-		progress api.ConditionReason
-		blocked  api.ConditionReason
-	}{
+	tests := []planCase{
 		{
 			name: "pod of a member gone, its claim holds its data: restart it in place, same ID",
 			state: onClaims(State{Size: 3, MembersKnown: true, Bootstrapped: true, Members: []MemberView{leader(0), voter(1), sick(voter(2))},
@@ -215,22 +209,5 @@ func TestPlanStorage(t *testing.T) {
 				Pods: pods(running(0), running(1, 0, 1), running(2, 0, 1, 2)), Claims: claims(claim(0), claim(1), func() ClaimView { c := claim(2); c.Outdated = true; return c }())}),
 		},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			tc.state.Name = "c"
-			d := Plan(tc.state)
-			if !sameAction(d.Action, tc.want) {
-				t.Errorf("action = %+v, want %+v (message %q)", d.Action, tc.want, d.Message)
-			}
-			if d.Progress != tc.progress {
-				t.Errorf("progress = %q, want %q (message %q)", d.Progress, tc.progress, d.Message)
-			}
-			if d.Blocked != tc.blocked {
-				t.Errorf("blocked = %q, want %q (message %q)", d.Blocked, tc.blocked, d.Message)
-			}
-			if (d.Progress != "" || d.Blocked != "") && d.Message == "" {
-				t.Errorf("decision without a message: %+v", d)
-			}
-		})
-	}
+	runPlanCases(t, tests)
 }

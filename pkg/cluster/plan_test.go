@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -71,13 +72,7 @@ func pods(ps ...PodView) map[int]PodView {
 
 func TestPlan(t *testing.T) {
 	three := pods(running(0), running(1, 0, 1), running(2, 0, 1, 2))
-	tests := []struct {
-		name     string
-		state    State
-		want     *Action
-		progress api.ConditionReason
-		blocked  api.ConditionReason
-	}{
+	tests := []planCase{
 		{
 			name:     "new cluster: create the seed",
 			state:    State{Size: 3, Pods: pods()},
@@ -306,6 +301,23 @@ func TestPlan(t *testing.T) {
 			progress: api.ReasonScalingDown,
 		},
 	}
+	runPlanCases(t, tests)
+}
+
+// planCase is one row of a planner table: the state, and the action, Progressing reason and
+// Blocked reason the planner must decide on, with the strings its message or report says.
+type planCase struct {
+	name     string
+	state    State
+	want     *Action
+	progress api.ConditionReason
+	blocked  api.ConditionReason
+	message  []string
+}
+
+// runPlanCases plans each case's state (of a cluster named c) and checks the decision.
+func runPlanCases(t *testing.T, tests []planCase) {
+	t.Helper()
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.state.Name = "c"
@@ -321,6 +333,11 @@ func TestPlan(t *testing.T) {
 			}
 			if (d.Progress != "" || d.Blocked != "") && d.Message == "" {
 				t.Errorf("decision without a message: %+v", d)
+			}
+			for _, want := range tc.message {
+				if !strings.Contains(d.Message+" "+d.Report, want) {
+					t.Errorf("message %q, report %q: neither says %q", d.Message, d.Report, want)
+				}
 			}
 		})
 	}

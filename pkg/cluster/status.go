@@ -221,7 +221,7 @@ func podCondition(pods map[int]PodView, ordinal int) string {
 // Event): a StorageClass that does not exist, a provisioner that fails. Empty when none does.
 func pendingClaims(s State) string {
 	var out []string
-	for _, o := range sortedClaimOrdinals(s.Claims) {
+	for _, o := range sortedOrdinals(s.Claims) {
 		if c := s.Claims[o]; !c.Bound && !c.Terminating && c.Problem != "" {
 			out = append(out, fmt.Sprintf("claim %s waits for a volume (%s)", member.ClaimName(s.Name, o), c.Problem))
 		}

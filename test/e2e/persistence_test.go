@@ -11,10 +11,10 @@ import (
 	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
 )
 
-// claimUIDs are the UIDs of the cluster's claims, by claim name.
-func claimUIDs(f *framework.Framework, cluster string) map[string]string {
+// uidsByName are the UIDs of the cluster's objects of a resource (pods, pvc), by name.
+func uidsByName(f *framework.Framework, resource, cluster string) map[string]string {
 	f.T().Helper()
-	out := f.MustNS("get", "pvc", "-l", "etcd.operator.dev/cluster="+cluster, "-o",
+	out := f.MustNS("get", resource, "-l", "etcd.operator.dev/cluster="+cluster, "-o",
 		`jsonpath={range .items[*]}{.metadata.name}={.metadata.uid}{"\n"}{end}`)
 	uids := map[string]string{}
 	for _, line := range strings.Fields(out) {
@@ -22,6 +22,16 @@ func claimUIDs(f *framework.Framework, cluster string) map[string]string {
 		uids[name] = uid
 	}
 	return uids
+}
+
+// claimUIDs are the UIDs of the cluster's claims, by claim name.
+func claimUIDs(f *framework.Framework, cluster string) map[string]string {
+	return uidsByName(f, "pvc", cluster)
+}
+
+// podUIDs are the UIDs of the member pods of a cluster, by name.
+func podUIDs(f *framework.Framework, cluster string) map[string]string {
+	return uidsByName(f, "pods", cluster)
 }
 
 // memberIDs are the member IDs status reports, by member name.
@@ -36,19 +46,6 @@ func memberIDs(f *framework.Framework, cluster string) map[string]string {
 		ids[m.Name] = m.ID
 	}
 	return ids
-}
-
-// podUIDs are the UIDs of the member pods of a cluster, by name.
-func podUIDs(f *framework.Framework, cluster string) map[string]string {
-	f.T().Helper()
-	out := f.MustNS("get", "pods", "-l", "etcd.operator.dev/cluster="+cluster, "-o",
-		`jsonpath={range .items[*]}{.metadata.name}={.metadata.uid}{"\n"}{end}`)
-	uids := map[string]string{}
-	for _, line := range strings.Fields(out) {
-		name, uid, _ := strings.Cut(line, "=")
-		uids[name] = uid
-	}
-	return uids
 }
 
 // waitSameMembers waits until the cluster is in spec with n members, each with the ID it had,
