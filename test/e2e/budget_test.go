@@ -23,6 +23,7 @@ func evict(f *framework.Framework, pod string) error {
 // eviction while the first member is still coming back is refused, and allowed again once
 // the cluster is whole. The budget follows spec.size. An application writes throughout.
 func TestDisruptionBudget(t *testing.T) {
+	t.Parallel()
 	const name = "example"
 	f, writer := runningExample(t)
 

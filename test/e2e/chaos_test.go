@@ -22,6 +22,7 @@ const chaosDuration = 3 * time.Minute
 // emptyDir such a run loses the cluster as soon as two deletions fall within one
 // replacement; on claims members restart in place.
 func TestChaos(t *testing.T) {
+	t.Parallel()
 	const name = "example"
 	duration := chaosDuration
 	if s := os.Getenv("E2E_CHAOS_DURATION"); s != "" {

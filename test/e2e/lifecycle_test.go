@@ -141,6 +141,7 @@ func noFailedLookups(t *testing.T, f *framework.Framework, cluster string, n int
 // delete. After every step etcd's member list, the pods and spec.size agree, the names are
 // <name>-0..n-1, and every key written before is still readable through <name>-client.
 func TestClusterLifecycle(t *testing.T) {
+	t.Parallel()
 	f := framework.New(t)
 	requireOperator(t, f)
 	const name = "example"
@@ -237,6 +238,7 @@ func TestClusterLifecycle(t *testing.T) {
 // TestPausedClusterIsLeftAlone: with spec.paused the operator reports a lost member but does
 // not replace it; once unpaused it does. On emptyDir, so that storage keeps a test of its own.
 func TestPausedClusterIsLeftAlone(t *testing.T) {
+	t.Parallel()
 	const name = "example"
 	// emptyDir: this test also keeps that storage's own behaviour: the lost member is
 	// replaced (a new member under its name), not restarted.

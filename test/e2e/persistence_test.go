@@ -77,6 +77,7 @@ func waitSameMembers(f *framework.Framework, cluster string, ids, oldPods map[st
 // operator's) are deleted at once. A member whose claim goes with its pod is replaced. The
 // cluster deleted and applied again comes back on its claims. Nothing acknowledged is lost.
 func TestRestartInPlace(t *testing.T) {
+	t.Parallel()
 	const name = "example"
 	f, writer := runningExample(t)
 	c, err := f.GetEtcdCluster(name)
@@ -140,8 +141,10 @@ func TestRestartInPlace(t *testing.T) {
 // TestClaimsFollowScaling: with whenScaled Retain a scale-down keeps the removed member's
 // claim, and a claim kept that way is replaced by an empty one before its ordinal joins again
 // (etcd refuses to start a removed member's data). (Delete, the default, is in
-// TestClusterLifecycle.)
+// TestClusterLifecycle.) Then a claim deleted under its running member: the member is
+// replaced on a new claim.
 func TestClaimsFollowScaling(t *testing.T) {
+	t.Parallel()
 	const name = "example"
 	f, writer := runningExample(t)
 
@@ -163,6 +166,26 @@ func TestClaimsFollowScaling(t *testing.T) {
 	if id := memberIDs(f, name)[name+"-3"]; id == removedID {
 		t.Errorf("%s-3 came back with the removed member's ID %s", name, id)
 	}
+
+	// A claim deleted by hand under its running member: the claim waits for its pod to go
+	// (pvc-protection); the member is replaced on a new claim.
+	oldID := memberIDs(f, name)[name+"-1"]
+	oldClaim := claimUIDs(f, name)["data-"+name+"-1"]
+	f.MustNS("delete", "pvc", "data-"+name+"-1", "--wait=false")
+	replacedOnNewClaim := func() (bool, error) {
+		c, err := f.GetEtcdCluster(name)
+		if err != nil {
+			return false, err
+		}
+		if id := c.MemberID(name + "-1"); id == "" || id == oldID {
+			return false, fmt.Errorf("member %s-1 id %q (was %s)", name, id, oldID)
+		}
+		if uid := claimUIDs(f, name)["data-"+name+"-1"]; uid == "" || uid == oldClaim {
+			return false, fmt.Errorf("claim data-%s-1 uid %q (was %s)", name, uid, oldClaim)
+		}
+		return c.InSpec(4)
+	}
+	f.Eventually(name+"-1 replaced on a new claim", 3*time.Minute, replacedOnNewClaim)
 	writer.StopAndVerify(name + "-0")
 }
 
@@ -170,6 +193,7 @@ func TestClaimsFollowScaling(t *testing.T) {
 // waiting; the cluster says so, with the claim's event. Fixing the spec of a cluster that
 // never started is allowed, and the cluster then starts.
 func TestClaimThatCannotBind(t *testing.T) {
+	t.Parallel()
 	const name = "example"
 	f := framework.New(t)
 	requireOperator(t, f)
@@ -227,6 +251,7 @@ func waitQuorumLost(f *framework.Framework, cluster, survivor string) string {
 // which keeps every acknowledged write, and it grows back to three. With FromSurvivor (grace
 // 0) the same happens unattended.
 func TestQuorumLoss(t *testing.T) {
+	t.Parallel()
 	const name = "example"
 	f, writer := runningExample(t)
 	log := writer.Stop()

@@ -86,6 +86,7 @@ spec:
 // healthy cluster on this cluster (CoreDNS with its default 30 s cache), and that
 // a key survives the deletion of a member pod. Keep it.
 func TestStatefulSetFloor(t *testing.T) {
+	t.Parallel()
 	f := framework.New(t)
 
 	start := time.Now()
