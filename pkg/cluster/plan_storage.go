@@ -77,13 +77,18 @@ func planRestartInPlace(s State) (Decision, bool) {
 		ordinals = append(ordinals, m.Ordinal)
 	}
 	slices.Sort(ordinals)
+	// A member whose old pod is still going does not hold back the others.
+	going := -1
 	for _, m := range sortedMembers(s.Members) {
 		p, hasPod := s.Pods[m.Ordinal]
 		if m.Learner || (hasPod && !p.Terminating) || !intactClaim(s, m.Ordinal, m.ID) {
 			continue
 		}
 		if hasPod {
-			return waiting(s, api.ReasonRestartingMember, "waiting for the old pod of %s to go before restarting it on its data", m.Ordinal), true
+			if going < 0 {
+				going = m.Ordinal
+			}
+			continue
 		}
 		var started uint64
 		if m.Name != "" {
@@ -92,6 +97,9 @@ func planRestartInPlace(s State) (Decision, bool) {
 		return step(s, Action{Kind: ActionCreatePod, Ordinal: m.Ordinal, ClusterState: etcdutil.ClusterStateExisting,
 			InitialCluster: ordinals, MemberID: started}, api.ReasonRestartingMember,
 			"restarting member %s on its data", m.Ordinal), true
+	}
+	if going >= 0 {
+		return waiting(s, api.ReasonRestartingMember, "waiting for the old pod of %s to go before restarting it on its data", going), true
 	}
 	return Decision{}, false
 }
@@ -117,6 +125,7 @@ func restartMarked(s State) (Decision, bool) {
 			marked = append(marked, o)
 		}
 	}
+	going := -1
 	for _, o := range marked {
 		p, hasPod := s.Pods[o]
 		var started uint64
@@ -124,12 +133,15 @@ func restartMarked(s State) (Decision, bool) {
 			started = m.ID
 		}
 		switch {
-		case hasPod && p.Terminating:
-			return waiting(s, api.ReasonRestartingMember, "waiting for the old pod of %s to go before restarting it on its data", o), true
+		case hasPod && p.Terminating && going < 0:
+			going = o
 		case !hasPod:
 			return step(s, Action{Kind: ActionCreatePod, Ordinal: o, ClusterState: etcdutil.ClusterStateExisting,
 				InitialCluster: marked, MemberID: started}, api.ReasonRestartingMember, "restarting member %s on its data", o), true
 		}
+	}
+	if going >= 0 {
+		return waiting(s, api.ReasonRestartingMember, "waiting for the old pod of %s to go before restarting it on its data", going), true
 	}
 	return Decision{}, false
 }

@@ -58,6 +58,19 @@ func TestPlanStorage(t *testing.T) {
 			progress: api.ReasonRestartingMember,
 		},
 		{
+			name: "one old pod still going, another gone: the other is restarted meanwhile",
+			state: onClaims(State{Size: 3, MembersKnown: true, Bootstrapped: true, Members: []MemberView{leader(0), sick(voter(1)), sick(voter(2))},
+				Pods: pods(running(0), terminating(running(1, 0, 1))), Claims: threeClaims}),
+			want:     &Action{Kind: ActionCreatePod, Ordinal: 2, ClusterState: "existing", InitialCluster: []int{0, 1, 2}, MemberID: 102},
+			progress: api.ReasonRestartingMember,
+		},
+		{
+			name:     "nobody answers, one old pod still going: the others are restarted meanwhile",
+			state:    onClaims(State{Size: 3, Bootstrapped: true, Pods: pods(terminating(running(0)), terminating(running(1, 0, 1))), Claims: threeClaims}),
+			want:     &Action{Kind: ActionCreatePod, Ordinal: 2, ClusterState: "existing", InitialCluster: []int{0, 1, 2}},
+			progress: api.ReasonRestartingMember,
+		},
+		{
 			name: "two of three pods gone (no quorum): restart in place all the same",
 			state: onClaims(State{Size: 3, MembersKnown: true, Bootstrapped: true, Members: []MemberView{leader(0), sick(voter(1)), sick(voter(2))},
 				Pods: pods(running(0)), Claims: threeClaims}),
