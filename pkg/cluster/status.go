@@ -147,6 +147,9 @@ func progressing(paused bool, d Decision) condition {
 		return condition{metav1.ConditionFalse, api.ReasonPaused, "spec.paused is set; no change is made"}
 	case d.Progress != "":
 		return condition{metav1.ConditionTrue, d.Progress, d.Message}
+	case d.Blocked != "":
+		// Nothing is being changed, and the cluster does not match its spec either.
+		return condition{metav1.ConditionFalse, d.Blocked, "no change can be made now: see the Degraded condition"}
 	default:
 		return condition{metav1.ConditionFalse, api.ReasonReconciled, "the cluster matches its spec"}
 	}

@@ -74,7 +74,7 @@ func TestComputeStatus(t *testing.T) {
 			state:    State{Size: 3, Bootstrapped: true, MembersKnown: true, Members: []MemberView{voter(0), sick(voter(1)), sick(voter(2))}},
 			d:        Plan(State{Name: "c", Size: 3, Bootstrapped: true, MembersKnown: true, Members: []MemberView{voter(0), sick(voter(1)), sick(voter(2))}}),
 			degraded: true,
-			reasons:  conds{api.ReasonNoQuorum, api.ReasonReconciled, api.ReasonNoQuorum},
+			reasons:  conds{api.ReasonNoQuorum, api.ReasonNoQuorum, api.ReasonNoQuorum},
 			phase:    api.PhaseDegraded,
 			ready:    1,
 		},
@@ -83,7 +83,7 @@ func TestComputeStatus(t *testing.T) {
 			state:    State{Size: 3, Bootstrapped: true, Pods: pods(running(0))},
 			d:        Decision{Blocked: api.ReasonEtcdUnreachable, Message: "no member answered"},
 			degraded: true,
-			reasons:  conds{api.ReasonNoQuorum, api.ReasonReconciled, api.ReasonEtcdUnreachable},
+			reasons:  conds{api.ReasonNoQuorum, api.ReasonEtcdUnreachable, api.ReasonEtcdUnreachable},
 			phase:    api.PhaseDegraded,
 		},
 		{
