@@ -140,7 +140,9 @@ func (w *Writer) WaitAcked(n int, timeout time.Duration) {
 func (w *Writer) Stop() WriteLog {
 	w.f.t.Helper()
 	if _, err := w.f.NS("exec", w.Pod, "--", "touch", "/work/stop"); err != nil {
-		w.f.t.Fatalf("stopping writer %s: %v", w.Pod, err)
+		// The writer exits as soon as it sees the file, and its exit can cut the exec short
+		// (exit status 137) after the touch took effect: its log says whether it stopped.
+		w.f.t.Logf("stopping writer %s: %v; waiting for its DONE", w.Pod, err)
 	}
 	var log WriteLog
 	w.f.Eventually("writer "+w.Pod+" done", time.Minute, func() (bool, error) {
