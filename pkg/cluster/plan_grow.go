@@ -1,0 +1,130 @@
+package cluster
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+
+	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
+	"github.com/etcd-operator/etcd-operator/pkg/member"
+)
+
+// Rule 7 of the planner (see plan.go): grow toward spec.size one member at a time, lowest
+// missing ordinal first, with the pod of the next member made ahead while one starts.
+
+// podAhead creates, ahead of time, the pod of the member to be added after the members
+// `members` (the lowest ordinal from `from` on that is not one of them), while a member before
+// it is still starting: the pod is scheduled, gets its IP and its DNS record in the meantime,
+// and member-init holds its etcd back until the member is registered. Nothing if that ordinal
+// already has a pod: at most one pod is made ahead. No membership changes: the member is
+// still added only once the one before it is promoted. The pod's member-init asks the members
+// by name, and dials them only once cluster DNS serves their names, so their records need
+// not be published yet: an early lookup cannot cache a negative answer.
+func podAhead(s State, members []int, from int) (Decision, bool) {
+	for o := from; o < s.Size; o++ {
+		if slices.Contains(members, o) {
+			continue
+		}
+		if _, exists := s.Pods[o]; exists {
+			return Decision{}, false
+		}
+		if d, ok := prepareClaim(s, o); ok {
+			// Replacing a claim ahead is fine; waiting for one is not worth saying here.
+			return d, d.Action != nil
+		}
+		want := append(slices.Clone(members), o)
+		sort.Ints(want)
+		return step(s, Action{Kind: ActionCreatePod, Ordinal: o, ClusterState: etcdutil.ClusterStateExisting,
+			InitialCluster: want}, reasonFor(s, o), "creating pod %s ahead of its member", o), true
+	}
+	return Decision{}, false
+}
+
+// podAheadOf creates the next member's pod ahead while the members `starting` start (the
+// seed, or a learner): only when each of them has a live pod.
+func podAheadOf(s State, starting []MemberView) (Decision, bool) {
+	var members []int
+	for _, m := range starting {
+		if p, ok := s.Pods[m.Ordinal]; !ok || p.Terminating {
+			return Decision{}, false
+		}
+		members = append(members, m.Ordinal)
+	}
+	return podAhead(s, members, 0)
+}
+
+// removeVoter removes a voting member, first moving leadership away if it leads, and only if
+// the members left keep a healthy majority.
+func removeVoter(s State, m MemberView, reason api.ConditionReason) Decision {
+	voting, healthy := votingCounts(s.Members)
+	if m.Healthy {
+		healthy--
+	}
+	if healthy < quorum(voting-1) {
+		return Decision{Blocked: api.ReasonQuorumAtRisk, Message: fmt.Sprintf(
+			"removing member %s would leave %d healthy of %d voting members, less than a majority",
+			member.Name(s.Name, m.Ordinal), healthy, voting-1)}
+	}
+	if m.Leader && m.Healthy {
+		for _, t := range sortedMembers(s.Members) {
+			if t.ID != m.ID && t.Healthy && !t.Learner {
+				return step(s, Action{Kind: ActionMoveLeader, Ordinal: m.Ordinal, MemberID: m.ID, Transferee: t.ID},
+					reason, "moving leadership away from %s before removing it", m.Ordinal)
+			}
+		}
+		return Decision{Blocked: api.ReasonQuorumAtRisk, Message: fmt.Sprintf(
+			"member %s leads and no other healthy voting member can take over", member.Name(s.Name, m.Ordinal))}
+	}
+	return step(s, Action{Kind: ActionRemoveMember, Ordinal: m.Ordinal, MemberID: m.ID}, reason,
+		"removing member %s", m.Ordinal)
+}
+
+func planGrow(s State, members map[int]MemberView) Decision {
+	var current []int
+	for o := range members {
+		current = append(current, o)
+	}
+	stuck := -1
+	for o := 0; o < s.Size; o++ {
+		if _, ok := members[o]; ok {
+			continue
+		}
+		want := append(slices.Clone(current), o)
+		sort.Ints(want)
+		if d, ok := prepareClaim(s, o); ok {
+			return d
+		}
+		p, hasPod := s.Pods[o]
+		switch {
+		case !hasPod:
+			return step(s, Action{Kind: ActionCreatePod, Ordinal: o, ClusterState: etcdutil.ClusterStateExisting,
+				InitialCluster: want}, reasonFor(s, o), "creating pod %s", o)
+		case p.Terminating:
+			return waiting(s, reasonFor(s, o), "waiting for the old pod %s to go", o)
+		case p.ClusterState != etcdutil.ClusterStateExisting || !slices.Equal(p.InitialCluster, want):
+			// Its etcd would be refused (or worse, bootstrap a cluster of its own):
+			// member-init still holds it back, so the pod can go.
+			return step(s, Action{Kind: ActionDeletePod, Ordinal: o}, reasonFor(s, o),
+				"deleting pod %s, created for a membership that has changed", o)
+		case p.Published:
+			return step(s, Action{Kind: ActionAddLearner, Ordinal: o}, reasonFor(s, o),
+				"adding member %s as a learner", o)
+		case p.Unschedulable:
+			// A pod that cannot be scheduled must not hold back the other ordinals.
+			if stuck < 0 {
+				stuck = o
+			}
+		default:
+			// The pod of the member after this one starts meanwhile.
+			if d, ok := podAhead(s, want, o+1); ok {
+				return d
+			}
+			return waiting(s, reasonFor(s, o), "waiting for pod %s to start and be published in DNS", o)
+		}
+	}
+	if stuck >= 0 {
+		return waiting(s, reasonFor(s, stuck), "pod %s cannot be scheduled", stuck)
+	}
+	return Decision{}
+}
