@@ -15,6 +15,7 @@ check_pin() {
 }
 check_pin k8s k8s.io/kubernetes "$KUBERNETES_VERSION"
 check_pin etcd go.etcd.io/etcd/server/v3 "$ETCD_VERSION"
+for v in $ETCD_EXTRA_VERSIONS; do check_pin "$(etcd_module "$v")" go.etcd.io/etcd/server/v3 "$v"; done
 check_pin coredns github.com/coredns/coredns "$COREDNS_VERSION"
 check_pin local-path-provisioner github.com/rancher/local-path-provisioner "$LOCAL_PATH_PROVISIONER_VERSION"
 
@@ -54,6 +55,12 @@ ETCD_LD="-X go.etcd.io/etcd/api/v3/version.GitSHA=$ETCD_VERSION"
 [ -x "$ETCD_BIN/etcd" ] || gobuild "$B/etcd" "$ETCD_BIN/etcd" go.etcd.io/etcd/server/v3 "$ETCD_LD"
 [ -x "$ETCD_BIN/etcdctl" ] || gobuild "$B/etcd" "$ETCD_BIN/etcdctl" go.etcd.io/etcd/etcdctl/v3 "$ETCD_LD"
 [ -x "$ETCD_BIN/etcdutl" ] || gobuild "$B/etcd" "$ETCD_BIN/etcdutl" go.etcd.io/etcd/etcdutl/v3 "$ETCD_LD"
+for v in $ETCD_EXTRA_VERSIONS; do
+	bin=$(etcd_bin "$v") mod=$B/$(etcd_module "$v")
+	for c in etcd:server etcdctl:etcdctl etcdutl:etcdutl; do
+		[ -x "$bin/${c%%:*}" ] || gobuild "$mod" "$bin/${c%%:*}" "go.etcd.io/etcd/${c#*:}/v3" "-X go.etcd.io/etcd/api/v3/version.GitSHA=$v"
+	done
+done
 
 [ -x "$COREDNS_BIN/coredns" ] || gobuild "$B/coredns" "$COREDNS_BIN/coredns" github.com/coredns/coredns \
 	"-X github.com/coredns/coredns/coremain.GitCommit=$COREDNS_VERSION"

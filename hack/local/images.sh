@@ -14,7 +14,8 @@ MKIMAGE=$(mkimage_tool)
 [ -x "$MKIMAGE" ] || die "$MKIMAGE missing: run hack/local/build.sh first"
 mkdir -p "$OUT"
 
-# image_file NAME: path of the tarball of image NAME (pause, etcd, coredns, local-path-provisioner, busybox).
+# image_file NAME: path of the tarball of image NAME (pause, etcd, etcd-<version>, coredns,
+# local-path-provisioner, busybox).
 image_file() { echo "$OUT/$1.tar"; }
 
 # rootfs_base DIR: the distroless-like base every image here shares: /etc/passwd and
@@ -26,8 +27,8 @@ rootfs_base() {
 	printf 'root:x:0:\nnobody:x:65534:\nnonroot:x:65532:\n' >"$1/etc/group"
 }
 
-# pack NAME REF MKIMAGE-FLAGS...: run the recipe function recipe_NAME in a scratch
-# folder, then mkimage with its layers; skipped when the tarball is cached.
+# pack NAME REF MKIMAGE-FLAGS...: run the recipe function recipe_NAME (recipe_$RECIPE when set)
+# in a scratch folder, then mkimage with its layers; skipped when the tarball is cached.
 pack() {
 	local name=$1 ref=$2
 	shift 2
@@ -36,7 +37,7 @@ pack() {
 	[ -f "$out" ] && return 0
 	ts "packing $ref"
 	work=$(mktemp -d "$OUT/.work-$name.XXXXXX")
-	"recipe_$name" "$work"
+	"recipe_${RECIPE:-$name}" "$work"
 	local layers=()
 	for l in "$work"/layer*; do layers+=(-layer "$l"); done
 	"$MKIMAGE" -o "$out" -ref "$ref" "${layers[@]}" "$@" >/dev/null
@@ -50,10 +51,12 @@ recipe_pause() {
 
 # etcd like upstream's Dockerfile (distroless static base; etcd, etcdctl and etcdutl in
 # /usr/local/bin; WORKDIR /var/etcd then /var/lib/etcd): no shell, no package manager.
+# recipe_etcd packs ETCD_BIN, or the folder in $RECIPE_ETCD_BIN for an extra version.
 recipe_etcd() {
+	local bin=${RECIPE_ETCD_BIN:-$ETCD_BIN}
 	rootfs_base "$1/layer0"
 	mkdir -p "$1/layer0/var/etcd" "$1/layer0/var/lib/etcd" "$1/layer1/usr/local/bin"
-	cp "$ETCD_BIN/etcd" "$ETCD_BIN/etcdctl" "$ETCD_BIN/etcdutl" "$1/layer1/usr/local/bin/"
+	cp "$bin/etcd" "$bin/etcdctl" "$bin/etcdutl" "$1/layer1/usr/local/bin/"
 }
 
 recipe_coredns() {
@@ -82,6 +85,10 @@ recipe_busybox() {
 PATH_ENV=PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 pack pause "$PAUSE_IMAGE" -entrypoint /pause -user 65535:65535
 pack etcd "$ETCD_IMAGE" -env "$PATH_ENV" -workdir /var/lib/etcd -cmd /usr/local/bin/etcd
+for v in $ETCD_EXTRA_VERSIONS; do
+	RECIPE=etcd RECIPE_ETCD_BIN=$(etcd_bin "$v") pack "etcd-$v" "gcr.io/etcd-development/etcd:$v" \
+		-env "$PATH_ENV" -workdir /var/lib/etcd -cmd /usr/local/bin/etcd
+done
 pack coredns "$COREDNS_IMAGE" -env "$PATH_ENV" -entrypoint /coredns
 pack local-path-provisioner "$LPP_IMAGE" -env "$PATH_ENV" -cmd local-path-provisioner
 pack busybox "$BUSYBOX_IMAGE" -env "$PATH_ENV" -cmd sh

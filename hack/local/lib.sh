@@ -12,6 +12,10 @@ ROOT=$(cd "$LOCAL_DIR/../.." && pwd)
 CACHE=${ETCD_OPERATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/etcd-operator}
 K8S_BIN=$CACHE/kubernetes-$KUBERNETES_VERSION/bin
 ETCD_BIN=$CACHE/etcd-$ETCD_VERSION/bin
+# etcd_bin VERSION: the folder of etcd, etcdctl and etcdutl of that version
+etcd_bin() { echo "$CACHE/etcd-$1/bin"; }
+# etcd_module VERSION: the helper module that pins an extra etcd version (build/etcd-vX.Y)
+etcd_module() { local v=$1; echo "etcd-${v%.*}"; }
 COREDNS_BIN=$CACHE/coredns-$COREDNS_VERSION/bin
 LPP_BIN=$CACHE/local-path-provisioner-$LOCAL_PATH_PROVISIONER_VERSION/bin
 PAUSE_BIN=$CACHE/pause-$PAUSE_VERSION/bin

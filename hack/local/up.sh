@@ -290,7 +290,7 @@ waitfor "containerd CRI socket" 60 "$CRI" "$SOCK" version
 # registry. A stamp next to containerd's root records which tarball each image came from.
 mkdir -p "$VAR/imported"
 imports=()
-for img in pause etcd coredns local-path-provisioner busybox; do
+for img in pause etcd $(printf 'etcd-%s ' $ETCD_EXTRA_VERSIONS) coredns local-path-provisioner busybox; do
 	if [ "$(cat "$VAR/imported/$img" 2>/dev/null)" != "$IMG/$img.tar" ]; then
 		(ctr -a "$SOCK" -n k8s.io images import "$IMG/$img.tar" >/dev/null &&
 			echo "$IMG/$img.tar" >"$VAR/imported/$img" && ts "imported $img") &
