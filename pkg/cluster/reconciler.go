@@ -69,8 +69,8 @@ type Reconciler struct {
 	control memberControl
 	// served only saves DNS questions already answered; nothing is decided from it alone.
 	served servedPods
-	// foreignBudgets only keeps a budget conflict from being reported on every pass.
-	foreignBudgets reportedConflicts
+	// conflicts only keeps a foreign object from being reported on every pass.
+	conflicts reportedConflicts
 	// now is the clock a pass reads its time from.
 	now func() time.Time
 }
@@ -95,7 +95,7 @@ func (r *Reconciler) Sync(ctx context.Context, namespace, name string) (time.Dur
 	cached, err := r.deps.Clusters.EtcdClusters(namespace).Get(name)
 	if apierrors.IsNotFound(err) {
 		r.served.set(namespace+"/"+name, nil)
-		r.foreignBudgets.forget(namespace + "/" + name)
+		r.conflicts.forget(namespace + "/" + name)
 		return 0, ErrGone
 	}
 	if err != nil {
@@ -103,17 +103,18 @@ func (r *Reconciler) Sync(ctx context.Context, namespace, name string) (time.Dur
 	}
 	if cached.DeletionTimestamp != nil {
 		r.served.set(namespace+"/"+name, nil)
-		r.foreignBudgets.forget(namespace + "/" + name)
+		r.conflicts.forget(namespace + "/" + name)
 		return 0, ErrGone
 	}
 	c := cached.DeepCopy()
 	log := r.log(c)
+	var foreign []ForeignObject
 
 	if !c.Spec.Paused {
 		if patched, err := r.ensureStorage(ctx, c); err != nil || patched {
 			return afterAction, err
 		}
-		if err := r.ensureOwned(ctx, c); err != nil {
+		if foreign, err = r.ensureOwned(ctx, c); err != nil {
 			return 0, err
 		}
 	}
@@ -121,6 +122,8 @@ func (r *Reconciler) Sync(ctx context.Context, namespace, name string) (time.Dur
 	if err != nil {
 		return 0, err
 	}
+	obs.foreign = append(obs.foreign, foreign...)
+	r.reportForeign(c, obs.foreign)
 	if !c.Spec.Paused {
 		if err := r.syncClaims(ctx, c, obs); err != nil {
 			return 0, err

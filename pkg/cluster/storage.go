@@ -86,15 +86,18 @@ func (r *Reconciler) observeClaims(ctx context.Context, c *api.EtcdCluster, o *o
 		return fmt.Errorf("listing claims: %w", err)
 	}
 	for _, pvc := range claims {
-		if owner := metav1.GetControllerOf(pvc); owner != nil && owner.UID != c.UID {
-			continue
-		}
 		name, ok := strings.CutPrefix(pvc.Name, "data-")
 		if !ok {
 			continue
 		}
-		if ord, ok := member.Ordinal(c.Name, name); ok && pvc.Name == member.ClaimName(c.Name, ord) {
+		ord, ok := member.Ordinal(c.Name, name)
+		switch {
+		case !ok || pvc.Name != member.ClaimName(c.Name, ord):
+		case claimIsOurs(c, pvc):
 			o.claims[ord] = pvc
+		default:
+			// Another controller's claim of a member's name: a member pod would mount it.
+			o.foreign = append(o.foreign, foreignObject(ForeignClaim, pvc, ord))
 		}
 	}
 	for ord, pvc := range o.claims {

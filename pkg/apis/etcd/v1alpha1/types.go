@@ -390,6 +390,11 @@ const (
 	ReasonRecoveringQuorum ConditionReason = "RecoveringQuorum"
 	// ReasonEtcdUnreachable: no member answered the operator.
 	ReasonEtcdUnreachable ConditionReason = "EtcdUnreachable"
+	// ReasonForeignObject: a pod, claim or Service has the name of one of the cluster's
+	// objects and is not the cluster's (no controller reference to it, and nothing that proves
+	// it was made for it). The operator leaves it alone and does not act on that member until
+	// it is gone; the message names each such object.
+	ReasonForeignObject ConditionReason = "ForeignObject"
 	// ReasonAsExpected: nothing is wrong.
 	ReasonAsExpected ConditionReason = "AsExpected"
 )
