@@ -257,6 +257,10 @@ func (m *realMemberControl) RemoveMember(ctx context.Context, c *api.EtcdCluster
 func (m *realMemberControl) change(ctx context.Context, c *api.EtcdCluster, voters []string, ordinal int,
 	ch membershipChange, why string, call func(etcdutil.Client) (uint64, error)) (Result, error) {
 	name := member.Name(c.Name, ordinal)
+	voters, err := m.sameCluster(ctx, c, voters)
+	if err != nil {
+		return Result{}, fmt.Errorf(ch.doing+": %w", name, err)
+	}
 	var id uint64
 	res, err := ch.judge(m.withClient(ctx, voters, func(cli etcdutil.Client) (err error) {
 		id, err = call(cli)
@@ -278,6 +282,9 @@ func (m *realMemberControl) change(ctx context.Context, c *api.EtcdCluster, vote
 
 func (m *realMemberControl) MoveLeader(ctx context.Context, c *api.EtcdCluster, leader string, ordinal int, transferee uint64) (Result, error) {
 	name := member.Name(c.Name, ordinal)
+	if _, err := m.sameCluster(ctx, c, []string{leader}); err != nil {
+		return Result{}, fmt.Errorf("moving leadership from %s to %s: %w", name, hexID(transferee), err)
+	}
 	err := m.withClient(ctx, []string{leader}, func(cli etcdutil.Client) error {
 		return cli.MoveLeader(ctx, leader, transferee)
 	})

@@ -115,6 +115,7 @@ func (r *Reconciler) observe(ctx context.Context, c *api.EtcdCluster) (*observat
 	}
 	defer cli.Close()
 	o.statuses = memberStatuses(ctx, cli, endpoints)
+	o.dropForeignEndpoints()
 
 	o.leader = leaderOf(o.statuses)
 
@@ -135,6 +136,9 @@ func (r *Reconciler) observe(ctx context.Context, c *api.EtcdCluster) (*observat
 		return o, nil
 	}
 	o.members, o.membersKnown = members, true
+	if err := r.recordClusterID(ctx, c, o); err != nil {
+		return nil, err
+	}
 	return o, nil
 }
 

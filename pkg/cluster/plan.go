@@ -21,7 +21,8 @@ import (
 //
 //  F. A pod or claim with a member's name that is not the cluster's (no controller reference
 //     to it, not adopted, not a retained claim of the cluster): change nothing, and name it
-//     (plan_foreign.go). A foreign Service is reported but does not stop the planner.
+//     (plan_foreign.go). A foreign Service, or a member pod whose IP answers for another
+//     etcd cluster (clusterid.go), is reported but does not stop the planner.
 //  0. A claim that never bound, made from an earlier spec.storage, is replaced (its pod
 //     first): the spec of a cluster that never started may be fixed (plan_storage.go).
 //  1. etcd unreachable: bootstrap the seed member <name>-0 if the cluster never had a member

@@ -10,10 +10,12 @@ import (
 // replace it, or create its pod on someone else's claim. Nothing is changed until the object
 // is gone or renamed; the Degraded condition names it. A foreign Service does not stop the
 // planner: no step acts on a Service, and a member is only added once DNS serves its name.
+// Nor does a member pod whose IP answers for another etcd cluster: that member is not
+// counted (as if it did not answer), and no change is ever sent to that IP.
 func planForeign(s State) (Decision, bool) {
 	var members []ForeignObject
 	for _, f := range s.Foreign {
-		if f.Ordinal >= 0 {
+		if f.Kind == ForeignPod || f.Kind == ForeignClaim {
 			members = append(members, f)
 		}
 	}

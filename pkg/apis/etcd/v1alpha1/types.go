@@ -127,6 +127,14 @@ const DefaultQuorumLossGracePeriodSeconds int32 = 300
 // survivor's pod, and removes the annotation once quorum is back.
 const AnnotationRecoverQuorum = "etcd.operator.dev/recover-quorum"
 
+// AnnotationClusterID on an EtcdCluster is the ID etcd gave the cluster, in hex, written by
+// the operator from the first member list it reads. Before any membership change the operator
+// checks that the members it sends it to answer with this ID: a pod IP reused by another etcd
+// cluster's pod is never reconfigured. An annotation rather than a status field: it is an
+// identity the operator acts on, and it must outlive a status that is rewritten, or lost when
+// the object is copied or restored. Remove it only when the cluster was made anew on purpose.
+const AnnotationClusterID = "etcd.operator.dev/cluster-id"
+
 // RecoverFromHighest, as the value of AnnotationRecoverQuorum, means the survivor with the
 // highest raft index.
 const RecoverFromHighest = "highest"
