@@ -76,10 +76,8 @@ func (r *Reconciler) recordClusterID(ctx context.Context, c *api.EtcdCluster, o 
 	if id == 0 {
 		return nil
 	}
-	patch, err := withUID(annotationOnly(api.AnnotationClusterID, member.FormatID(id)), c.UID)
-	if err != nil {
-		return err
-	}
+	// The UID keeps the record from landing on a newer cluster of the name.
+	patch := annotationPatch(api.AnnotationClusterID, member.FormatID(id), c.UID)
 	if _, err := r.deps.Clientset.EtcdV1alpha1().EtcdClusters(c.Namespace).Patch(ctx, c.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		return fmt.Errorf("recording the cluster ID: %w", err)
 	}
@@ -89,11 +87,6 @@ func (r *Reconciler) recordClusterID(ctx context.Context, c *api.EtcdCluster, o 
 	c.Annotations[api.AnnotationClusterID] = member.FormatID(id)
 	r.log(c).WithField("clusterID", member.FormatID(id)).Info("recorded the etcd cluster ID")
 	return nil
-}
-
-// annotationOnly is a merge patch that sets one annotation.
-func annotationOnly(key, value string) []byte {
-	return []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, key, value))
 }
 
 // sameCluster keeps the endpoints whose members answer with the cluster's recorded ID: a
