@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -135,7 +136,13 @@ func TestMembershipRefusesAnotherCluster(t *testing.T) {
 		t.Errorf("the other cluster's leader moved: %+v, %v", st, err)
 	}
 
+	// etcd may refuse a change for a few seconds after it started: retried as a pass would.
+	deadline := time.Now().Add(etcdtest.ReadyTimeout)
 	res, err := m.AddLearner(ctx, c, []string{theirs[0].ClientURL, ours[0].ClientURL}, 1)
+	for err == nil && res.RetryIn > 0 && time.Now().Before(deadline) {
+		time.Sleep(res.RetryIn)
+		res, err = m.AddLearner(ctx, c, []string{theirs[0].ClientURL, ours[0].ClientURL}, 1)
+	}
 	if err != nil || !res.Changed {
 		t.Fatalf("add learner offered both clusters = %+v, %v; want it added to this one", res, err)
 	}

@@ -211,8 +211,14 @@ func (r *Reconciler) syncClaims(ctx context.Context, c *api.EtcdCluster, o *obse
 		}
 	}
 	owned := member.Retention(&c.Spec).WhenDeleted == api.RetentionDelete
-	for _, pvc := range o.claims {
+	for ord, pvc := range o.claims {
 		if metav1.IsControlledBy(pvc, c) == owned || pvc.DeletionTimestamp != nil {
+			continue
+		}
+		if o.hasForeign(ForeignPod, ord) {
+			// Mounted by a pod that is not the cluster's: its ownership is not the
+			// cluster's to set (a cluster deleted with the claim's new owner would take
+			// the claim from under that pod).
 			continue
 		}
 		if err := r.setClaimOwner(ctx, c, pvc, owned); err != nil {
