@@ -275,3 +275,32 @@ func TestCreatePodMeetsForeignObjects(t *testing.T) {
 		t.Errorf("create on a retained claim = %+v, %v; want the pod created", res, err)
 	}
 }
+
+// The claim of a member whose pod is foreign is not made the cluster's (whenDeleted Delete):
+// deleting the cluster would take it from under that pod. Another cluster's claim of a
+// member's name, seen in the cache, is reported.
+func TestSyncClaimsOfForeignMembers(t *testing.T) {
+	c := newCluster(2)
+	c.Spec.Storage = member.DefaultStorage()
+	c.Spec.Storage.RetentionPolicy = &api.RetentionPolicy{WhenDeleted: api.RetentionDelete}
+	orphan := orphanOf(c)
+	kept := member.Claim(c, 0)
+	kept.UID, kept.OwnerReferences = "claim-uid-0", nil
+	other := c.DeepCopy()
+	other.UID = "uid-other"
+	theirs := member.Claim(c, 1)
+	theirs.UID, theirs.OwnerReferences = "claim-uid-1", []metav1.OwnerReference{member.OwnerReference(other)}
+	f := newFixture(t, c, orphan, kept, theirs)
+	if _, err := f.r.Sync(context.Background(), "ns", "demo"); err != nil {
+		t.Fatalf("Sync: %v", err)
+	}
+	for _, verb := range []string{"patch", "update", "delete"} {
+		if n := len(f.actions(verb, "persistentvolumeclaims")); n != 0 {
+			t.Errorf("%d claim %s calls, want none", n, verb)
+		}
+	}
+	if deg := degradedOf(t, f); deg == nil || !strings.Contains(deg.Message, "PersistentVolumeClaim data-demo-1 (controlled by EtcdCluster demo)") ||
+		!strings.Contains(deg.Message, "Pod demo-0") {
+		t.Errorf("Degraded = %+v, want it to name pod demo-0 and claim data-demo-1", deg)
+	}
+}
