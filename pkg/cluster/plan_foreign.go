@@ -23,5 +23,5 @@ func planForeign(s State) (Decision, bool) {
 		return Decision{}, false
 	}
 	return Decision{Blocked: api.ReasonForeignObject, Message: foreignMessage(members) +
-		"; no change is made to the cluster until each is deleted or renamed (see the README on foreign objects)"}, true
+		"; no change is made to the cluster until each is deleted or renamed (docs/design.md: objects the operator did not make)"}, true
 }

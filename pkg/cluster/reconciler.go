@@ -60,7 +60,14 @@ type Deps struct {
 	// MemberInitImage is the operator's own image, from which joining member pods copy
 	// member-init.
 	MemberInitImage string
-	Log             *logrus.Entry
+	// Installation names this installation of the operator (its leader Lease's
+	// namespace/name): a cluster is driven by one installation at a time (installation.go).
+	// Empty: every cluster is driven, with no per-cluster Lease.
+	Installation string
+	// TakeoverAfter is how long a cluster's Lease goes unrenewed before this installation
+	// takes the cluster over; zero means DefaultTakeoverAfter.
+	TakeoverAfter time.Duration
+	Log           *logrus.Entry
 }
 
 // Reconciler runs passes for any cluster; it holds no per-cluster state that decides anything.
@@ -108,6 +115,10 @@ func (r *Reconciler) Sync(ctx context.Context, namespace, name string) (time.Dur
 	}
 	c := cached.DeepCopy()
 	log := r.log(c)
+	if held, err := r.holdCluster(ctx, c); err != nil || !held {
+		// Another installation of the operator drives the cluster (installation.go).
+		return whenSteady, err
+	}
 	var foreign []ForeignObject
 
 	if !c.Spec.Paused {
