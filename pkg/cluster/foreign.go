@@ -105,10 +105,10 @@ func (r *Reconciler) adoptPod(ctx context.Context, c *api.EtcdCluster, p *corev1
 }
 
 // lookForeign asks the API server for the member pods (and claims) the cache did not show
-// for the ordinals a pass may act on: the caches see only labelled objects, and a pod or
+// for the ordinals a pass may act on next: the caches see only labelled objects, and a pod or
 // claim of a member's name stripped of its labels, or made by hand, is found only so.
 func (r *Reconciler) lookForeign(ctx context.Context, c *api.EtcdCluster, o *observation) error {
-	for ord := range actedOrdinals(c) {
+	for _, ord := range o.nextOrdinals() {
 		if _, ok := o.pods[ord]; !ok && !o.hasForeign(ForeignPod, ord) {
 			p, err := r.deps.Kube.CoreV1().Pods(c.Namespace).Get(ctx, member.Name(c.Name, ord), metav1.GetOptions{})
 			switch {
@@ -137,16 +137,29 @@ func (r *Reconciler) lookForeign(ctx context.Context, c *api.EtcdCluster, o *obs
 	return nil
 }
 
-// actedOrdinals are the ordinals a pass may create or act on: those below spec.size and those
-// status last listed.
-func actedOrdinals(c *api.EtcdCluster) map[int]bool {
-	out := map[int]bool{}
-	for i := range int(c.Spec.Size) {
-		out[i] = true
+// nextOrdinals are the ordinals without a pod in the cache that a pass may act on next: the
+// members status last listed (a member whose pod seems gone is replaced or removed), and the
+// two lowest below spec.size (the next pod made, and the one made ahead of it). Asking only
+// for those keeps a growing cluster's passes from asking the API for every missing pod.
+func (o *observation) nextOrdinals() []int {
+	c := o.cluster
+	seen := map[int]bool{}
+	var out []int
+	add := func(ord int) {
+		if _, ok := o.pods[ord]; !ok && !seen[ord] {
+			seen[ord] = true
+			out = append(out, ord)
+		}
 	}
 	for _, m := range c.Status.Members {
 		if ord, ok := member.Ordinal(c.Name, m.Name); ok {
-			out[ord] = true
+			add(ord)
+		}
+	}
+	for ord, n := 0, 0; ord < int(c.Spec.Size) && n < 2; ord++ {
+		if _, ok := o.pods[ord]; !ok {
+			add(ord)
+			n++
 		}
 	}
 	return out
