@@ -37,6 +37,12 @@ const (
 	EventServiceCreated   EventReason = "ServiceCreated"
 	EventBudgetCreated    EventReason = "DisruptionBudgetCreated"
 	EventBudgetConflict   EventReason = "DisruptionBudgetConflict"
+	// EventForeignObject: an object with the name of one of the cluster's objects is not
+	// the cluster's; it is left alone.
+	EventForeignObject EventReason = "ForeignObject"
+	// EventPodAdopted: a member pod with no controller, provably made for this cluster, was
+	// taken back.
+	EventPodAdopted       EventReason = "PodAdopted"
 	EventChangeRefused    EventReason = "ChangeRefused"
 	EventClusterAvailable EventReason = "ClusterAvailable"
 	EventClusterDegraded  EventReason = "ClusterDegraded"
@@ -160,6 +166,14 @@ func (m *realMemberControl) CreatePod(ctx context.Context, c *api.EtcdCluster, t
 		_, err := m.kube.CoreV1().PersistentVolumeClaims(c.Namespace).Create(ctx, pvc, metav1.CreateOptions{})
 		switch {
 		case apierrors.IsAlreadyExists(err):
+			// Used as it is only when it is the cluster's (a retained claim included).
+			have, err := m.kube.CoreV1().PersistentVolumeClaims(c.Namespace).Get(ctx, pvc.Name, metav1.GetOptions{})
+			if err != nil {
+				return Result{}, fmt.Errorf("getting claim %s: %w", pvc.Name, err)
+			}
+			if !claimIsOurs(c, have) {
+				return Result{}, fmt.Errorf("creating pod %s: %w", name, &foreignError{obj: foreignObject(ForeignClaim, have, t.Ordinal)})
+			}
 		case err != nil:
 			return Result{}, fmt.Errorf("creating claim %s: %w", pvc.Name, err)
 		default:
@@ -170,6 +184,15 @@ func (m *realMemberControl) CreatePod(ctx context.Context, c *api.EtcdCluster, t
 	}
 	_, err := m.kube.CoreV1().Pods(c.Namespace).Create(ctx, member.Pod(c, t, m.initImage), metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
+		// Made by an earlier pass, or someone else's pod of the member's name: the latter
+		// is never taken as created.
+		have, err := m.kube.CoreV1().Pods(c.Namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return Result{}, fmt.Errorf("getting pod %s: %w", name, err)
+		}
+		if !metav1.IsControlledBy(have, c) {
+			return Result{}, fmt.Errorf("creating pod %s: %w", name, &foreignError{obj: foreignObject(ForeignPod, have, t.Ordinal)})
+		}
 		return Result{Changed: claimed}, nil
 	}
 	if err != nil {
@@ -234,6 +257,10 @@ func (m *realMemberControl) RemoveMember(ctx context.Context, c *api.EtcdCluster
 func (m *realMemberControl) change(ctx context.Context, c *api.EtcdCluster, voters []string, ordinal int,
 	ch membershipChange, why string, call func(etcdutil.Client) (uint64, error)) (Result, error) {
 	name := member.Name(c.Name, ordinal)
+	voters, err := m.sameCluster(ctx, c, voters)
+	if err != nil {
+		return Result{}, fmt.Errorf(ch.doing+": %w", name, err)
+	}
 	var id uint64
 	res, err := ch.judge(m.withClient(ctx, voters, func(cli etcdutil.Client) (err error) {
 		id, err = call(cli)
@@ -255,6 +282,9 @@ func (m *realMemberControl) change(ctx context.Context, c *api.EtcdCluster, vote
 
 func (m *realMemberControl) MoveLeader(ctx context.Context, c *api.EtcdCluster, leader string, ordinal int, transferee uint64) (Result, error) {
 	name := member.Name(c.Name, ordinal)
+	if _, err := m.sameCluster(ctx, c, []string{leader}); err != nil {
+		return Result{}, fmt.Errorf("moving leadership from %s to %s: %w", name, hexID(transferee), err)
+	}
 	err := m.withClient(ctx, []string{leader}, func(cli etcdutil.Client) error {
 		return cli.MoveLeader(ctx, leader, transferee)
 	})

@@ -32,6 +32,9 @@ type observation struct {
 	// claims are the member claims of the cluster, by ordinal: those labelled with its name,
 	// owned by it or by nobody (a claim kept by an earlier cluster of the same name).
 	claims map[int]*corev1.PersistentVolumeClaim
+	// foreign are the objects with the name of one of the cluster's objects that are not
+	// the cluster's (foreign.go).
+	foreign []ForeignObject
 	// claimProblems are why unbound claims wait, by ordinal (see claimProblems).
 	claimProblems map[int]string
 	// published holds the pod names whose DNS record (hostname and current IP) is in the
@@ -60,14 +63,28 @@ func (r *Reconciler) observe(ctx context.Context, c *api.EtcdCluster) (*observat
 		return nil, fmt.Errorf("listing pods: %w", err)
 	}
 	for _, p := range pods {
-		if !metav1.IsControlledBy(p, c) {
-			continue
-		}
-		if ord, ok := member.Ordinal(c.Name, p.Name); ok {
+		ord, ok := member.Ordinal(c.Name, p.Name)
+		switch {
+		case !ok:
+		case metav1.IsControlledBy(p, c):
 			o.pods[ord] = p
+		case member.Adoptable(c, p):
+			if c.Spec.Paused {
+				continue
+			}
+			adopted, err := r.adoptPod(ctx, c, p)
+			if err != nil {
+				return nil, err
+			}
+			o.pods[ord] = adopted
+		default:
+			o.foreign = append(o.foreign, foreignObject(ForeignPod, p, ord))
 		}
 	}
 	if err := r.observeClaims(ctx, c, o); err != nil {
+		return nil, err
+	}
+	if err := r.lookForeign(ctx, c, o); err != nil {
 		return nil, err
 	}
 	eps, err := r.deps.EndpointSlices.EndpointSlices(c.Namespace).List(labels.SelectorFromSet(labels.Set{
@@ -98,6 +115,7 @@ func (r *Reconciler) observe(ctx context.Context, c *api.EtcdCluster) (*observat
 	}
 	defer cli.Close()
 	o.statuses = memberStatuses(ctx, cli, endpoints)
+	o.dropForeignEndpoints()
 
 	o.leader = leaderOf(o.statuses)
 
@@ -118,6 +136,9 @@ func (r *Reconciler) observe(ctx context.Context, c *api.EtcdCluster) (*observat
 		return o, nil
 	}
 	o.members, o.membersKnown = members, true
+	if err := r.recordClusterID(ctx, c, o); err != nil {
+		return nil, err
+	}
 	return o, nil
 }
 
@@ -226,6 +247,7 @@ func (o *observation) state(now time.Time) State {
 		Claims:             o.claimViews(),
 		Statuses:           o.statuses,
 		Recovery:           quorumLossView(c),
+		Foreign:            o.foreign,
 		Now:                now,
 	}
 	for _, cv := range s.Claims {

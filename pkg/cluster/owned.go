@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,51 +19,71 @@ import (
 
 // ensureOwned creates the objects a cluster owns besides its member pods when they are
 // missing (the headless peer Service, the client Service, the disruption budget), and puts
-// back the fields the operator depends on when someone changed them.
-func (r *Reconciler) ensureOwned(ctx context.Context, c *api.EtcdCluster) error {
+// back the fields the operator depends on when someone changed them. A Service of one of those
+// names that is not the cluster's is returned, left alone: the pass reports it and goes on.
+func (r *Reconciler) ensureOwned(ctx context.Context, c *api.EtcdCluster) ([]ForeignObject, error) {
+	var foreign []ForeignObject
 	for _, want := range []*corev1.Service{member.PeerService(c), member.ClientService(c)} {
-		if err := r.ensureService(ctx, c, want); err != nil {
-			return err
+		f, err := r.ensureService(ctx, c, want)
+		if err != nil {
+			return nil, err
+		}
+		if f != nil {
+			foreign = append(foreign, *f)
 		}
 	}
 	r.ensureBudget(ctx, c, member.DisruptionBudget(c))
-	return nil
+	return foreign, nil
 }
 
-func (r *Reconciler) ensureService(ctx context.Context, c *api.EtcdCluster, want *corev1.Service) error {
+// ensureService creates or repairs one of the cluster's Services; a Service of that name that
+// is not the cluster's is returned and never changed.
+func (r *Reconciler) ensureService(ctx context.Context, c *api.EtcdCluster, want *corev1.Service) (*ForeignObject, error) {
+	services := r.deps.Kube.CoreV1().Services(c.Namespace)
 	have, err := r.deps.Services.Services(c.Namespace).Get(want.Name)
 	if apierrors.IsNotFound(err) {
-		_, err = r.deps.Kube.CoreV1().Services(c.Namespace).Create(ctx, want, metav1.CreateOptions{})
+		_, err = services.Create(ctx, want, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
-			return nil
+			// The cache sees only labelled Services: one made by hand, or stripped of its
+			// labels, is only found by asking the API.
+			have, err = services.Get(ctx, want.Name, metav1.GetOptions{})
+			if err != nil {
+				return nil, fmt.Errorf("getting service %s: %w", want.Name, err)
+			}
+			if !metav1.IsControlledBy(have, c) {
+				f := foreignObject(ForeignService, have, -1)
+				return &f, nil
+			}
+			return nil, nil
 		}
 		if err != nil {
-			return fmt.Errorf("creating service %s: %w", want.Name, err)
+			return nil, fmt.Errorf("creating service %s: %w", want.Name, err)
 		}
 		r.log(c).WithField("service", want.Name).Info("created service")
 		r.event(c, corev1.EventTypeNormal, EventServiceCreated, "Created service %s", want.Name)
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return fmt.Errorf("getting service %s: %w", want.Name, err)
+		return nil, fmt.Errorf("getting service %s: %w", want.Name, err)
 	}
 	if !metav1.IsControlledBy(have, c) {
-		return fmt.Errorf("service %s exists and is not owned by this cluster", want.Name)
+		f := foreignObject(ForeignService, have, -1)
+		return &f, nil
 	}
 	if equality.Semantic.DeepEqual(have.Spec.Selector, want.Spec.Selector) &&
 		have.Spec.PublishNotReadyAddresses == want.Spec.PublishNotReadyAddresses &&
 		equality.Semantic.DeepEqual(have.Spec.Ports, want.Spec.Ports) {
-		return nil
+		return nil, nil
 	}
 	upd := have.DeepCopy()
 	upd.Spec.Selector = want.Spec.Selector
 	upd.Spec.PublishNotReadyAddresses = want.Spec.PublishNotReadyAddresses
 	upd.Spec.Ports = want.Spec.Ports
-	if _, err := r.deps.Kube.CoreV1().Services(c.Namespace).Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("updating service %s: %w", want.Name, err)
+	if _, err := services.Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
+		return nil, fmt.Errorf("updating service %s: %w", want.Name, err)
 	}
 	r.log(c).WithField("service", want.Name).Info("restored service spec")
-	return nil
+	return nil, nil
 }
 
 // ensureBudget keeps the disruption budget in step with the cluster's size. A budget of that
@@ -93,7 +114,7 @@ func (r *Reconciler) ensureBudget(ctx context.Context, c *api.EtcdCluster, want 
 	}
 	if !metav1.IsControlledBy(have, c) {
 		// Said once per foreign budget, not once per pass.
-		if r.foreignBudgets.report(c.Namespace+"/"+c.Name, have.UID) {
+		if r.conflicts.report(conflictKey(c, "PodDisruptionBudget", want.Name), have.UID) {
 			log.Warn("a disruption budget of that name exists and is not this cluster's")
 			r.event(c, corev1.EventTypeWarning, EventBudgetConflict,
 				"Disruption budget %s exists and is not this cluster's: the member pods have no budget of the operator's", want.Name)
@@ -113,30 +134,39 @@ func (r *Reconciler) ensureBudget(ctx context.Context, c *api.EtcdCluster, want 
 	log.WithField("minAvailable", want.Spec.MinAvailable.String()).Info("updated disruption budget")
 }
 
-// reportedConflicts remembers the foreign budgets already reported, so that a conflict is said
-// once, not once per pass. It only saves Events: a restarted operator reports again.
+// reportedConflicts remembers the foreign objects already reported, so that a conflict is
+// said once, not once per pass. It only saves Events: a restarted operator reports again.
 type reportedConflicts struct {
 	mu   sync.Mutex
-	seen map[string]types.UID // cluster namespace/name -> foreign budget UID
+	seen map[string]types.UID // conflictKey -> foreign object's UID
 }
 
-// report returns true the first time the cluster meets this foreign budget.
-func (r *reportedConflicts) report(cluster string, budget types.UID) bool {
+// conflictKey names one object of one cluster for reportedConflicts.
+func conflictKey(c *api.EtcdCluster, kind, name string) string {
+	return c.Namespace + "/" + c.Name + "|" + kind + "/" + name
+}
+
+// report returns true the first time the key is met with this UID.
+func (r *reportedConflicts) report(key string, uid types.UID) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if seen, ok := r.seen[cluster]; ok && seen == budget {
+	if seen, ok := r.seen[key]; ok && seen == uid {
 		return false
 	}
 	if r.seen == nil {
 		r.seen = map[string]types.UID{}
 	}
-	r.seen[cluster] = budget
+	r.seen[key] = uid
 	return true
 }
 
-// forget drops what was reported for a cluster that is gone.
+// forget drops what was reported for a cluster (namespace/name) that is gone.
 func (r *reportedConflicts) forget(cluster string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	delete(r.seen, cluster)
+	for k := range r.seen {
+		if strings.HasPrefix(k, cluster+"|") {
+			delete(r.seen, k)
+		}
+	}
 }

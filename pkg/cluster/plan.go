@@ -19,6 +19,10 @@ import (
 //
 // Rules, in the order they are tried (the first that applies wins):
 //
+//  F. A pod or claim with a member's name that is not the cluster's (no controller reference
+//     to it, not adopted, not a retained claim of the cluster): change nothing, and name it
+//     (plan_foreign.go). A foreign Service, or a member pod whose IP answers for another
+//     etcd cluster (clusterid.go), is reported but does not stop the planner.
 //  0. A claim that never bound, made from an earlier spec.storage, is replaced (its pod
 //     first): the spec of a cluster that never started may be fixed (plan_storage.go).
 //  1. etcd unreachable: bootstrap the seed member <name>-0 if the cluster never had a member
@@ -175,6 +179,9 @@ type State struct {
 	// ordinal: with no member list they are all the planner knows of the members.
 	LastMembers []LastMember
 	Statuses    map[int]etcdutil.Status
+	// Foreign are the objects with the name of one of the cluster's objects that are not
+	// the cluster's (foreign.go).
+	Foreign []ForeignObject
 	// Recovery is how a quorum lost for good is recovered; Now is the time of the pass.
 	Recovery QuorumLossView
 	Now      time.Time
@@ -183,6 +190,9 @@ type State struct {
 // Plan returns the one next step toward spec.size, or none. The rules are tried in the order
 // listed at the top of this file; the first that applies decides.
 func Plan(s State) Decision {
+	if d, ok := planForeign(s); ok {
+		return d
+	}
 	if d, ok := planOutdatedClaims(s); ok {
 		return d
 	}

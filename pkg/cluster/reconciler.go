@@ -60,7 +60,14 @@ type Deps struct {
 	// MemberInitImage is the operator's own image, from which joining member pods copy
 	// member-init.
 	MemberInitImage string
-	Log             *logrus.Entry
+	// Installation names this installation of the operator (its leader Lease's
+	// namespace/name): a cluster is driven by one installation at a time (installation.go).
+	// Empty: every cluster is driven, with no per-cluster Lease.
+	Installation string
+	// TakeoverAfter is how long a cluster's Lease goes unrenewed before this installation
+	// takes the cluster over; zero means DefaultTakeoverAfter.
+	TakeoverAfter time.Duration
+	Log           *logrus.Entry
 }
 
 // Reconciler runs passes for any cluster; it holds no per-cluster state that decides anything.
@@ -69,8 +76,8 @@ type Reconciler struct {
 	control memberControl
 	// served only saves DNS questions already answered; nothing is decided from it alone.
 	served servedPods
-	// foreignBudgets only keeps a budget conflict from being reported on every pass.
-	foreignBudgets reportedConflicts
+	// conflicts only keeps a foreign object from being reported on every pass.
+	conflicts reportedConflicts
 	// now is the clock a pass reads its time from.
 	now func() time.Time
 }
@@ -95,7 +102,7 @@ func (r *Reconciler) Sync(ctx context.Context, namespace, name string) (time.Dur
 	cached, err := r.deps.Clusters.EtcdClusters(namespace).Get(name)
 	if apierrors.IsNotFound(err) {
 		r.served.set(namespace+"/"+name, nil)
-		r.foreignBudgets.forget(namespace + "/" + name)
+		r.conflicts.forget(namespace + "/" + name)
 		return 0, ErrGone
 	}
 	if err != nil {
@@ -103,17 +110,22 @@ func (r *Reconciler) Sync(ctx context.Context, namespace, name string) (time.Dur
 	}
 	if cached.DeletionTimestamp != nil {
 		r.served.set(namespace+"/"+name, nil)
-		r.foreignBudgets.forget(namespace + "/" + name)
+		r.conflicts.forget(namespace + "/" + name)
 		return 0, ErrGone
 	}
 	c := cached.DeepCopy()
 	log := r.log(c)
+	if held, err := r.holdCluster(ctx, c); err != nil || !held {
+		// Another installation of the operator drives the cluster (installation.go).
+		return whenSteady, err
+	}
+	var foreign []ForeignObject
 
 	if !c.Spec.Paused {
 		if patched, err := r.ensureStorage(ctx, c); err != nil || patched {
 			return afterAction, err
 		}
-		if err := r.ensureOwned(ctx, c); err != nil {
+		if foreign, err = r.ensureOwned(ctx, c); err != nil {
 			return 0, err
 		}
 	}
@@ -121,6 +133,8 @@ func (r *Reconciler) Sync(ctx context.Context, namespace, name string) (time.Dur
 	if err != nil {
 		return 0, err
 	}
+	obs.foreign = append(obs.foreign, foreign...)
+	r.reportForeign(c, obs.foreign)
 	if !c.Spec.Paused {
 		if err := r.syncClaims(ctx, c, obs); err != nil {
 			return 0, err

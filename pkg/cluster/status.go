@@ -161,9 +161,11 @@ func degraded(s State, d Decision, specVersion, running string) condition {
 	voting, healthy := votingCounts(s.Members)
 	switch {
 	case d.Blocked != "" && d.Report != "":
-		return condition{metav1.ConditionTrue, d.Blocked, d.Report}
+		return condition{metav1.ConditionTrue, d.Blocked, withForeign(d.Report, s.Foreign, d.Blocked)}
 	case d.Blocked != "":
-		return condition{metav1.ConditionTrue, d.Blocked, d.Message}
+		return condition{metav1.ConditionTrue, d.Blocked, withForeign(d.Message, s.Foreign, d.Blocked)}
+	case len(s.Foreign) > 0:
+		return condition{metav1.ConditionTrue, api.ReasonForeignObject, foreignMessage(s.Foreign)}
 	case s.MembersKnown && healthy < voting:
 		return condition{metav1.ConditionTrue, api.ReasonMembersUnhealthy,
 			fmt.Sprintf("%d of %d voting members are unhealthy: %s", voting-healthy, voting, unhealthyMembers(s))}
@@ -176,6 +178,15 @@ func degraded(s State, d Decision, specVersion, running string) condition {
 	default:
 		return condition{metav1.ConditionFalse, api.ReasonAsExpected, "nothing is wrong"}
 	}
+}
+
+// withForeign adds the foreign objects to a Degraded message about something else, so that
+// a refused step does not hide them.
+func withForeign(msg string, foreign []ForeignObject, blocked api.ConditionReason) string {
+	if len(foreign) == 0 || blocked == api.ReasonForeignObject {
+		return msg
+	}
+	return msg + "; also " + foreignMessage(foreign)
 }
 
 // unhealthyMembers names the voting members that did not answer, each with what its pod says

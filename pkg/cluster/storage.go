@@ -86,15 +86,18 @@ func (r *Reconciler) observeClaims(ctx context.Context, c *api.EtcdCluster, o *o
 		return fmt.Errorf("listing claims: %w", err)
 	}
 	for _, pvc := range claims {
-		if owner := metav1.GetControllerOf(pvc); owner != nil && owner.UID != c.UID {
-			continue
-		}
 		name, ok := strings.CutPrefix(pvc.Name, "data-")
 		if !ok {
 			continue
 		}
-		if ord, ok := member.Ordinal(c.Name, name); ok && pvc.Name == member.ClaimName(c.Name, ord) {
+		ord, ok := member.Ordinal(c.Name, name)
+		switch {
+		case !ok || pvc.Name != member.ClaimName(c.Name, ord):
+		case claimIsOurs(c, pvc):
 			o.claims[ord] = pvc
+		default:
+			// Another controller's claim of a member's name: a member pod would mount it.
+			o.foreign = append(o.foreign, foreignObject(ForeignClaim, pvc, ord))
 		}
 	}
 	for ord, pvc := range o.claims {
@@ -208,8 +211,14 @@ func (r *Reconciler) syncClaims(ctx context.Context, c *api.EtcdCluster, o *obse
 		}
 	}
 	owned := member.Retention(&c.Spec).WhenDeleted == api.RetentionDelete
-	for _, pvc := range o.claims {
+	for ord, pvc := range o.claims {
 		if metav1.IsControlledBy(pvc, c) == owned || pvc.DeletionTimestamp != nil {
+			continue
+		}
+		if o.hasForeign(ForeignPod, ord) {
+			// Mounted by a pod that is not the cluster's: its ownership is not the
+			// cluster's to set (a cluster deleted with the claim's new owner would take
+			// the claim from under that pod).
 			continue
 		}
 		if err := r.setClaimOwner(ctx, c, pvc, owned); err != nil {

@@ -192,6 +192,7 @@ func (c *client) Status(ctx context.Context, endpoint string) (Status, error) {
 	}
 	return Status{
 		ID:               resp.Header.MemberId,
+		ClusterID:        resp.Header.ClusterId,
 		Leader:           resp.Leader,
 		RaftIndex:        resp.RaftIndex,
 		RaftAppliedIndex: resp.RaftAppliedIndex,

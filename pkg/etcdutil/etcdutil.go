@@ -24,6 +24,9 @@ var (
 	ErrUnhealthy = errors.New("cluster refused the change as unhealthy")
 	// ErrMemberNotLearner: the member to promote is a voting member already.
 	ErrMemberNotLearner = errors.New("member is not a learner")
+	// ErrForeignCluster: the member asked belongs to another etcd cluster than the one the
+	// change is meant for (its cluster ID differs); the change was not sent.
+	ErrForeignCluster = errors.New("member belongs to another etcd cluster")
 	// ErrNotLeader: the member asked to hand over leadership is not the leader.
 	ErrNotLeader = errors.New("member is not the leader")
 )
@@ -57,6 +60,8 @@ type Member struct {
 type Status struct {
 	// ID of the member that answered.
 	ID uint64
+	// ClusterID is the ID of the etcd cluster the answering member belongs to.
+	ClusterID uint64
 	// Leader is the member ID the answering member follows (0: no leader known).
 	Leader uint64
 	// RaftIndex and RaftAppliedIndex tell how far the member's log has progressed.

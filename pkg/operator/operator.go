@@ -172,6 +172,7 @@ func runController(ctx context.Context, o *Options, cl *clients, metrics *contro
 		Etcd:            etcdutil.NewFactory(0, 0),
 		DNS:             clusterDNS(o, log),
 		MemberInitImage: o.MemberInitImage,
+		Installation:    installation(o),
 		Log:             log.WithField("component", "cluster"),
 	})
 	ctrl, err := controller.New(controller.Config{
@@ -219,4 +220,14 @@ func clusterDNS(o *Options, log *logrus.Entry) dnsutil.Checker {
 		return nil
 	}
 	return p
+}
+
+// installation names this installation of the operator: its leader Lease, which is unique to
+// it (the cluster-wide and the namespaced installation run in different namespaces). Empty
+// when leader election is off and no Lease namespace is known.
+func installation(o *Options) string {
+	if o.LeaseNamespace == "" {
+		return ""
+	}
+	return o.LeaseNamespace + "/" + o.LeaseName
 }

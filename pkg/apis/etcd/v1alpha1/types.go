@@ -127,6 +127,14 @@ const DefaultQuorumLossGracePeriodSeconds int32 = 300
 // survivor's pod, and removes the annotation once quorum is back.
 const AnnotationRecoverQuorum = "etcd.operator.dev/recover-quorum"
 
+// AnnotationClusterID on an EtcdCluster is the ID etcd gave the cluster, in hex, written by
+// the operator from the first member list it reads. Before any membership change the operator
+// checks that the members it sends it to answer with this ID: a pod IP reused by another etcd
+// cluster's pod is never reconfigured. An annotation rather than a status field: it is an
+// identity the operator acts on, and it must outlive a status that is rewritten, or lost when
+// the object is copied or restored. Remove it only when the cluster was made anew on purpose.
+const AnnotationClusterID = "etcd.operator.dev/cluster-id"
+
 // RecoverFromHighest, as the value of AnnotationRecoverQuorum, means the survivor with the
 // highest raft index.
 const RecoverFromHighest = "highest"
@@ -390,6 +398,11 @@ const (
 	ReasonRecoveringQuorum ConditionReason = "RecoveringQuorum"
 	// ReasonEtcdUnreachable: no member answered the operator.
 	ReasonEtcdUnreachable ConditionReason = "EtcdUnreachable"
+	// ReasonForeignObject: a pod, claim or Service has the name of one of the cluster's
+	// objects and is not the cluster's (no controller reference to it, and nothing that proves
+	// it was made for it). The operator leaves it alone and does not act on that member until
+	// it is gone; the message names each such object.
+	ReasonForeignObject ConditionReason = "ForeignObject"
 	// ReasonAsExpected: nothing is wrong.
 	ReasonAsExpected ConditionReason = "AsExpected"
 )

@@ -1,0 +1,198 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+
+	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/member"
+)
+
+// An object is this cluster's when the cluster is its controlling owner (the UID of the
+// ownerReference is the cluster's). Two more cases are taken as the cluster's:
+//   - a member claim no controller owns, labelled for the cluster: a claim kept on purpose
+//     (whenDeleted Retain) has no owner; the member-ID mark on it says whose data it holds;
+//   - a member pod no controller owns, labelled for the cluster and running etcd with the
+//     cluster's token (which holds the cluster's UID): it is adopted, its ownerReference put
+//     back (member.Adoptable).
+// Anything else with the name of one of the cluster's objects is foreign: it is reported
+// (Degraded, ReasonForeignObject, a Warning Event once) and never deleted, overwritten or
+// acted on, and nothing is done to the member whose name it has.
+
+// ErrForeignObject is returned when a create finds an object of that name that is not the
+// cluster's.
+var ErrForeignObject = errors.New("an object of that name exists and is not this cluster's")
+
+// ForeignKind is the kind of a foreign object.
+type ForeignKind string
+
+// The kinds of objects the operator names after a cluster or its members.
+const (
+	ForeignPod     ForeignKind = "Pod"
+	ForeignClaim   ForeignKind = "PersistentVolumeClaim"
+	ForeignService ForeignKind = "Service"
+)
+
+// ForeignObject is an object with the name of one of the cluster's objects that is not the
+// cluster's.
+type ForeignObject struct {
+	Kind ForeignKind
+	Name string
+	UID  types.UID
+	// Ordinal is the member the object is named after; -1 for a Service.
+	Ordinal int
+	// Owner says who controls it instead ("no controller", "EtcdCluster a-client").
+	Owner string
+}
+
+func (f ForeignObject) String() string {
+	return fmt.Sprintf("%s %s (%s)", f.Kind, f.Name, f.Owner)
+}
+
+// foreignError is the error a create returns when it met a foreign object.
+type foreignError struct{ obj ForeignObject }
+
+func (e *foreignError) Error() string { return e.obj.String() + ": " + ErrForeignObject.Error() }
+func (e *foreignError) Unwrap() error { return ErrForeignObject }
+
+// foreignObject describes obj, which is not the cluster's.
+func foreignObject(kind ForeignKind, obj metav1.Object, ordinal int) ForeignObject {
+	owner := "no controller"
+	if ref := metav1.GetControllerOf(obj); ref != nil {
+		owner = "controlled by " + ref.Kind + " " + ref.Name
+	} else if len(obj.GetLabels()) == 0 {
+		owner = "no controller, no labels"
+	}
+	return ForeignObject{Kind: kind, Name: obj.GetName(), UID: obj.GetUID(), Ordinal: ordinal, Owner: owner}
+}
+
+// claimIsOurs: the claim is controlled by the cluster, or by nobody and labelled for it (a
+// claim kept by an earlier cluster of the name, whenDeleted Retain).
+func claimIsOurs(c *api.EtcdCluster, pvc *corev1.PersistentVolumeClaim) bool {
+	if owner := metav1.GetControllerOf(pvc); owner != nil {
+		return owner.UID == c.UID
+	}
+	return member.ClusterSelector(c.Name).Matches(labels.Set(pvc.Labels))
+}
+
+// adoptPod makes the cluster the controlling owner of a pod member.Adoptable found to be the
+// cluster's. The patch carries the pod's UID and resourceVersion: it lands on that very pod,
+// as it was read, or not at all.
+func (r *Reconciler) adoptPod(ctx context.Context, c *api.EtcdCluster, p *corev1.Pod) (*corev1.Pod, error) {
+	refs := append(slices.Clone(p.OwnerReferences), member.OwnerReference(c))
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"uid": p.UID, "resourceVersion": p.ResourceVersion, "ownerReferences": refs}})
+	if err != nil {
+		return nil, fmt.Errorf("encoding the adoption patch: %w", err)
+	}
+	adopted, err := r.deps.Kube.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("adopting pod %s: %w", p.Name, err)
+	}
+	r.log(c).WithField("pod", p.Name).Info("adopted member pod")
+	r.event(c, corev1.EventTypeNormal, EventPodAdopted, "Adopted pod %s: it carries this cluster's labels and token and had no controller", p.Name)
+	return adopted, nil
+}
+
+// lookForeign asks the API server for the member pods (and claims) the cache did not show
+// for the ordinals a pass may act on next: the caches see only labelled objects, and a pod or
+// claim of a member's name stripped of its labels, or made by hand, is found only so.
+func (r *Reconciler) lookForeign(ctx context.Context, c *api.EtcdCluster, o *observation) error {
+	for _, ord := range o.nextOrdinals() {
+		if _, ok := o.pods[ord]; !ok && !o.hasForeign(ForeignPod, ord) {
+			p, err := r.deps.Kube.CoreV1().Pods(c.Namespace).Get(ctx, member.Name(c.Name, ord), metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+			case err != nil:
+				return fmt.Errorf("getting pod %s: %w", member.Name(c.Name, ord), err)
+			case !metav1.IsControlledBy(p, c):
+				o.foreign = append(o.foreign, foreignObject(ForeignPod, p, ord))
+			}
+		}
+		if !member.HasClaims(&c.Spec) {
+			continue
+		}
+		if _, ok := o.claims[ord]; !ok && !o.hasForeign(ForeignClaim, ord) {
+			name := member.ClaimName(c.Name, ord)
+			pvc, err := r.deps.Kube.CoreV1().PersistentVolumeClaims(c.Namespace).Get(ctx, name, metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+			case err != nil:
+				return fmt.Errorf("getting claim %s: %w", name, err)
+			case !claimIsOurs(c, pvc):
+				o.foreign = append(o.foreign, foreignObject(ForeignClaim, pvc, ord))
+			}
+		}
+	}
+	return nil
+}
+
+// nextOrdinals are the ordinals without a pod in the cache that a pass may act on next: the
+// members status last listed (a member whose pod seems gone is replaced or removed), and the
+// two lowest below spec.size (the next pod made, and the one made ahead of it). Asking only
+// for those keeps a growing cluster's passes from asking the API for every missing pod.
+func (o *observation) nextOrdinals() []int {
+	c := o.cluster
+	seen := map[int]bool{}
+	var out []int
+	add := func(ord int) {
+		if _, ok := o.pods[ord]; !ok && !seen[ord] {
+			seen[ord] = true
+			out = append(out, ord)
+		}
+	}
+	for _, m := range c.Status.Members {
+		if ord, ok := member.Ordinal(c.Name, m.Name); ok {
+			add(ord)
+		}
+	}
+	for ord, n := 0, 0; ord < int(c.Spec.Size) && n < 2; ord++ {
+		if _, ok := o.pods[ord]; !ok {
+			add(ord)
+			n++
+		}
+	}
+	return out
+}
+
+func (o *observation) hasForeign(kind ForeignKind, ordinal int) bool {
+	for _, f := range o.foreign {
+		if f.Kind == kind && f.Ordinal == ordinal {
+			return true
+		}
+	}
+	return false
+}
+
+// reportForeign records a Warning Event for every foreign object not reported before.
+func (r *Reconciler) reportForeign(c *api.EtcdCluster, foreign []ForeignObject) {
+	for _, f := range foreign {
+		if !r.conflicts.report(conflictKey(c, string(f.Kind), f.Name), f.UID) {
+			continue
+		}
+		r.log(c).WithFields(map[string]any{"kind": string(f.Kind), "object": f.Name, "owner": f.Owner}).
+			Warn("an object with one of the cluster's names is not the cluster's")
+		r.event(c, corev1.EventTypeWarning, EventForeignObject, "%s has the name of one of this cluster's objects and is not this cluster's: "+
+			"it is left alone, and nothing is done to what it is named after until it is removed or renamed", f)
+	}
+}
+
+// foreignMessage names the foreign objects, for the Degraded condition.
+func foreignMessage(foreign []ForeignObject) string {
+	names := make([]string, 0, len(foreign))
+	for _, f := range foreign {
+		names = append(names, f.String())
+	}
+	slices.Sort(names)
+	return "not this cluster's, left alone: " + strings.Join(names, ", ")
+}

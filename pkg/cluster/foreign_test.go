@@ -1,0 +1,306 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+
+	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
+	"github.com/etcd-operator/etcd-operator/pkg/member"
+)
+
+// Rule F: a foreign pod or claim of a member's name stops every change; a foreign Service
+// alone does not.
+func TestPlanForeign(t *testing.T) {
+	foreignPod := ForeignObject{Kind: ForeignPod, Name: "c-0", Ordinal: 0, Owner: "no controller"}
+	foreignClaim := ForeignObject{Kind: ForeignClaim, Name: "data-c-2", Ordinal: 2, Owner: "controlled by EtcdCluster x"}
+	foreignService := ForeignObject{Kind: ForeignService, Name: "c-client", Ordinal: -1, Owner: "controlled by EtcdCluster c-client"}
+	runPlanCases(t, []planCase{
+		{
+			// Without the rule, member 0 (its pod not seen as the cluster's) is taken as
+			// lost with its emptyDir and removed.
+			name: "a foreign pod of a voting member's name: nothing is removed",
+			state: State{Size: 3, Bootstrapped: true, MembersKnown: true,
+				Members: []MemberView{sick(voter(0)), voter(1), leader(2)},
+				Pods:    pods(running(1, 0, 1), running(2, 0, 1, 2)),
+				Foreign: []ForeignObject{foreignPod}},
+			blocked: api.ReasonForeignObject,
+			message: []string{"Pod c-0 (no controller)"},
+		},
+		{
+			name: "a foreign claim of the next member's name: its pod is not created",
+			state: State{Size: 3, Bootstrapped: true, MembersKnown: true, Persistent: true,
+				Members: []MemberView{leader(0), voter(1)},
+				Pods:    pods(running(0, 0), running(1, 0, 1)),
+				Claims:  claims(claim(0), claim(1)),
+				Foreign: []ForeignObject{foreignClaim}},
+			blocked: api.ReasonForeignObject,
+			message: []string{"PersistentVolumeClaim data-c-2"},
+		},
+		{
+			name: "a foreign client Service: the next member's pod is still created",
+			state: State{Size: 2, Bootstrapped: true, MembersKnown: true,
+				Members: []MemberView{leader(0)},
+				Pods:    pods(running(0, 0)),
+				Foreign: []ForeignObject{foreignService}},
+			want:     &Action{Kind: ActionCreatePod, Ordinal: 1, ClusterState: etcdutil.ClusterStateExisting, InitialCluster: []int{0, 1}},
+			progress: api.ReasonScalingUp,
+		},
+	})
+}
+
+// threeMembers is a running cluster of three whose member 0 runs in pod (built by the test);
+// members 1 and 2 run in the cluster's own pods; member 2 leads.
+func threeMembers(t *testing.T, pod0 func(c *api.EtcdCluster) *corev1.Pod) (*fixture, *fakeEtcd, *api.EtcdCluster) {
+	c := newCluster(3)
+	c.Status.Size = 3
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: "demo-abcde", Namespace: c.Namespace, Labels: map[string]string{
+			discoveryv1.LabelServiceName: member.PeerServiceName(c.Name)}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+	}
+	etcd := &fakeEtcd{t: t, status: map[string]etcdutil.Status{}}
+	objs := []any{}
+	for ord, ip := range []string{"10.244.0.9", "10.244.0.10", "10.244.0.11"} {
+		id := uint64(ord + 1)
+		c.Status.Members = append(c.Status.Members, api.MemberStatus{Name: member.Name(c.Name, ord), ID: hexID(id), Ready: true})
+		etcd.members = append(etcd.members, etcdutil.Member{ID: id, Name: member.Name(c.Name, ord),
+			PeerURLs: []string{member.PeerURL(c.Name, c.Namespace, ord)}})
+		etcd.status[member.PodClientURL(ip)] = etcdutil.Status{ID: id, Leader: 3, Version: "3.6.16"}
+		p := memberPod(c, ord, ip, corev1.PodRunning, time.Now().Add(-time.Hour), slice)
+		if ord == 0 {
+			p = pod0(c)
+			p.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip}
+		}
+		objs = append(objs, p)
+	}
+	f := newFixture(t, c, objs[0].(*corev1.Pod), objs[1].(*corev1.Pod), objs[2].(*corev1.Pod), slice,
+		member.PeerService(c), member.ClientService(c))
+	f.with(func(d *Deps) { d.Etcd = etcd })
+	return f, etcd, c
+}
+
+// orphanOf is member 0's pod as an earlier cluster of the same name made it (another UID),
+// orphaned: labels kept, owner reference gone (kubectl delete --cascade=orphan, applied again).
+func orphanOf(c *api.EtcdCluster) *corev1.Pod {
+	earlier := c.DeepCopy()
+	earlier.UID = "uid-of-an-earlier-cluster"
+	p := member.Pod(earlier, member.Template{Ordinal: 0, ClusterState: etcdutil.ClusterStateNew, InitialCluster: []int{0}}, "x")
+	p.UID, p.OwnerReferences = "pod-uid-0", nil
+	return p
+}
+
+func degradedOf(t *testing.T, f *fixture) *metav1.Condition {
+	t.Helper()
+	got, err := f.client.EtcdV1alpha1().EtcdClusters("ns").Get(context.Background(), "demo", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return meta.FindStatusCondition(got.Status.Conditions, string(api.ConditionDegraded))
+}
+
+func countEvents(f *fixture, reason EventReason) int {
+	n := 0
+	for len(f.recorder.Events) > 0 {
+		if strings.Contains(<-f.recorder.Events, string(reason)) {
+			n++
+		}
+	}
+	return n
+}
+
+// A healthy member whose pod is orphaned (its owner reference gone, another cluster's token)
+// is neither removed nor replaced: the conflict is reported, once, and the pod is untouched.
+func TestSyncOrphanedMemberPodIsLeftAlone(t *testing.T) {
+	f, _, _ := threeMembers(t, orphanOf)
+	for range 2 {
+		if _, err := f.r.Sync(context.Background(), "ns", "demo"); err != nil {
+			t.Fatalf("Sync: %v", err)
+		}
+		// A pass that went on would update the cache with what it did; the cache stays
+		// as it was, so the second pass sees the same world.
+	}
+	for _, verb := range []string{"create", "delete", "patch", "update"} {
+		for _, a := range f.actions(verb, "pods") {
+			if n, ok := a.(interface{ GetName() string }); !ok || n.GetName() == "demo-0" || verb == "create" || verb == "delete" {
+				t.Errorf("pod %s call %v, want none on demo-0 and no pod made or deleted", verb, a)
+			}
+		}
+	}
+	deg := degradedOf(t, f)
+	if deg == nil || deg.Status != metav1.ConditionTrue || deg.Reason != string(api.ReasonForeignObject) ||
+		!strings.Contains(deg.Message, "Pod demo-0") {
+		t.Errorf("Degraded = %+v, want True ForeignObject naming Pod demo-0", deg)
+	}
+	if n := countEvents(f, EventForeignObject); n != 1 {
+		t.Errorf("%d ForeignObject Events over two passes, want 1", n)
+	}
+}
+
+// A member pod without a controller that carries the cluster's labels and token (its owner
+// reference removed by hand) is the cluster's: it is adopted and its member kept.
+func TestSyncAdoptsItsOwnOrphanedPod(t *testing.T) {
+	f, _, c := threeMembers(t, func(c *api.EtcdCluster) *corev1.Pod {
+		p := member.Pod(c, member.Template{Ordinal: 0, ClusterState: etcdutil.ClusterStateNew, InitialCluster: []int{0}}, "x")
+		p.UID, p.OwnerReferences = "pod-uid-0", nil
+		return p
+	})
+	if _, err := f.r.Sync(context.Background(), "ns", "demo"); err != nil {
+		t.Fatalf("Sync: %v", err)
+	}
+	pod, err := f.kube.CoreV1().Pods("ns").Get(context.Background(), "demo-0", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !metav1.IsControlledBy(pod, c) {
+		t.Errorf("pod demo-0 not adopted: owners %v", pod.OwnerReferences)
+	}
+	if deg := degradedOf(t, f); deg == nil || deg.Status != metav1.ConditionFalse {
+		t.Errorf("Degraded = %+v, want False", deg)
+	}
+	if n := len(f.actions("delete", "pods")) + len(f.actions("create", "pods")); n != 0 {
+		t.Errorf("%d pod creates or deletes, want none", n)
+	}
+}
+
+// A Service of the client Service's name owned by another cluster (one named demo-client,
+// whose peer Service it is) is neither updated nor taken as the cluster's; status is still
+// written and names it.
+func TestSyncForeignServiceInCache(t *testing.T) {
+	c := newCluster(1)
+	other := newCluster(1)
+	other.Name, other.UID = "demo-client", "uid-other"
+	theirs := member.PeerService(other)
+	f := newFixture(t, c, theirs)
+	for range 2 {
+		if _, err := f.r.Sync(context.Background(), "ns", "demo"); err != nil {
+			t.Fatalf("Sync: %v", err)
+		}
+	}
+	if n := len(f.actions("update", "services")) + len(f.actions("delete", "services")); n != 0 {
+		t.Errorf("%d service updates, want none", n)
+	}
+	deg := degradedOf(t, f)
+	if deg == nil || deg.Reason != string(api.ReasonForeignObject) || !strings.Contains(deg.Message, "Service demo-client (controlled by EtcdCluster demo-client)") {
+		t.Errorf("Degraded = %+v, want ForeignObject naming Service demo-client", deg)
+	}
+	if n := countEvents(f, EventForeignObject); n != 1 {
+		t.Errorf("%d ForeignObject Events over two passes, want 1", n)
+	}
+	if n := len(f.actions("create", "pods")); n == 0 {
+		t.Errorf("no pod created, want the seed: a foreign Service does not stop the cluster")
+	}
+}
+
+// A Service of the client Service's name made by hand, without the operator's labels, is not
+// in the cache; the create that finds it is not taken for the operator's own.
+func TestSyncForeignServiceOutsideCache(t *testing.T) {
+	c := newCluster(1)
+	f := newFixture(t, c)
+	byHand := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "demo-client", Namespace: "ns", UID: "by-hand"}}
+	if err := f.kube.Tracker().Add(byHand); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.r.Sync(context.Background(), "ns", "demo"); err != nil {
+		t.Fatalf("Sync: %v", err)
+	}
+	deg := degradedOf(t, f)
+	if deg == nil || deg.Reason != string(api.ReasonForeignObject) || !strings.Contains(deg.Message, "Service demo-client (no controller, no labels)") {
+		t.Errorf("Degraded = %+v, want ForeignObject naming Service demo-client", deg)
+	}
+}
+
+// A member pod or claim made by hand, outside the cache, stops the pass before anything is
+// done to the member (the API is asked for what the cache does not show).
+func TestSyncForeignPodOutsideCache(t *testing.T) {
+	c := newCluster(1)
+	f := newFixture(t, c)
+	byHand := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "demo-0", Namespace: "ns", UID: "by-hand"}}
+	if err := f.kube.Tracker().Add(byHand); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.r.Sync(context.Background(), "ns", "demo"); err != nil {
+		t.Fatalf("Sync: %v", err)
+	}
+	if n := len(f.actions("create", "pods")); n != 0 {
+		t.Errorf("%d pods created, want none", n)
+	}
+	if deg := degradedOf(t, f); deg == nil || deg.Reason != string(api.ReasonForeignObject) || !strings.Contains(deg.Message, "Pod demo-0") {
+		t.Errorf("Degraded = %+v, want ForeignObject naming Pod demo-0", deg)
+	}
+}
+
+// CreatePod never takes someone else's pod as created, never mounts someone else's claim,
+// and keeps using a claim the cluster retained (no owner, its labels).
+func TestCreatePodMeetsForeignObjects(t *testing.T) {
+	c := newCluster(3)
+	c.Spec.Storage = member.DefaultStorage()
+	tmpl := member.Template{Ordinal: 1, ClusterState: etcdutil.ClusterStateExisting, InitialCluster: []int{0, 1}}
+	ctx := context.Background()
+
+	podByHand := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "demo-1", Namespace: "ns"}}
+	m, _ := newControl(&answeringEtcd{}, kubefake.NewClientset(podByHand))
+	if _, err := m.CreatePod(ctx, c, tmpl, "x"); !errors.Is(err, ErrForeignObject) {
+		t.Errorf("create over a pod made by hand = %v, want ErrForeignObject", err)
+	}
+
+	other := c.DeepCopy()
+	other.UID = "uid-other"
+	theirClaim := member.Claim(other, 1)
+	theirClaim.OwnerReferences = []metav1.OwnerReference{member.OwnerReference(other)}
+	kube := kubefake.NewClientset(theirClaim)
+	m, _ = newControl(&answeringEtcd{}, kube)
+	if _, err := m.CreatePod(ctx, c, tmpl, "x"); !errors.Is(err, ErrForeignObject) {
+		t.Errorf("create over another cluster's claim = %v, want ErrForeignObject", err)
+	}
+	if _, err := kube.CoreV1().Pods("ns").Get(ctx, "demo-1", metav1.GetOptions{}); err == nil {
+		t.Error("a pod was created on another cluster's claim")
+	}
+
+	retained := member.Claim(c, 1)
+	retained.OwnerReferences = nil
+	retained.Annotations = map[string]string{member.AnnotationMemberID: "2"}
+	kube = kubefake.NewClientset(retained)
+	m, _ = newControl(&answeringEtcd{}, kube)
+	if res, err := m.CreatePod(ctx, c, tmpl, "x"); err != nil || !res.Changed {
+		t.Errorf("create on a retained claim = %+v, %v; want the pod created", res, err)
+	}
+}
+
+// The claim of a member whose pod is foreign is not made the cluster's (whenDeleted Delete):
+// deleting the cluster would take it from under that pod. Another cluster's claim of a
+// member's name, seen in the cache, is reported.
+func TestSyncClaimsOfForeignMembers(t *testing.T) {
+	c := newCluster(2)
+	c.Spec.Storage = member.DefaultStorage()
+	c.Spec.Storage.RetentionPolicy = &api.RetentionPolicy{WhenDeleted: api.RetentionDelete}
+	orphan := orphanOf(c)
+	kept := member.Claim(c, 0)
+	kept.UID, kept.OwnerReferences = "claim-uid-0", nil
+	other := c.DeepCopy()
+	other.UID = "uid-other"
+	theirs := member.Claim(c, 1)
+	theirs.UID, theirs.OwnerReferences = "claim-uid-1", []metav1.OwnerReference{member.OwnerReference(other)}
+	f := newFixture(t, c, orphan, kept, theirs)
+	if _, err := f.r.Sync(context.Background(), "ns", "demo"); err != nil {
+		t.Fatalf("Sync: %v", err)
+	}
+	for _, verb := range []string{"patch", "update", "delete"} {
+		if n := len(f.actions(verb, "persistentvolumeclaims")); n != 0 {
+			t.Errorf("%d claim %s calls, want none", n, verb)
+		}
+	}
+	if deg := degradedOf(t, f); deg == nil || !strings.Contains(deg.Message, "PersistentVolumeClaim data-demo-1 (controlled by EtcdCluster demo)") ||
+		!strings.Contains(deg.Message, "Pod demo-0") {
+		t.Errorf("Degraded = %+v, want it to name pod demo-0 and claim data-demo-1", deg)
+	}
+}

@@ -1,0 +1,133 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/member"
+)
+
+// Two installations of the operator (the cluster-wide one and a namespaced one) may both see
+// an EtcdCluster. Each installation elects one leader among its own replicas, but the two
+// leaders would both act on the cluster. So each cluster has a Lease of its own, in its
+// namespace, named <cluster>-operator and owned by the cluster: the installation named in it
+// (its leader Lease's namespace/name) drives the cluster, renewing it now and then; any other
+// installation leaves the cluster alone (no pass, no status write) and says so once with a
+// Warning Event. An installation that is gone for good does not hold the cluster forever:
+// once its Lease has gone unrenewed for DefaultTakeoverAfter, another installation takes the
+// cluster over and says so. An installation that comes back after that finds the cluster
+// taken and leaves it alone.
+
+// DefaultTakeoverAfter is how long a cluster's Lease must go unrenewed before another
+// installation takes the cluster over: long enough for an operator's rollout or restart.
+const DefaultTakeoverAfter = 5 * time.Minute
+
+// EventInstallationConflict: another installation of the operator drives this cluster.
+const EventInstallationConflict EventReason = "InstallationConflict"
+
+// EventInstallationTakeover: this installation took the cluster over from one that stopped
+// renewing the cluster's Lease.
+const EventInstallationTakeover EventReason = "InstallationTakeover"
+
+// installationLeaseName is the name of the cluster's Lease.
+func installationLeaseName(cluster string) string { return cluster + "-operator" }
+
+// holdCluster reports whether this installation drives the cluster: it holds the cluster's
+// Lease, taking it when there is none or when its holder stopped renewing it. With no
+// installation identity (Deps.Installation empty) every cluster is driven.
+func (r *Reconciler) holdCluster(ctx context.Context, c *api.EtcdCluster) (bool, error) {
+	me := r.deps.Installation
+	if me == "" {
+		return true, nil
+	}
+	leases := r.deps.Kube.CoordinationV1().Leases(c.Namespace)
+	name := installationLeaseName(c.Name)
+	now := r.now()
+	lease, err := leases.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		_, err = leases.Create(ctx, r.installationLease(c, me, now), metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			// Another installation was first: this pass looks again.
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("creating lease %s: %w", name, err)
+		}
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("getting lease %s: %w", name, err)
+	}
+	holder := ptr.Deref(lease.Spec.HolderIdentity, "")
+	var renewed time.Time
+	if lease.Spec.RenewTime != nil {
+		renewed = lease.Spec.RenewTime.Time
+	}
+	takeover := r.takeoverAfter()
+	switch {
+	case holder == me && now.Sub(renewed) < takeover/3:
+		return true, nil
+	case holder == me:
+	case holder != "" && now.Sub(renewed) < takeover:
+		if r.conflicts.report(conflictKey(c, "Installation", holder), types.UID(holder)) {
+			r.log(c).WithFields(map[string]any{"holder": holder, "self": me}).
+				Warn("another installation of the operator drives this cluster; leaving it alone")
+			r.event(c, corev1.EventTypeWarning, EventInstallationConflict,
+				"Installation %s drives this cluster (lease %s); installation %s leaves it alone, and takes it over only if that lease goes unrenewed for %s",
+				holder, name, me, takeover)
+		}
+		return false, nil
+	}
+	upd := lease.DeepCopy()
+	upd.Spec.RenewTime = &metav1.MicroTime{Time: now}
+	if holder != me {
+		upd.Spec.HolderIdentity = ptr.To(me)
+		upd.Spec.AcquireTime = &metav1.MicroTime{Time: now}
+		upd.Spec.LeaseTransitions = ptr.To(ptr.Deref(lease.Spec.LeaseTransitions, 0) + 1)
+	}
+	// The update carries the resourceVersion read: of two installations taking over at once,
+	// one wins.
+	if _, err := leases.Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
+		if apierrors.IsConflict(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("renewing lease %s: %w", name, err)
+	}
+	if holder != me {
+		r.log(c).WithFields(map[string]any{"from": holder, "self": me}).Warn("took the cluster over")
+		r.event(c, corev1.EventTypeWarning, EventInstallationTakeover,
+			"Installation %s takes this cluster over from %s, whose lease %s went unrenewed for %s", me, holder, name, takeover)
+	}
+	return true, nil
+}
+
+func (r *Reconciler) takeoverAfter() time.Duration {
+	if r.deps.TakeoverAfter > 0 {
+		return r.deps.TakeoverAfter
+	}
+	return DefaultTakeoverAfter
+}
+
+// installationLease is the cluster's Lease, held by installation me from now; it goes with
+// the cluster.
+func (r *Reconciler) installationLease(c *api.EtcdCluster, me string, now time.Time) *coordinationv1.Lease {
+	return &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: installationLeaseName(c.Name), Namespace: c.Namespace,
+			Labels: member.ClusterLabels(c.Name), OwnerReferences: []metav1.OwnerReference{member.OwnerReference(c)}},
+		Spec: coordinationv1.LeaseSpec{
+			HolderIdentity:       ptr.To(me),
+			LeaseDurationSeconds: ptr.To(int32(r.takeoverAfter() / time.Second)),
+			AcquireTime:          &metav1.MicroTime{Time: now},
+			RenewTime:            &metav1.MicroTime{Time: now},
+		},
+	}
+}

@@ -1,0 +1,74 @@
+package cluster
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// One installation drives a cluster; another leaves it alone (no object made, no status
+// written) and says so once; once the first stops renewing the cluster's Lease, the other
+// takes the cluster over, and the first, back, leaves it alone in turn.
+func TestInstallationsDriveAClusterOneAtATime(t *testing.T) {
+	f := newFixture(t, newCluster(1))
+	start := time.Now()
+	clock := start
+	installation := func(name string) *Reconciler {
+		d := f.deps
+		d.Installation = name
+		r := NewReconciler(d)
+		r.now = func() time.Time { return clock }
+		return r
+	}
+	a, b := installation("ns-a/etcd-operator"), installation("ns-b/etcd-operator")
+	ctx := context.Background()
+	sync := func(r *Reconciler) {
+		t.Helper()
+		if _, err := r.Sync(ctx, "ns", "demo"); err != nil {
+			t.Fatalf("Sync: %v", err)
+		}
+	}
+	writes := func() int {
+		return len(f.actions("create", "pods")) + len(f.actions("create", "services")) + len(f.actions("update", "etcdclusters"))
+	}
+	holder := func() string {
+		t.Helper()
+		l, err := f.kube.CoordinationV1().Leases("ns").Get(ctx, "demo-operator", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ptr.Deref(l.Spec.HolderIdentity, "")
+	}
+
+	sync(a)
+	if holder() != "ns-a/etcd-operator" || writes() == 0 {
+		t.Fatalf("first installation: holder %q, %d writes; want it to hold the cluster and act", holder(), writes())
+	}
+	before := writes()
+	clock = start.Add(DefaultTakeoverAfter / 2)
+	sync(b)
+	sync(b)
+	if writes() != before {
+		t.Errorf("the second installation wrote %d times to a cluster the first drives", writes()-before)
+	}
+	if n := countEvents(f, EventInstallationConflict); n != 1 {
+		t.Errorf("%d InstallationConflict Events over two passes, want 1", n)
+	}
+
+	clock = start.Add(DefaultTakeoverAfter + time.Second)
+	sync(b)
+	if holder() != "ns-b/etcd-operator" {
+		t.Errorf("holder %q after the first installation stopped renewing, want the second", holder())
+	}
+	if n := countEvents(f, EventInstallationTakeover); n != 1 {
+		t.Errorf("%d InstallationTakeover Events, want 1", n)
+	}
+	before = writes()
+	sync(a)
+	if writes() != before || holder() != "ns-b/etcd-operator" {
+		t.Errorf("the first installation, back, wrote %d times; holder %q", writes()-before, holder())
+	}
+}
