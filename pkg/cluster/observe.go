@@ -242,25 +242,40 @@ func (o *observation) state(now time.Time) State {
 		}
 	}
 	for ord, p := range o.pods {
-		t, _ := member.ReadTemplate(c.Name, p)
-		s.Pods[ord] = PodView{
-			Ordinal:         ord,
-			Phase:           p.Status.Phase,
-			Terminating:     p.DeletionTimestamp != nil,
-			IP:              p.Status.PodIP,
-			Published:       o.published[p.Name],
-			Unschedulable:   unschedulable(p),
-			Node:            p.Spec.NodeName,
-			ClusterState:    t.ClusterState,
-			InitialCluster:  t.InitialCluster,
-			DataLost:        dataLost(p),
-			ForceNewCluster: t.ForceNewCluster,
+		s.Pods[ord] = o.podView(ord, p)
+		if s.Pods[ord].MemberID != 0 {
+			// A pod marked with its member: that member has started, so the cluster has.
+			s.Bootstrapped = true
 		}
 	}
 	for _, m := range o.members {
 		s.Members = append(s.Members, o.memberView(m))
 	}
 	return s
+}
+
+// podView is the planner's view of one member pod.
+func (o *observation) podView(ord int, p *corev1.Pod) PodView {
+	t, _ := member.ReadTemplate(o.cluster.Name, p)
+	v := PodView{
+		Ordinal:         ord,
+		Phase:           p.Status.Phase,
+		Terminating:     p.DeletionTimestamp != nil,
+		IP:              p.Status.PodIP,
+		Published:       o.published[p.Name],
+		Unschedulable:   unschedulable(p),
+		Node:            p.Spec.NodeName,
+		ClusterState:    t.ClusterState,
+		InitialCluster:  t.InitialCluster,
+		DataLost:        dataLost(p),
+		ForceNewCluster: t.ForceNewCluster,
+		MemberID:        t.MemberID,
+		Problem:         podProblem(p),
+	}
+	if p.DeletionTimestamp != nil {
+		v.DeletionDeadline = p.DeletionTimestamp.Time
+	}
+	return v
 }
 
 func (o *observation) memberView(m etcdutil.Member) MemberView {

@@ -49,7 +49,9 @@ import (
 //     first and member-init holds its etcd back; the member is registered as a learner
 //     only once cluster DNS serves the pod's name, so no peer ever caches a negative answer.
 //     While a pod or a learner starts, the pod of the member after it is created too (one
-//     pod ahead at most), so that pod starts meanwhile.
+//     pod ahead at most), so that pod starts meanwhile. A pod that cannot be scheduled or
+//     started (stuck.go) is never added as a learner, and neither it nor an old pod that does
+//     not go holds back the other ordinals.
 //
 // Every membership change is checked against quorum before it is proposed: a step that could
 // leave fewer healthy voting members than a majority is refused with a reason.
@@ -142,6 +144,13 @@ type PodView struct {
 	DataLost bool
 	// ForceNewCluster: the pod's etcd starts with --force-new-cluster.
 	ForceNewCluster bool
+	// MemberID is the member the pod was marked with once it had started (0: none).
+	MemberID uint64
+	// Problem is why the pod does not start, when the kubelet or the scheduler says so; nil
+	// otherwise (see stuck.go).
+	Problem *PodProblem
+	// DeletionDeadline is the pod's deletion timestamp: the end of its grace period.
+	DeletionDeadline time.Time
 }
 
 // State is everything the planner decides from.

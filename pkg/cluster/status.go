@@ -164,6 +164,10 @@ func degraded(s State, d Decision, specVersion, running string) condition {
 		return condition{metav1.ConditionTrue, d.Blocked, d.Report}
 	case d.Blocked != "":
 		return condition{metav1.ConditionTrue, d.Blocked, d.Message}
+	case stuckPodsMessage(s) != "":
+		return condition{metav1.ConditionTrue, api.ReasonPodCannotStart, stuckPodsMessage(s)}
+	case stuckTerminatingMessage(s) != "":
+		return condition{metav1.ConditionTrue, api.ReasonPodStuckTerminating, stuckTerminatingMessage(s)}
 	case s.MembersKnown && healthy < voting:
 		return condition{metav1.ConditionTrue, api.ReasonMembersUnhealthy,
 			fmt.Sprintf("%d of %d voting members are unhealthy: %s", voting-healthy, voting, unhealthyMembers(s))}
@@ -280,8 +284,13 @@ func (r *Reconciler) updateStatus(ctx context.Context, cached *api.EtcdCluster, 
 		deg.Status == metav1.ConditionTrue && (oldDegraded == nil || oldDegraded.Status != metav1.ConditionTrue ||
 		oldDegraded.Reason != deg.Reason) {
 		reason := EventClusterDegraded
-		if d.Blocked == api.ReasonQuorumAtRisk {
+		switch api.ConditionReason(deg.Reason) {
+		case api.ReasonQuorumAtRisk:
 			reason = EventChangeRefused
+		case api.ReasonPodRefused:
+			reason = EventPodRefused
+		case api.ReasonPodCannotStart:
+			reason = EventPodCannotStart
 		}
 		r.event(c, corev1.EventTypeWarning, reason, "%s", deg.Message)
 	}
