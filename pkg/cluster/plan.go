@@ -22,7 +22,9 @@ import (
 //  0. A claim that never bound, made from an earlier spec.storage, is replaced (its pod
 //     first): the spec of a cluster that never started may be fixed (plan_storage.go).
 //  1. etcd unreachable: bootstrap the seed member <name>-0 if the cluster never had a member
-//     and has no pod. With claims, from the members status last listed (plan_quorum.go):
+//     and has no pod. A seed pod gone or failed before the cluster was ever seen serving
+//     (nothing written down says it served) is bootstrapped again, the other pods deleted
+//     first; a cluster that served never is. With claims, from the members status last listed (plan_quorum.go):
 //     while a survivor restarted with --force-new-cluster starts, wait, and never make a
 //     second; a cluster whose every member's data is gone is reported, never re-created;
 //     a quorum lost for good (a majority's data gone, some left) is reported and recovered
@@ -316,6 +318,9 @@ func planUnreachable(s State) Decision {
 		return step(s, Action{Kind: ActionCreatePod, Ordinal: 0, ClusterState: etcdutil.ClusterStateNew,
 			InitialCluster: []int{0}}, api.ReasonBootstrapping, "creating seed member %s", 0)
 	}
+	if d, ok := planBootstrapAgain(s); ok {
+		return d
+	}
 	if !s.Bootstrapped {
 		if p, ok := s.Pods[0]; ok && !p.Terminating && p.ClusterState == etcdutil.ClusterStateNew {
 			if d, ok := podAheadOf(s, []MemberView{{Ordinal: 0}}); ok {
@@ -344,6 +349,37 @@ func planUnreachable(s State) Decision {
 			Message: "every member pod is gone; the cluster's data is lost and it will not be re-created silently"}
 	}
 	return Decision{Blocked: api.ReasonEtcdUnreachable, Message: "no member answered"}
+}
+
+// planBootstrapAgain bootstraps a cluster again whose seed pod went (deleted, evicted) before
+// the cluster was ever seen serving. Whether it served is read from what was written down
+// before any step that depends on it: status.size, a claim or pod marked with a member (see
+// State.Bootstrapped). A cluster that never served holds no one's data, so it may start
+// afresh; the pods made ahead for it go first, so that nothing from the first attempt meets
+// the new seed. A cluster that served is never bootstrapped again (planUnreachable reports it).
+func planBootstrapAgain(s State) (Decision, bool) {
+	seed, hasSeed := s.Pods[0]
+	switch {
+	case s.Bootstrapped || (hasSeed && seed.Terminating):
+		return Decision{}, false
+	case hasSeed && (seed.Phase == corev1.PodFailed || seed.Phase == corev1.PodSucceeded):
+		return step(s, Action{Kind: ActionDeletePod, Ordinal: 0}, api.ReasonBootstrapping,
+			"deleting the seed's pod %s, which stopped before the cluster first served, to bootstrap again", 0), true
+	case hasSeed:
+		return Decision{}, false
+	}
+	for _, o := range sortedOrdinals(s.Pods) {
+		if !s.Pods[o].Terminating {
+			return step(s, Action{Kind: ActionDeletePod, Ordinal: o}, api.ReasonBootstrapping,
+				"the seed's pod is gone and the cluster never served: deleting pod %s to bootstrap again", o), true
+		}
+	}
+	if len(s.Pods) > 0 {
+		return waiting(s, api.ReasonBootstrapping,
+			"the seed's pod is gone and the cluster never served: waiting for the other pods to go, from %s on, to bootstrap again",
+			sortedOrdinals(s.Pods)[0]), true
+	}
+	return Decision{}, false
 }
 
 func reasonFor(s State, ordinal int) api.ConditionReason {
