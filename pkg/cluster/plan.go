@@ -39,11 +39,15 @@ import (
 //     claim holds its data: a new pod on the same claim, same member ID, no membership
 //     change.
 //  3. Without quorum, change nothing: every membership change needs a committed raft entry.
-//  4. A pending learner is finished first: removed if its pod is gone or it is no longer
-//     wanted (learners do not vote, so removing one is always safe), promoted otherwise.
+//  4. A pending learner is finished first: removed if its pod is gone, cannot start past the
+//     bound, or it is no longer wanted (learners do not vote, so removing one is always
+//     safe), promoted otherwise.
 //  5. A voting member that has lost its data (its pod is gone with its emptyDir or its claim,
 //     or member-init found its data dir empty): remove it, moving leadership away first, so
 //     that it can be added again under the same name, on a new claim.
+//     A voting member whose pod has crash-looped past the bound (stuck.go: corrupt data,
+//     "member removed") is replaced the same way; a pod restarted after a delete is new and
+//     does not count, and without quorum rule 3 has stopped everything already.
 //  6. Scale down: remove the highest ordinal, after moving leadership away from it; then,
 //     with whenScaled Delete, delete the claim of a removed member once its pod is gone.
 //  7. Scale up (or re-add a replaced member): the lowest missing ordinal. A claim that holds
@@ -244,6 +248,10 @@ func Plan(s State) Decision {
 		return removeVoter(s, m, reason)
 	}
 
+	if d, ok := planCrashLooping(s); ok {
+		return d
+	}
+
 	// Rule 6: scale down, highest ordinal first; then the removed members' claims.
 	if len(s.Members) > s.Size {
 		sorted := sortedMembers(s.Members)
@@ -255,6 +263,22 @@ func Plan(s State) Decision {
 
 	// Rule 7: scale up or re-add, lowest missing ordinal first.
 	return planGrow(s, members)
+}
+
+// planCrashLooping is rule 5 for a voting member whose pod crash-loops past the bound: it is
+// removed, only while the others keep a healthy majority, and then added again as a new
+// member (its pod and claim, marked with the removed member, are replaced on the way).
+func planCrashLooping(s State) (Decision, bool) {
+	for _, m := range sortedMembers(s.Members) {
+		p, hasPod := s.Pods[m.Ordinal]
+		if m.Learner || m.Healthy || !hasPod || p.Terminating || !podStuck(s, p) || p.Problem.Reason != ReasonCrashLoop {
+			continue
+		}
+		d := removeVoter(s, m, api.ReasonReplacingMember)
+		d.Message += ": its pod crash-loops (" + p.Problem.String() + ")"
+		return d, true
+	}
+	return Decision{}, false
 }
 
 // planStrayPods is rule 2: delete a pod that holds no member and never will (an ordinal at or
@@ -294,6 +318,10 @@ func planLearner(s State) (Decision, bool) {
 		case !hasPod || p.Terminating || m.Ordinal >= s.Size:
 			return step(s, Action{Kind: ActionRemoveMember, Ordinal: m.Ordinal, MemberID: m.ID},
 				reason, "removing learner %s, whose pod is gone or no longer wanted", m.Ordinal), true
+		case !m.Healthy && podStuck(s, p):
+			// It holds etcd's one learner slot, and every later rule waits for it.
+			return step(s, Action{Kind: ActionRemoveMember, Ordinal: m.Ordinal, MemberID: m.ID}, reason,
+				"removing learner %s, which never started: its pod cannot start ("+escape(p.Problem.String())+")", m.Ordinal), true
 		case !m.Healthy:
 			if d, ok := podAheadOf(s, s.Members); ok {
 				return d, true

@@ -66,6 +66,57 @@ func TestPlanStuckPods(t *testing.T) {
 			progress: api.ReasonScalingUp,
 		},
 		{
+			name: "a learner whose pod cannot start, past the bound, is removed",
+			state: at(State{Size: 3, MembersKnown: true, Members: []MemberView{leader(0), voter(1), learner(2, false)},
+				Pods: pods(running(0), running(1, 0, 1), pullFails(joining(2, true, 0, 1, 2), stuckAfter))}),
+			want:     &Action{Kind: ActionRemoveMember, Ordinal: 2, MemberID: 102},
+			progress: api.ReasonScalingUp,
+			message:  []string{"never started", "ImagePullBackOff"},
+		},
+		{
+			name: "a learner whose pod cannot start, within the bound, is waited for",
+			state: at(State{Size: 3, MembersKnown: true, Members: []MemberView{leader(0), voter(1), learner(2, false)},
+				Pods: pods(running(0), running(1, 0, 1), pullFails(joining(2, true, 0, 1, 2), stuckAfter-time.Second))}),
+			progress: api.ReasonScalingUp,
+			message:  []string{"waiting for learner c-2"},
+		},
+		{
+			name: "a voting member crash-looping past the bound is removed, to be added again",
+			state: at(State{Size: 3, MembersKnown: true, Members: []MemberView{leader(0), voter(1), sick(voter(2))},
+				Pods: pods(running(0), running(1, 0, 1), crashLoops(running(2, 0, 1, 2), stuckAfter))}),
+			want:     &Action{Kind: ActionRemoveMember, Ordinal: 2, MemberID: 102},
+			progress: api.ReasonReplacingMember,
+			message:  []string{"crash-loops", "member removed"},
+		},
+		{
+			name: "a voting member crash-looping within the bound is left alone",
+			state: at(State{Size: 3, MembersKnown: true, Members: []MemberView{leader(0), voter(1), sick(voter(2))},
+				Pods: pods(running(0), running(1, 0, 1), crashLoops(running(2, 0, 1, 2), stuckAfter-time.Second))}),
+		},
+		{
+			name: "a voting member crash-looping without quorum is not replaced",
+			state: at(State{Size: 3, MembersKnown: true, Members: []MemberView{voter(0), sick(voter(1)), sick(voter(2))},
+				Pods: pods(running(0), crashLoops(running(1, 0, 1), time.Hour), crashLoops(running(2, 0, 1, 2), time.Hour))}),
+			blocked: api.ReasonNoQuorum,
+		},
+		{
+			name: "a voting member restarting in place (a new pod, not crash-looping) is left alone",
+			state: at(State{Size: 3, MembersKnown: true, Members: []MemberView{leader(0), voter(1), sick(voter(2))},
+				Pods: pods(running(0), running(1, 0, 1), joining(2, true, 0, 1, 2))}),
+		},
+		{
+			name: "the pod of a removed member goes before its ordinal joins again",
+			state: at(State{Size: 3, MembersKnown: true, Members: []MemberView{leader(0), voter(1)},
+				Pods: pods(running(0), running(1, 0, 1), func() PodView {
+					p := crashLoops(running(2, 0, 1, 2), time.Hour)
+					p.MemberID = 102
+					return p
+				}())}),
+			want:     &Action{Kind: ActionDeletePod, Ordinal: 2},
+			progress: api.ReasonScalingUp,
+			message:  []string{"ran a member that was removed"},
+		},
+		{
 			name: "grow: only the terminating pod is left: wait for it",
 			state: at(State{Size: 2, MembersKnown: true, Members: []MemberView{leader(0)},
 				Pods: pods(running(0), goneSince(joining(1, true, 0, 1), "worker-1", time.Hour))}),
