@@ -44,6 +44,8 @@ type observation struct {
 	members      []etcdutil.Member
 	membersKnown bool
 	leader       uint64
+	// alarms are the alarms etcd reports (asked once the member list answered).
+	alarms []etcdutil.Alarm
 }
 
 // observe reads the caches and asks every running member for its status and the member list.
@@ -118,6 +120,9 @@ func (r *Reconciler) observe(ctx context.Context, c *api.EtcdCluster) (*observat
 		return o, nil
 	}
 	o.members, o.membersKnown = members, true
+	if o.alarms, err = lcli.AlarmList(ctx); err != nil {
+		r.log(c).WithError(err).Debug("listing alarms")
+	}
 	return o, nil
 }
 
@@ -251,6 +256,16 @@ func (o *observation) state(now time.Time) State {
 	for _, m := range o.members {
 		s.Members = append(s.Members, o.memberView(m))
 	}
+	for _, a := range o.alarms {
+		v := AlarmView{Ordinal: -1, MemberID: a.MemberID, Type: a.Type}
+		for _, m := range s.Members {
+			if m.ID == a.MemberID {
+				v.Ordinal = m.Ordinal
+			}
+		}
+		s.Alarms = append(s.Alarms, v)
+	}
+	s.ElectingSince = electingSince(c)
 	return s
 }
 
@@ -339,4 +354,13 @@ func quorumLossView(c *api.EtcdCluster) QuorumLossView {
 		v.Since = meta.FindStatusCondition(c.Status.Conditions, string(api.ConditionDegraded)).LastTransitionTime.Time
 	}
 	return v
+}
+
+// electingSince is when members were first seen answering without a member list, as the
+// Progressing condition says; zero when it does not.
+func electingSince(c *api.EtcdCluster) time.Time {
+	if !electionReported(c.Status.Conditions) {
+		return time.Time{}
+	}
+	return meta.FindStatusCondition(c.Status.Conditions, string(api.ConditionProgressing)).LastTransitionTime.Time
 }

@@ -193,6 +193,12 @@ type State struct {
 	// Recovery is how a quorum lost for good is recovered; Now is the time of the pass.
 	Recovery QuorumLossView
 	Now      time.Time
+	// ElectingSince is when the pass first found members answering without a member list
+	// (the Progressing condition's lastTransitionTime while its reason is ElectingLeader);
+	// zero when it is not reported.
+	ElectingSince time.Time
+	// Alarms are the alarms etcd reports, by member (see alarms.go).
+	Alarms []AlarmView
 }
 
 // Plan returns the one next step toward spec.size, or none. The rules are tried in the order
@@ -375,6 +381,9 @@ func planUnreachable(s State) Decision {
 	if live == 0 {
 		return Decision{Blocked: api.ReasonNoQuorum,
 			Message: "every member pod is gone; the cluster's data is lost and it will not be re-created silently"}
+	}
+	if d, ok := planNoLeader(s); ok {
+		return d
 	}
 	return Decision{Blocked: api.ReasonEtcdUnreachable, Message: "no member answered"}
 }
