@@ -243,8 +243,8 @@ func TestPlanQuorumLoss(t *testing.T) {
 			blocked: api.ReasonQuorumLost,
 		},
 		{
-			name:    "two of five gone for good: quorum may come back, not a quorum loss",
-			state:   lostQuorum(5, pods(running(0, all...), running(1, all...), joining(2, false, all...)), claims(claim(0), claim(1), claim(2)), answering(0, 40)),
+			name:     "two of five gone for good: quorum may come back, not a quorum loss",
+			state:    lostQuorum(5, pods(running(0, all...), running(1, all...), joining(2, false, all...)), claims(claim(0), claim(1), claim(2)), answering(0, 40)),
 			progress: api.ReasonElectingLeader, // for electionBound; then NoQuorum (TestPlanNoLeader)
 		},
 		{
