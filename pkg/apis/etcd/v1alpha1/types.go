@@ -331,13 +331,15 @@ type ConditionType string
 
 // The condition types of an EtcdCluster.
 const (
-	// ConditionAvailable is True when the cluster has quorum and every member is healthy,
-	// voting, and their count is spec.size.
+	// ConditionAvailable is True when the cluster serves reads and writes: a healthy majority
+	// of its voting members follows a leader and no alarm blocks writes. Whether it matches
+	// its spec is Progressing's to say.
 	ConditionAvailable ConditionType = "Available"
-	// ConditionProgressing is True while the operator is changing the cluster.
+	// ConditionProgressing is True while the operator is changing the cluster toward its
+	// spec (or waiting for a step under way); False with Reconciled once it matches it.
 	ConditionProgressing ConditionType = "Progressing"
-	// ConditionDegraded is True when something is wrong that the operator is not (yet)
-	// repairing, or refuses to repair because the step could cost quorum.
+	// ConditionDegraded is True when something is wrong that needs a repair the operator
+	// refuses or cannot make, or the user: its reason says what.
 	ConditionDegraded ConditionType = "Degraded"
 )
 
