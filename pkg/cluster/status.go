@@ -190,6 +190,9 @@ func degraded(s State, d Decision, specVersion, running string) condition {
 	case alarmed(s):
 		reason, msg, _ := writeAlarm(s)
 		return condition{metav1.ConditionTrue, reason, msg}
+	case pendingClaims(s) != "":
+		// Before the pods: a pod waiting on its claim says less than the claim's Event.
+		return condition{metav1.ConditionTrue, api.ReasonClaimPending, pendingClaims(s)}
 	case stuckPodsMessage(s) != "":
 		return condition{metav1.ConditionTrue, api.ReasonPodCannotStart, stuckPodsMessage(s)}
 	case stuckTerminatingMessage(s) != "":
@@ -197,8 +200,6 @@ func degraded(s State, d Decision, specVersion, running string) condition {
 	case s.MembersKnown && healthy < voting:
 		return condition{metav1.ConditionTrue, api.ReasonMembersUnhealthy,
 			fmt.Sprintf("%d of %d voting members are unhealthy: %s", voting-healthy, voting, unhealthyMembers(s))}
-	case pendingClaims(s) != "":
-		return condition{metav1.ConditionTrue, api.ReasonClaimPending, pendingClaims(s)}
 	case running != "" && running != member.NormalizeVersion(specVersion):
 		return condition{metav1.ConditionTrue, api.ReasonVersionChangeUnsupported, fmt.Sprintf(
 			"spec.version %s differs from the running %s: changing the version of a running cluster is not supported yet; members, new ones included, keep running %s",

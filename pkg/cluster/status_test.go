@@ -225,7 +225,8 @@ func equalConditions(a, b []metav1.Condition) bool {
 func TestStatusClaims(t *testing.T) {
 	c := newCluster(3)
 	c.Name = "c"
-	s := onClaims(State{Name: "c", Size: 3, Pods: pods(stuckPod(seedPod(false))),
+	s := onClaims(State{Name: "c", Size: 3, Now: passAt, Pods: pods(troubled(stuckPod(seedPod(false)), "Unschedulable",
+		"0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims.", time.Hour)),
 		Claims: claims(func() ClaimView {
 			cv := unbound(claim(0))
 			cv.Problem = `ProvisioningFailed: storageclass.storage.k8s.io "nope" not found`
