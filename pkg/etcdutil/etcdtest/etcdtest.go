@@ -46,8 +46,8 @@ type Member struct {
 	token     string
 	configure func(*embed.Config)
 	group     *group
-	stopOnce sync.Once
-	stopped  atomic.Bool
+	stopOnce  sync.Once
+	stopped   atomic.Bool
 }
 
 // group is the members started as one cluster, new or joined, for stopping them together.
