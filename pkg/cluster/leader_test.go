@@ -72,6 +72,9 @@ func TestStatusLeaderElection(t *testing.T) {
 	if prog.Reason != string(api.ReasonElectingLeader) || !prog.LastTransitionTime.Time.Equal(passAt) {
 		t.Errorf("Progressing %+v, want ElectingLeader since %s", prog, passAt)
 	}
+	if c.Status.Phase != api.PhaseRunning {
+		t.Errorf("phase %s during a short election, want Running as before", c.Status.Phase)
+	}
 	if len(c.Status.Members) != 3 || !c.Status.Members[0].Ready {
 		t.Errorf("members %+v, want them as last listed", c.Status.Members)
 	}

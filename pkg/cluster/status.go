@@ -79,7 +79,10 @@ func computeStatus(c *api.EtcdCluster, s State, d Decision) api.EtcdClusterStatu
 		}
 		meta.SetStatusCondition(&st.Conditions, next)
 	}
-	st.Phase = phase(c.Spec.Paused, s, d, inSpec)
+	if !electing || st.Phase == "" {
+		// A short election keeps the phase too.
+		st.Phase = phase(c.Spec.Paused, s, d, inSpec)
+	}
 	return st
 }
 

@@ -7,12 +7,14 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
 	"github.com/etcd-operator/etcd-operator/pkg/member"
@@ -283,3 +285,34 @@ func TestSyncPodRefused(t *testing.T) {
 type errorString string
 
 func (e errorString) Error() string { return string(e) }
+
+// A member pod stuck terminating (its node stopped answering) holds back no other ordinal:
+// the next pod is made, and Degraded says what only the user can do.
+func TestSyncStuckTerminatingHoldsBackNothing(t *testing.T) {
+	c := newCluster(3)
+	c.Status.Size = 1
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: "demo-abcde", Namespace: c.Namespace, Labels: map[string]string{
+			discoveryv1.LabelServiceName: member.PeerServiceName(c.Name)}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+	}
+	seed := memberPod(c, 0, "10.244.0.9", corev1.PodRunning, time.Now().Add(-time.Hour), slice)
+	gone := memberPod(c, 1, "10.244.0.10", corev1.PodRunning, time.Now().Add(-time.Hour), slice)
+	gone.DeletionTimestamp = ptr.To(metav1.NewTime(time.Now().Add(-10 * time.Minute)))
+	gone.Spec.NodeName = "worker-1"
+	f := newFixture(t, c, seed, gone, slice, member.PeerService(c), member.ClientService(c))
+	f.with(func(d *Deps) { d.Etcd = newFakeEtcd(t, c, "10.244.0.9") })
+	if _, err := f.r.Sync(context.Background(), "ns", "demo"); err != nil {
+		t.Fatalf("Sync: %v", err)
+	}
+	creates := f.actions("create", "pods")
+	if len(creates) != 1 || creates[0].(k8stesting.CreateAction).GetObject().(*corev1.Pod).Name != "demo-2" {
+		t.Fatalf("created %d pods, want demo-2 while demo-1 is stuck terminating", len(creates))
+	}
+	st := f.actions("update", "etcdclusters")[0].(k8stesting.UpdateAction).GetObject().(*api.EtcdCluster).Status
+	deg := meta.FindStatusCondition(st.Conditions, string(api.ConditionDegraded))
+	if deg == nil || deg.Reason != string(api.ReasonPodStuckTerminating) ||
+		!strings.Contains(deg.Message, "kubectl delete pod -n ns demo-1 --force --grace-period=0") {
+		t.Errorf("Degraded = %+v, want PodStuckTerminating saying what to run", deg)
+	}
+}
