@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 	"github.com/etcd-operator/etcd-operator/pkg/member"
 )
 
@@ -314,5 +316,72 @@ func TestSyncStuckTerminatingHoldsBackNothing(t *testing.T) {
 	if deg == nil || deg.Reason != string(api.ReasonPodStuckTerminating) ||
 		!strings.Contains(deg.Message, "kubectl delete pod -n ns demo-1 --force --grace-period=0") {
 		t.Errorf("Degraded = %+v, want PodStuckTerminating saying what to run", deg)
+	}
+}
+
+// removingEtcd is the fake etcd that also removes members, recording the IDs.
+type removingEtcd struct {
+	*fakeEtcd
+	removed []uint64
+}
+
+func (e *removingEtcd) New([]string) (etcdutil.Client, error) {
+	return removingClient{fakeEtcdClient{e.fakeEtcd}, e}, nil
+}
+
+type removingClient struct {
+	fakeEtcdClient
+	e *removingEtcd
+}
+
+func (c removingClient) MemberRemove(_ context.Context, id uint64) error {
+	c.e.removed = append(c.e.removed, id)
+	return nil
+}
+
+// A voting member whose pod crash-loops past the bound is removed (to be added again), while
+// the two others keep quorum; the removal names why.
+func TestSyncReplacesCrashLoopingMember(t *testing.T) {
+	c := newCluster(3)
+	c.Status.Size = 3
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: "demo-abcde", Namespace: c.Namespace, Labels: map[string]string{
+			discoveryv1.LabelServiceName: member.PeerServiceName(c.Name)}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+	}
+	var objs []runtime.Object
+	etcd := &removingEtcd{fakeEtcd: &fakeEtcd{t: t, status: map[string]etcdutil.Status{}}}
+	for o := range 3 {
+		ip := fmt.Sprintf("10.244.0.%d", 10+o)
+		p := memberPod(c, o, ip, corev1.PodRunning, time.Now().Add(-time.Hour), slice)
+		id := uint64(o + 1)
+		etcd.members = append(etcd.members, etcdutil.Member{ID: id, Name: p.Name, PeerURLs: []string{member.PeerURL(c.Name, c.Namespace, o)}})
+		if o < 2 {
+			etcd.status[member.PodClientURL(ip)] = etcdutil.Status{ID: id, Leader: 1, Version: "3.6.16"}
+		} else {
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse,
+				LastTransitionTime: metav1.NewTime(time.Now().Add(-2 * stuckAfter))}}
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: member.EtcdContainerName, RestartCount: 4,
+				State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: ReasonCrashLoop}},
+				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 2, Message: "panic: invalid database"}}}}
+		}
+		objs = append(objs, p)
+	}
+	objs = append(objs, c, slice, member.PeerService(c), member.ClientService(c))
+	f := newFixture(t, objs...)
+	f.with(func(d *Deps) { d.Etcd = etcd })
+	if _, err := f.r.Sync(context.Background(), "ns", "demo"); err != nil {
+		t.Fatalf("Sync: %v", err)
+	}
+	if len(etcd.removed) != 1 || etcd.removed[0] != 3 {
+		t.Fatalf("removed %v, want demo-2 (3)", etcd.removed)
+	}
+	var said bool
+	for len(f.recorder.Events) > 0 {
+		e := <-f.recorder.Events
+		said = said || (strings.Contains(e, string(EventMemberRemoved)) && strings.Contains(e, "crash-loops") && strings.Contains(e, "invalid database"))
+	}
+	if !said {
+		t.Error("no MemberRemoved Event says the member's pod crash-loops, with its last words")
 	}
 }
