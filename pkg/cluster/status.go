@@ -145,9 +145,10 @@ func inSpec(s State) bool {
 // to say.
 func available(s State, inSpec bool) condition {
 	voting, healthy := votingCounts(s.Members)
+	// A leader the members follow, even one the operator itself cannot reach.
 	led := false
 	for _, m := range s.Members {
-		led = led || (m.Leader && m.Healthy)
+		led = led || m.Leader
 	}
 	switch {
 	case !s.MembersKnown && !s.Bootstrapped:
