@@ -46,6 +46,11 @@ const (
 	EventChangeRefused    EventReason = "ChangeRefused"
 	EventClusterAvailable EventReason = "ClusterAvailable"
 	EventClusterDegraded  EventReason = "ClusterDegraded"
+	// EventPodRefused: the API server refuses a member pod or claim (said once, when the
+	// Degraded condition starts saying so).
+	EventPodRefused EventReason = "PodRefused"
+	// EventPodCannotStart: a member pod has not started within the bound.
+	EventPodCannotStart EventReason = "PodCannotStart"
 	// EventQuorumRecovery: the survivor to recover a quorum lost for good from was chosen.
 	EventQuorumRecovery EventReason = "QuorumRecovery"
 	// EventForceNewCluster: the survivor's pod was deleted, or made again, to restart it

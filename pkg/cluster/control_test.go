@@ -58,6 +58,9 @@ func (c answeringClient) MoveLeader(context.Context, string, uint64) error {
 func (c answeringClient) Status(context.Context, string) (etcdutil.Status, error) {
 	return etcdutil.Status{}, c.call("Status")
 }
+func (c answeringClient) AlarmList(context.Context) ([]etcdutil.Alarm, error) {
+	return nil, c.call("AlarmList")
+}
 func (c answeringClient) Close() error { return nil }
 
 // etcdAnswer wraps a sentinel the way etcdutil returns etcd's errors: wrapped, with etcd's

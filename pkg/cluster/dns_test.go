@@ -51,6 +51,7 @@ type fakeEtcd struct {
 	members []etcdutil.Member
 	status  map[string]etcdutil.Status // by client URL
 	added   []string                   // peer URLs added as learners
+	alarms  []etcdutil.Alarm
 }
 
 func newFakeEtcd(t *testing.T, c *api.EtcdCluster, seedIP string) *fakeEtcd {
@@ -104,6 +105,12 @@ func (c fakeEtcdClient) Status(_ context.Context, endpoint string) (etcdutil.Sta
 		return st, nil
 	}
 	return etcdutil.Status{}, errors.New("connection refused")
+}
+
+func (c fakeEtcdClient) AlarmList(context.Context) ([]etcdutil.Alarm, error) {
+	c.f.mu.Lock()
+	defer c.f.mu.Unlock()
+	return slices.Clone(c.f.alarms), nil
 }
 
 func (c fakeEtcdClient) Close() error { return nil }

@@ -47,6 +47,8 @@ type observation struct {
 	members      []etcdutil.Member
 	membersKnown bool
 	leader       uint64
+	// alarms are the alarms etcd reports (asked once the member list answered).
+	alarms []etcdutil.Alarm
 }
 
 // observe reads the caches and asks every running member for its status and the member list.
@@ -138,6 +140,9 @@ func (r *Reconciler) observe(ctx context.Context, c *api.EtcdCluster) (*observat
 	o.members, o.membersKnown = members, true
 	if err := r.recordClusterID(ctx, c, o); err != nil {
 		return nil, err
+	}
+	if o.alarms, err = lcli.AlarmList(ctx); err != nil {
+		r.log(c).WithError(err).Debug("listing alarms")
 	}
 	return o, nil
 }
@@ -264,25 +269,50 @@ func (o *observation) state(now time.Time) State {
 		}
 	}
 	for ord, p := range o.pods {
-		t, _ := member.ReadTemplate(c.Name, p)
-		s.Pods[ord] = PodView{
-			Ordinal:         ord,
-			Phase:           p.Status.Phase,
-			Terminating:     p.DeletionTimestamp != nil,
-			IP:              p.Status.PodIP,
-			Published:       o.published[p.Name],
-			Unschedulable:   unschedulable(p),
-			Node:            p.Spec.NodeName,
-			ClusterState:    t.ClusterState,
-			InitialCluster:  t.InitialCluster,
-			DataLost:        dataLost(p),
-			ForceNewCluster: t.ForceNewCluster,
+		s.Pods[ord] = o.podView(ord, p)
+		if s.Pods[ord].MemberID != 0 {
+			// A pod marked with its member: that member has started, so the cluster has.
+			s.Bootstrapped = true
 		}
 	}
 	for _, m := range o.members {
 		s.Members = append(s.Members, o.memberView(m))
 	}
+	for _, a := range o.alarms {
+		v := AlarmView{Ordinal: -1, MemberID: a.MemberID, Type: a.Type}
+		for _, m := range s.Members {
+			if m.ID == a.MemberID {
+				v.Ordinal = m.Ordinal
+			}
+		}
+		s.Alarms = append(s.Alarms, v)
+	}
+	s.ElectingSince = electingSince(c)
 	return s
+}
+
+// podView is the planner's view of one member pod.
+func (o *observation) podView(ord int, p *corev1.Pod) PodView {
+	t, _ := member.ReadTemplate(o.cluster.Name, p)
+	v := PodView{
+		Ordinal:         ord,
+		Phase:           p.Status.Phase,
+		Terminating:     p.DeletionTimestamp != nil,
+		IP:              p.Status.PodIP,
+		Published:       o.published[p.Name],
+		Unschedulable:   unschedulable(p),
+		Node:            p.Spec.NodeName,
+		ClusterState:    t.ClusterState,
+		InitialCluster:  t.InitialCluster,
+		DataLost:        dataLost(p),
+		ForceNewCluster: t.ForceNewCluster,
+		MemberID:        t.MemberID,
+		Problem:         podProblem(p),
+	}
+	if p.DeletionTimestamp != nil {
+		v.DeletionDeadline = p.DeletionTimestamp.Time
+	}
+	return v
 }
 
 func (o *observation) memberView(m etcdutil.Member) MemberView {
@@ -346,4 +376,13 @@ func quorumLossView(c *api.EtcdCluster) QuorumLossView {
 		v.Since = meta.FindStatusCondition(c.Status.Conditions, string(api.ConditionDegraded)).LastTransitionTime.Time
 	}
 	return v
+}
+
+// electingSince is when members were first seen answering without a member list, as the
+// Progressing condition says; zero when it does not.
+func electingSince(c *api.EtcdCluster) time.Time {
+	if !electionReported(c.Status.Conditions) {
+		return time.Time{}
+	}
+	return meta.FindStatusCondition(c.Status.Conditions, string(api.ConditionProgressing)).LastTransitionTime.Time
 }

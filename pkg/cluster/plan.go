@@ -26,7 +26,9 @@ import (
 //  0. A claim that never bound, made from an earlier spec.storage, is replaced (its pod
 //     first): the spec of a cluster that never started may be fixed (plan_storage.go).
 //  1. etcd unreachable: bootstrap the seed member <name>-0 if the cluster never had a member
-//     and has no pod. With claims, from the members status last listed (plan_quorum.go):
+//     and has no pod. A seed pod gone or failed before the cluster was ever seen serving
+//     (nothing written down says it served) is bootstrapped again, the other pods deleted
+//     first; a cluster that served never is. With claims, from the members status last listed (plan_quorum.go):
 //     while a survivor restarted with --force-new-cluster starts, wait, and never make a
 //     second; a cluster whose every member's data is gone is reported, never re-created;
 //     a quorum lost for good (a majority's data gone, some left) is reported and recovered
@@ -41,11 +43,15 @@ import (
 //     claim holds its data: a new pod on the same claim, same member ID, no membership
 //     change.
 //  3. Without quorum, change nothing: every membership change needs a committed raft entry.
-//  4. A pending learner is finished first: removed if its pod is gone or it is no longer
-//     wanted (learners do not vote, so removing one is always safe), promoted otherwise.
+//  4. A pending learner is finished first: removed if its pod is gone, cannot start past the
+//     bound, or it is no longer wanted (learners do not vote, so removing one is always
+//     safe), promoted otherwise.
 //  5. A voting member that has lost its data (its pod is gone with its emptyDir or its claim,
 //     or member-init found its data dir empty): remove it, moving leadership away first, so
 //     that it can be added again under the same name, on a new claim.
+//     A voting member whose pod has crash-looped past the bound (stuck.go: corrupt data,
+//     "member removed") is replaced the same way; a pod restarted after a delete is new and
+//     does not count, and without quorum rule 3 has stopped everything already.
 //  6. Scale down: remove the highest ordinal, after moving leadership away from it; then,
 //     with whenScaled Delete, delete the claim of a removed member once its pod is gone.
 //  7. Scale up (or re-add a replaced member): the lowest missing ordinal. A claim that holds
@@ -53,7 +59,9 @@ import (
 //     first and member-init holds its etcd back; the member is registered as a learner
 //     only once cluster DNS serves the pod's name, so no peer ever caches a negative answer.
 //     While a pod or a learner starts, the pod of the member after it is created too (one
-//     pod ahead at most), so that pod starts meanwhile.
+//     pod ahead at most), so that pod starts meanwhile. A pod that cannot be scheduled or
+//     started (stuck.go) is never added as a learner, and neither it nor an old pod that does
+//     not go holds back the other ordinals.
 //
 // Every membership change is checked against quorum before it is proposed: a step that could
 // leave fewer healthy voting members than a majority is refused with a reason.
@@ -146,6 +154,13 @@ type PodView struct {
 	DataLost bool
 	// ForceNewCluster: the pod's etcd starts with --force-new-cluster.
 	ForceNewCluster bool
+	// MemberID is the member the pod was marked with once it had started (0: none).
+	MemberID uint64
+	// Problem is why the pod does not start, when the kubelet or the scheduler says so; nil
+	// otherwise (see stuck.go).
+	Problem *PodProblem
+	// DeletionDeadline is the pod's deletion timestamp: the end of its grace period.
+	DeletionDeadline time.Time
 }
 
 // State is everything the planner decides from.
@@ -185,6 +200,12 @@ type State struct {
 	// Recovery is how a quorum lost for good is recovered; Now is the time of the pass.
 	Recovery QuorumLossView
 	Now      time.Time
+	// ElectingSince is when the pass first found members answering without a member list
+	// (the Progressing condition's lastTransitionTime while its reason is ElectingLeader);
+	// zero when it is not reported.
+	ElectingSince time.Time
+	// Alarms are the alarms etcd reports, by member (see alarms.go).
+	Alarms []AlarmView
 }
 
 // Plan returns the one next step toward spec.size, or none. The rules are tried in the order
@@ -243,6 +264,10 @@ func Plan(s State) Decision {
 		return removeVoter(s, m, reason)
 	}
 
+	if d, ok := planCrashLooping(s); ok {
+		return d
+	}
+
 	// Rule 6: scale down, highest ordinal first; then the removed members' claims.
 	if len(s.Members) > s.Size {
 		sorted := sortedMembers(s.Members)
@@ -254,6 +279,22 @@ func Plan(s State) Decision {
 
 	// Rule 7: scale up or re-add, lowest missing ordinal first.
 	return planGrow(s, members)
+}
+
+// planCrashLooping is rule 5 for a voting member whose pod crash-loops past the bound: it is
+// removed, only while the others keep a healthy majority, and then added again as a new
+// member (its pod and claim, marked with the removed member, are replaced on the way).
+func planCrashLooping(s State) (Decision, bool) {
+	for _, m := range sortedMembers(s.Members) {
+		p, hasPod := s.Pods[m.Ordinal]
+		if m.Learner || m.Healthy || !hasPod || p.Terminating || !podStuck(s, p) || p.Problem.Reason != ReasonCrashLoop {
+			continue
+		}
+		d := removeVoter(s, m, api.ReasonReplacingMember)
+		d.Message += ": its pod crash-loops (" + p.Problem.String() + ")"
+		return d, true
+	}
+	return Decision{}, false
 }
 
 // planStrayPods is rule 2: delete a pod that holds no member and never will (an ordinal at or
@@ -293,6 +334,10 @@ func planLearner(s State) (Decision, bool) {
 		case !hasPod || p.Terminating || m.Ordinal >= s.Size:
 			return step(s, Action{Kind: ActionRemoveMember, Ordinal: m.Ordinal, MemberID: m.ID},
 				reason, "removing learner %s, whose pod is gone or no longer wanted", m.Ordinal), true
+		case !m.Healthy && podStuck(s, p):
+			// It holds etcd's one learner slot, and every later rule waits for it.
+			return step(s, Action{Kind: ActionRemoveMember, Ordinal: m.Ordinal, MemberID: m.ID}, reason,
+				"removing learner %s, which never started: its pod cannot start ("+escape(p.Problem.String())+")", m.Ordinal), true
 		case !m.Healthy:
 			if d, ok := podAheadOf(s, s.Members); ok {
 				return d, true
@@ -316,6 +361,9 @@ func planUnreachable(s State) Decision {
 	if !s.Bootstrapped && len(s.Pods) == 0 {
 		return step(s, Action{Kind: ActionCreatePod, Ordinal: 0, ClusterState: etcdutil.ClusterStateNew,
 			InitialCluster: []int{0}}, api.ReasonBootstrapping, "creating seed member %s", 0)
+	}
+	if d, ok := planBootstrapAgain(s); ok {
+		return d
 	}
 	if !s.Bootstrapped {
 		if p, ok := s.Pods[0]; ok && !p.Terminating && p.ClusterState == etcdutil.ClusterStateNew {
@@ -344,7 +392,41 @@ func planUnreachable(s State) Decision {
 		return Decision{Blocked: api.ReasonNoQuorum,
 			Message: "every member pod is gone; the cluster's data is lost and it will not be re-created silently"}
 	}
+	if d, ok := planNoLeader(s); ok {
+		return d
+	}
 	return Decision{Blocked: api.ReasonEtcdUnreachable, Message: "no member answered"}
+}
+
+// planBootstrapAgain bootstraps a cluster again whose seed pod went (deleted, evicted) before
+// the cluster was ever seen serving. Whether it served is read from what was written down
+// before any step that depends on it: status.size, a claim or pod marked with a member (see
+// State.Bootstrapped). A cluster that never served holds no one's data, so it may start
+// afresh; the pods made ahead for it go first, so that nothing from the first attempt meets
+// the new seed. A cluster that served is never bootstrapped again (planUnreachable reports it).
+func planBootstrapAgain(s State) (Decision, bool) {
+	seed, hasSeed := s.Pods[0]
+	switch {
+	case s.Bootstrapped || (hasSeed && seed.Terminating):
+		return Decision{}, false
+	case hasSeed && (seed.Phase == corev1.PodFailed || seed.Phase == corev1.PodSucceeded):
+		return step(s, Action{Kind: ActionDeletePod, Ordinal: 0}, api.ReasonBootstrapping,
+			"deleting the seed's pod %s, which stopped before the cluster first served, to bootstrap again", 0), true
+	case hasSeed:
+		return Decision{}, false
+	}
+	for _, o := range sortedOrdinals(s.Pods) {
+		if !s.Pods[o].Terminating {
+			return step(s, Action{Kind: ActionDeletePod, Ordinal: o}, api.ReasonBootstrapping,
+				"the seed's pod is gone and the cluster never served: deleting pod %s to bootstrap again", o), true
+		}
+	}
+	if len(s.Pods) > 0 {
+		return waiting(s, api.ReasonBootstrapping,
+			"the seed's pod is gone and the cluster never served: waiting for the other pods to go, from %s on, to bootstrap again",
+			sortedOrdinals(s.Pods)[0]), true
+	}
+	return Decision{}, false
 }
 
 func reasonFor(s State, ordinal int) api.ConditionReason {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
@@ -85,7 +86,7 @@ func planGrow(s State, members map[int]MemberView) Decision {
 	for o := range members {
 		current = append(current, o)
 	}
-	stuck := -1
+	stuck, going := -1, -1
 	for o := 0; o < s.Size; o++ {
 		if _, ok := members[o]; ok {
 			continue
@@ -101,20 +102,25 @@ func planGrow(s State, members map[int]MemberView) Decision {
 			return step(s, Action{Kind: ActionCreatePod, Ordinal: o, ClusterState: etcdutil.ClusterStateExisting,
 				InitialCluster: want}, reasonFor(s, o), "creating pod %s", o)
 		case p.Terminating:
-			return waiting(s, reasonFor(s, o), "waiting for the old pod %s to go", o)
+			// A pod that does not go (its node stopped answering) must not hold back the
+			// other ordinals: status says what the user must do about it.
+			if going < 0 {
+				going = o
+			}
 		case p.ClusterState != etcdutil.ClusterStateExisting || !slices.Equal(p.InitialCluster, want):
 			// Its etcd would be refused (or worse, bootstrap a cluster of its own):
 			// member-init still holds it back, so the pod can go.
 			return step(s, Action{Kind: ActionDeletePod, Ordinal: o}, reasonFor(s, o),
 				"deleting pod %s, created for a membership that has changed", o)
-		case p.Published:
-			return step(s, Action{Kind: ActionAddLearner, Ordinal: o}, reasonFor(s, o),
-				"adding member %s as a learner", o)
-		case p.Unschedulable:
-			// A pod that cannot be scheduled must not hold back the other ordinals.
+		case p.Unschedulable || p.Problem != nil:
+			// A pod that cannot be scheduled or started must not hold back the other
+			// ordinals, and never becomes a learner that would take etcd's one learner slot.
 			if stuck < 0 {
 				stuck = o
 			}
+		case p.Published:
+			return step(s, Action{Kind: ActionAddLearner, Ordinal: o}, reasonFor(s, o),
+				"adding member %s as a learner", o)
 		default:
 			// The pod of the member after this one starts meanwhile.
 			if d, ok := podAhead(s, want, o+1); ok {
@@ -123,8 +129,19 @@ func planGrow(s State, members map[int]MemberView) Decision {
 			return waiting(s, reasonFor(s, o), "waiting for pod %s to start and be published in DNS", o)
 		}
 	}
-	if stuck >= 0 {
-		return waiting(s, reasonFor(s, stuck), "pod %s cannot be scheduled", stuck)
+	switch {
+	case stuck >= 0:
+		p := s.Pods[stuck]
+		problem := "cannot be scheduled"
+		if p.Problem != nil {
+			problem = "cannot start (" + p.Problem.String() + ")"
+		}
+		return waiting(s, reasonFor(s, stuck), "waiting for pod %s, which "+escape(problem), stuck)
+	case going >= 0:
+		return waiting(s, reasonFor(s, going), "waiting for the old pod %s to go", going)
 	}
 	return Decision{}
 }
+
+// escape keeps a message taken from a pod from being read as a format.
+func escape(s string) string { return strings.ReplaceAll(s, "%", "%%") }

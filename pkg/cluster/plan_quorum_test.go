@@ -222,7 +222,7 @@ func TestPlanQuorumLoss(t *testing.T) {
 			name: "pods merely starting on claims that hold their data: not a quorum loss",
 			state: lostQuorum(3, pods(running(0, 0, 1, 2), joining(1, false, 0, 1, 2), joining(2, false, 0, 1, 2)),
 				claims(claim(0), claim(1), claim(2)), answering(0, 42)),
-			blocked: api.ReasonEtcdUnreachable,
+			progress: api.ReasonElectingLeader, // for electionBound; then NoQuorum (TestPlanNoLeader)
 		},
 		{
 			name:     "pods gone, claims that hold their data: restarted as members that have started, not a quorum loss",
@@ -243,9 +243,9 @@ func TestPlanQuorumLoss(t *testing.T) {
 			blocked: api.ReasonQuorumLost,
 		},
 		{
-			name:    "two of five gone for good: quorum may come back, not a quorum loss",
-			state:   lostQuorum(5, pods(running(0, all...), running(1, all...), joining(2, false, all...)), claims(claim(0), claim(1), claim(2)), answering(0, 40)),
-			blocked: api.ReasonEtcdUnreachable,
+			name:     "two of five gone for good: quorum may come back, not a quorum loss",
+			state:    lostQuorum(5, pods(running(0, all...), running(1, all...), joining(2, false, all...)), claims(claim(0), claim(1), claim(2)), answering(0, 40)),
+			progress: api.ReasonElectingLeader, // for electionBound; then NoQuorum (TestPlanNoLeader)
 		},
 		{
 			name:    "every member's claim gone: all data lost, reported, nothing re-created",
@@ -267,7 +267,7 @@ func TestPlanQuorumLoss(t *testing.T) {
 				s.Persistent = false
 				return s
 			}(),
-			blocked: api.ReasonEtcdUnreachable,
+			progress: api.ReasonElectingLeader, // for electionBound; then NoQuorum (TestPlanNoLeader)
 		},
 	}
 	runPlanCases(t, tests)

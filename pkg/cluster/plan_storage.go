@@ -173,6 +173,12 @@ func prepareClaim(s State, o int) (Decision, bool) {
 		return step(s, Action{Kind: ActionDeletePod, Ordinal: o}, reasonFor(s, o),
 			"deleting pod %s, whose member's data was lost", o), true
 	}
+	if hasPod && !p.Terminating && p.MemberID != 0 {
+		// The pod ran a member that etcd no longer lists (removed, say for crash-looping):
+		// whatever its data dir holds is that member's, which etcd refuses to start on.
+		return step(s, Action{Kind: ActionDeletePod, Ordinal: o}, reasonFor(s, o),
+			"deleting pod %s, which ran a member that was removed", o), true
+	}
 	c, ok := s.Claims[o]
 	if !s.Persistent || !ok || (!c.Terminating && c.MemberID == 0) {
 		return Decision{}, false

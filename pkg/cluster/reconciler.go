@@ -40,6 +40,9 @@ const (
 	whileBlocked = 5 * time.Second
 	// whenSteady: health is re-checked even when no pod changes.
 	whenSteady = 10 * time.Second
+	// whileRefused: a create the API server refused (quota, admission) is tried again this
+	// late, never in a hot loop; a change to the cluster wakes the pass earlier.
+	whileRefused = 30 * time.Second
 )
 
 // Deps are what a pass needs; the controller fills them.
@@ -154,6 +157,10 @@ func (r *Reconciler) Sync(ctx context.Context, namespace, name string) (time.Dur
 	switch {
 	case decision.Action != nil:
 		requeue, actErr = r.act(ctx, c, obs, *decision.Action, decision.Message)
+		if msg, refused := refusedByAPIServer(actErr); refused {
+			log.WithField("action", string(decision.Action.Kind)).WithError(actErr).Warn("the API server refuses the change")
+			decision, requeue, actErr = refusedDecision(decision, msg), whileRefused, nil
+		}
 	case decision.Blocked != "":
 		requeue = whileBlocked
 	case decision.Progress != "":

@@ -32,12 +32,13 @@ func computeStatus(c *api.EtcdCluster, s State, d Decision) api.EtcdClusterStatu
 	st.ClientURL = member.ServiceClientURL(c.Name, c.Namespace)
 	st.Selector = member.ClusterSelector(c.Name).String()
 
+	electing := d.Progress == api.ReasonElectingLeader
 	if s.MembersKnown {
 		st.Size = int32(len(s.Members))
 		st.Members = statusMembers(s)
 		_, healthy := votingCounts(s.Members)
 		st.ReadyMembers = int32(healthy)
-	} else {
+	} else if !electing {
 		// Nobody answered: the last known members stay listed, none of them ready.
 		for i := range st.Members {
 			st.Members[i].Ready, st.Members[i].Leader = false, false
@@ -59,6 +60,17 @@ func computeStatus(c *api.EtcdCluster, s State, d Decision) api.EtcdClusterStatu
 	} {
 		next := metav1.Condition{Type: string(cond.t), Status: cond.status,
 			Reason: string(cond.reason), Message: cond.message, ObservedGeneration: c.Generation}
+		if prev := meta.FindStatusCondition(st.Conditions, next.Type); electing && cond.t != api.ConditionProgressing && prev != nil {
+			// A short election: the condition keeps what it said (see leader.go).
+			prev.ObservedGeneration = c.Generation
+			continue
+		}
+		if cond.t == api.ConditionProgressing && electing && !electionReported(st.Conditions) {
+			// Progressing may be True already: its lastTransitionTime is made the time the
+			// election was first seen, which electionBound counts from.
+			meta.RemoveStatusCondition(&st.Conditions, next.Type)
+			next.LastTransitionTime = metav1.NewTime(passTime(s))
+		}
 		if cond.t == api.ConditionDegraded && cond.reason == api.ReasonQuorumLost && !quorumLostReported(st.Conditions) {
 			// Degraded is often True already (no quorum): its lastTransitionTime is made the
 			// time the loss was first reported, which FromSurvivor's grace period counts from.
@@ -67,7 +79,10 @@ func computeStatus(c *api.EtcdCluster, s State, d Decision) api.EtcdClusterStatu
 		}
 		meta.SetStatusCondition(&st.Conditions, next)
 	}
-	st.Phase = phase(c.Spec.Paused, s, d, inSpec)
+	if !electing || st.Phase == "" {
+		// A short election keeps the phase too.
+		st.Phase = phase(c.Spec.Paused, s, d, inSpec)
+	}
 	return st
 }
 
@@ -75,6 +90,12 @@ func computeStatus(c *api.EtcdCluster, s State, d Decision) api.EtcdClusterStatu
 func quorumLostReported(conds []metav1.Condition) bool {
 	deg := meta.FindStatusCondition(conds, string(api.ConditionDegraded))
 	return deg != nil && deg.Status == metav1.ConditionTrue && deg.Reason == string(api.ReasonQuorumLost)
+}
+
+// electionReported: Progressing reports members answering without a member list already.
+func electionReported(conds []metav1.Condition) bool {
+	p := meta.FindStatusCondition(conds, string(api.ConditionProgressing))
+	return p != nil && p.Status == metav1.ConditionTrue && p.Reason == string(api.ReasonElectingLeader)
 }
 
 // passTime is the time of the pass that observed s.
@@ -119,25 +140,31 @@ func inSpec(s State) bool {
 	return true
 }
 
-// available: the cluster as spec'd, every member healthy and voting.
+// available: the cluster serves reads and writes: a healthy majority of its voting members
+// follows a leader, and no alarm blocks writes. Whether it matches its spec is Progressing's
+// to say.
 func available(s State, inSpec bool) condition {
 	voting, healthy := votingCounts(s.Members)
+	// A leader the members follow, even one the operator itself cannot reach.
+	led := false
+	for _, m := range s.Members {
+		led = led || m.Leader
+	}
 	switch {
-	case inSpec:
-		return condition{metav1.ConditionTrue, api.ReasonClusterHealthy,
-			fmt.Sprintf("%d of %d members healthy and voting", healthy, s.Size)}
 	case !s.MembersKnown && !s.Bootstrapped:
 		return condition{metav1.ConditionFalse, api.ReasonBootstrapping, "the seed member is starting"}
-	case s.MembersKnown && healthy >= quorum(voting):
-		reason := api.ReasonSizeMismatch
-		if healthy < voting {
-			reason = api.ReasonMembersUnhealthy
-		}
-		return condition{metav1.ConditionFalse, reason, fmt.Sprintf(
-			"quorum held; %d of %d voting members healthy, %d members, %d wanted", healthy, voting, len(s.Members), s.Size)}
-	default:
+	case !s.MembersKnown || healthy < quorum(voting) || !led:
 		return condition{metav1.ConditionFalse, api.ReasonNoQuorum, "no quorum: the cluster cannot serve writes"}
 	}
+	if reason, msg, ok := writeAlarm(s); ok {
+		return condition{metav1.ConditionFalse, reason, msg}
+	}
+	if inSpec {
+		return condition{metav1.ConditionTrue, api.ReasonClusterHealthy,
+			fmt.Sprintf("%d of %d members healthy and voting", healthy, s.Size)}
+	}
+	return condition{metav1.ConditionTrue, api.ReasonQuorumHealthy, fmt.Sprintf(
+		"serving: %d of %d voting members healthy, with a leader; %d members, %d wanted", healthy, voting, len(s.Members), s.Size)}
 }
 
 // progressing: the planner is changing the cluster toward its spec.
@@ -164,13 +191,21 @@ func degraded(s State, d Decision, specVersion, running string) condition {
 		return condition{metav1.ConditionTrue, d.Blocked, withForeign(d.Report, s.Foreign, d.Blocked)}
 	case d.Blocked != "":
 		return condition{metav1.ConditionTrue, d.Blocked, withForeign(d.Message, s.Foreign, d.Blocked)}
+	case alarmed(s):
+		reason, msg, _ := writeAlarm(s)
+		return condition{metav1.ConditionTrue, reason, msg}
 	case len(s.Foreign) > 0:
 		return condition{metav1.ConditionTrue, api.ReasonForeignObject, foreignMessage(s.Foreign)}
+	case pendingClaims(s) != "":
+		// Before the pods: a pod waiting on its claim says less than the claim's Event.
+		return condition{metav1.ConditionTrue, api.ReasonClaimPending, pendingClaims(s)}
+	case stuckPodsMessage(s) != "":
+		return condition{metav1.ConditionTrue, api.ReasonPodCannotStart, stuckPodsMessage(s)}
+	case stuckTerminatingMessage(s) != "":
+		return condition{metav1.ConditionTrue, api.ReasonPodStuckTerminating, stuckTerminatingMessage(s)}
 	case s.MembersKnown && healthy < voting:
 		return condition{metav1.ConditionTrue, api.ReasonMembersUnhealthy,
 			fmt.Sprintf("%d of %d voting members are unhealthy: %s", voting-healthy, voting, unhealthyMembers(s))}
-	case pendingClaims(s) != "":
-		return condition{metav1.ConditionTrue, api.ReasonClaimPending, pendingClaims(s)}
 	case running != "" && running != member.NormalizeVersion(specVersion):
 		return condition{metav1.ConditionTrue, api.ReasonVersionChangeUnsupported, fmt.Sprintf(
 			"spec.version %s differs from the running %s: changing the version of a running cluster is not supported yet; members, new ones included, keep running %s",
@@ -260,6 +295,8 @@ func phase(paused bool, s State, d Decision, inSpec bool) api.ClusterPhase {
 		return api.PhaseRecovering
 	case d.Progress != "":
 		return api.PhaseScaling
+	case alarmed(s):
+		return api.PhaseDegraded
 	case inSpec:
 		return api.PhaseRunning
 	default:
@@ -291,8 +328,13 @@ func (r *Reconciler) updateStatus(ctx context.Context, cached *api.EtcdCluster, 
 		deg.Status == metav1.ConditionTrue && (oldDegraded == nil || oldDegraded.Status != metav1.ConditionTrue ||
 		oldDegraded.Reason != deg.Reason) {
 		reason := EventClusterDegraded
-		if d.Blocked == api.ReasonQuorumAtRisk {
+		switch api.ConditionReason(deg.Reason) {
+		case api.ReasonQuorumAtRisk:
 			reason = EventChangeRefused
+		case api.ReasonPodRefused:
+			reason = EventPodRefused
+		case api.ReasonPodCannotStart:
+			reason = EventPodCannotStart
 		}
 		r.event(c, corev1.EventTypeWarning, reason, "%s", deg.Message)
 	}

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 )
 
 // TestComputeStatus: (State, Decision) → status, the pass's one input to the three conditions
@@ -52,20 +53,20 @@ func TestComputeStatus(t *testing.T) {
 			ready:     3,
 		},
 		{
-			name:        "growing",
-			state:       State{Size: 5, Bootstrapped: true, MembersKnown: true, Members: healthy3},
-			d:           Decision{Progress: api.ReasonScalingUp, Message: "creating pod c-3"},
-			progressing: true,
-			reasons:     conds{api.ReasonSizeMismatch, api.ReasonScalingUp, api.ReasonAsExpected},
-			phase:       api.PhaseScaling,
-			ready:       3,
+			name:      "growing",
+			state:     State{Size: 5, Bootstrapped: true, MembersKnown: true, Members: healthy3},
+			d:         Decision{Progress: api.ReasonScalingUp, Message: "creating pod c-3"},
+			available: true, progressing: true,
+			reasons: conds{api.ReasonQuorumHealthy, api.ReasonScalingUp, api.ReasonAsExpected},
+			phase:   api.PhaseScaling,
+			ready:   3,
 		},
 		{
-			name:        "one member unhealthy, being replaced",
-			state:       State{Size: 3, Bootstrapped: true, MembersKnown: true, Members: []MemberView{leader(0), voter(1), sick(voter(2))}},
-			d:           Decision{Progress: api.ReasonReplacingMember, Message: "removing member c-2"},
-			progressing: true, degraded: true,
-			reasons: conds{api.ReasonMembersUnhealthy, api.ReasonReplacingMember, api.ReasonMembersUnhealthy},
+			name:      "one member unhealthy, being replaced",
+			state:     State{Size: 3, Bootstrapped: true, MembersKnown: true, Members: []MemberView{leader(0), voter(1), sick(voter(2))}},
+			d:         Decision{Progress: api.ReasonReplacingMember, Message: "removing member c-2"},
+			available: true, progressing: true, degraded: true,
+			reasons: conds{api.ReasonQuorumHealthy, api.ReasonReplacingMember, api.ReasonMembersUnhealthy},
 			phase:   api.PhaseRecovering,
 			ready:   2,
 		},
@@ -87,12 +88,38 @@ func TestComputeStatus(t *testing.T) {
 			phase:    api.PhaseDegraded,
 		},
 		{
-			name:    "paused",
-			paused:  true,
-			state:   State{Size: 5, Bootstrapped: true, MembersKnown: true, Members: healthy3},
-			reasons: conds{api.ReasonSizeMismatch, api.ReasonPaused, api.ReasonAsExpected},
-			phase:   api.PhasePaused,
+			name:      "paused",
+			paused:    true,
+			state:     State{Size: 5, Bootstrapped: true, MembersKnown: true, Members: healthy3},
+			available: true,
+			reasons:   conds{api.ReasonQuorumHealthy, api.ReasonPaused, api.ReasonAsExpected},
+			phase:     api.PhasePaused,
+			ready:     3,
+		},
+		{
+			name:    "quorum held but no member leads: not serving",
+			state:   State{Size: 3, Bootstrapped: true, MembersKnown: true, Members: []MemberView{voter(0), voter(1), voter(2)}},
+			reasons: conds{api.ReasonNoQuorum, api.ReasonReconciled, api.ReasonAsExpected},
+			phase:   api.PhaseRunning,
 			ready:   3,
+		},
+		{
+			name: "NOSPACE alarm: not serving writes, degraded, naming the member",
+			state: State{Size: 3, Bootstrapped: true, MembersKnown: true, Members: healthy3,
+				Alarms: []AlarmView{{Ordinal: 1, MemberID: 101, Type: etcdutil.AlarmNoSpace}}},
+			degraded: true,
+			reasons:  conds{api.ReasonAlarmNoSpace, api.ReasonReconciled, api.ReasonAlarmNoSpace},
+			phase:    api.PhaseDegraded,
+			ready:    3,
+		},
+		{
+			name: "CORRUPT alarm comes before NOSPACE",
+			state: State{Size: 3, Bootstrapped: true, MembersKnown: true, Members: healthy3,
+				Alarms: []AlarmView{{Ordinal: 1, MemberID: 101, Type: etcdutil.AlarmNoSpace}, {Ordinal: 2, MemberID: 102, Type: etcdutil.AlarmCorrupt}}},
+			degraded: true,
+			reasons:  conds{api.ReasonAlarmCorrupt, api.ReasonReconciled, api.ReasonAlarmCorrupt},
+			phase:    api.PhaseDegraded,
+			ready:    3,
 		},
 		{
 			name:      "running another version than spec'd",
@@ -198,7 +225,8 @@ func equalConditions(a, b []metav1.Condition) bool {
 func TestStatusClaims(t *testing.T) {
 	c := newCluster(3)
 	c.Name = "c"
-	s := onClaims(State{Name: "c", Size: 3, Pods: pods(stuckPod(seedPod(false))),
+	s := onClaims(State{Name: "c", Size: 3, Now: passAt, Pods: pods(troubled(stuckPod(seedPod(false)), "Unschedulable",
+		"0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims.", time.Hour)),
 		Claims: claims(func() ClaimView {
 			cv := unbound(claim(0))
 			cv.Problem = `ProvisioningFailed: storageclass.storage.k8s.io "nope" not found`

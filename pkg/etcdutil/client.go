@@ -203,6 +203,24 @@ func (c *client) Status(ctx context.Context, endpoint string) (Status, error) {
 	}, nil
 }
 
+func (c *client) AlarmList(ctx context.Context) ([]Alarm, error) {
+	var resp *clientv3.AlarmResponse
+	err := c.call(ctx, func(ctx context.Context) (err error) {
+		resp, err = c.cli.AlarmList(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing alarms: %w", err)
+	}
+	var out []Alarm
+	for _, a := range resp.Alarms {
+		if a.Alarm != pb.AlarmType_NONE {
+			out = append(out, Alarm{MemberID: a.MemberID, Type: AlarmType(a.Alarm.String())})
+		}
+	}
+	return out, nil
+}
+
 func (c *client) Close() error {
 	if err := c.cli.Close(); err != nil && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("closing etcd client: %w", err)

@@ -77,6 +77,24 @@ type Status struct {
 	Errors []string
 }
 
+// AlarmType is an alarm a member raises.
+type AlarmType string
+
+// The alarms etcd raises; both make the cluster refuse writes until disarmed.
+const (
+	// AlarmNoSpace: the member's backend reached its quota (--quota-backend-bytes).
+	AlarmNoSpace AlarmType = "NOSPACE"
+	// AlarmCorrupt: the member's data differs from the others' (corruption check).
+	AlarmCorrupt AlarmType = "CORRUPT"
+)
+
+// Alarm is one alarm raised in the cluster.
+type Alarm struct {
+	// MemberID is the member that raised it.
+	MemberID uint64
+	Type     AlarmType
+}
+
 // Client talks to one etcd cluster through the endpoints it was opened with.
 // Every method honours ctx and returns within the factory's per-call timeout.
 type Client interface {
@@ -102,6 +120,9 @@ type Client interface {
 	// Status asks the member at endpoint (any client URL, not only the client's endpoints)
 	// for its status. Learners answer too.
 	Status(ctx context.Context, endpoint string) (Status, error)
+	// AlarmList returns the alarms raised in the cluster (any member's), none when there
+	// are none. Like the member list, it needs a leader.
+	AlarmList(ctx context.Context) ([]Alarm, error)
 	// Close releases the client's connections.
 	Close() error
 }

@@ -143,12 +143,12 @@ func benchRepairs(t *testing.T, f *framework.Framework, name, storage string) {
 		for _, pods := range [][]string{{"pod/" + name + "-1"}, {"pod/" + name + "-0", "pod/" + name + "-1", "pod/" + name + "-2"}} {
 			start := time.Now()
 			f.MustNS(append([]string{"delete", "--wait=false"}, pods...)...)
-			// Available again since the deletion (its transition time has a resolution of
-			// a second), with the same members.
+			// Settled again since the deletion (its transition time has a resolution of a
+			// second: Available stays True while a majority serves), with the same members.
 			watchCluster(t, f, name, func(c *framework.EtcdCluster) (bool, error) {
 				now := time.Now()
-				if c.AvailableFor(now) == 0 || c.AvailableFor(now) > now.Sub(start)+time.Second {
-					return false, fmt.Errorf("not available again yet")
+				if c.SettledFor(now) == 0 || c.SettledFor(now) > now.Sub(start)+time.Second {
+					return false, fmt.Errorf("not settled again yet")
 				}
 				for pod, id := range ids {
 					if got := c.MemberID(pod); got != id {
@@ -180,7 +180,7 @@ func benchRepairs(t *testing.T, f *framework.Framework, name, storage string) {
 				if err != nil {
 					return false, err
 				}
-				return c.AvailableFor(time.Now()) >= step.settled, nil
+				return c.SettledFor(time.Now()) >= step.settled, nil
 			})
 		}
 		start := time.Now()

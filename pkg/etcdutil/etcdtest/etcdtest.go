@@ -43,10 +43,11 @@ type Member struct {
 	// Etcd is the running member; nil until it is started.
 	Etcd *embed.Etcd
 
-	token    string
-	group    *group
-	stopOnce sync.Once
-	stopped  atomic.Bool
+	token     string
+	configure func(*embed.Config)
+	group     *group
+	stopOnce  sync.Once
+	stopped   atomic.Bool
 }
 
 // group is the members started as one cluster, new or joined, for stopping them together.
@@ -103,6 +104,13 @@ func Reserve(t testing.TB, name string) *Member {
 // joined it and serves clients.
 func StartCluster(t testing.TB, n int) []*Member {
 	t.Helper()
+	return StartClusterWith(t, n, nil)
+}
+
+// StartClusterWith is StartCluster with configure applied to each member's configuration
+// before it starts (a backend quota, say); configure may be nil.
+func StartClusterWith(t testing.TB, n int, configure func(*embed.Config)) []*Member {
+	t.Helper()
 	token := "etcdtest-" + randomHex(t, 8)
 	members := make([]*Member, n)
 	g := &group{}
@@ -110,6 +118,7 @@ func StartCluster(t testing.TB, n int) []*Member {
 	for i := range members {
 		members[i] = Reserve(t, fmt.Sprintf("m%d", i))
 		members[i].token = token
+		members[i].configure = configure
 		g.add(members[i])
 	}
 	for _, m := range members {
@@ -199,6 +208,9 @@ func (m *Member) start(t testing.TB, state string, cluster []*Member, forceNewCl
 	cfg.ForceNewCluster = forceNewCluster
 	if m.token != "" {
 		cfg.InitialClusterToken = m.token
+	}
+	if m.configure != nil {
+		m.configure(cfg)
 	}
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {

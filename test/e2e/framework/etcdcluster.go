@@ -75,6 +75,17 @@ func (c *EtcdCluster) AvailableFor(now time.Time) time.Duration {
 	return 0
 }
 
+// SettledFor reports how long the operator has had nothing left to change (Progressing False,
+// reason Reconciled), 0 while it changes something. Available only says the cluster serves.
+func (c *EtcdCluster) SettledFor(now time.Time) time.Duration {
+	for _, cond := range c.Status.Conditions {
+		if cond.Type == "Progressing" && cond.Status == "False" && cond.Reason == "Reconciled" {
+			return now.Sub(cond.LastTransitionTime)
+		}
+	}
+	return 0
+}
+
 // MemberID returns the ID status reports for a member, or "".
 func (c *EtcdCluster) MemberID(name string) string {
 	for _, m := range c.Status.Members {

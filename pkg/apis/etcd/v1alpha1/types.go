@@ -339,13 +339,15 @@ type ConditionType string
 
 // The condition types of an EtcdCluster.
 const (
-	// ConditionAvailable is True when the cluster has quorum and every member is healthy,
-	// voting, and their count is spec.size.
+	// ConditionAvailable is True when the cluster serves reads and writes: a healthy majority
+	// of its voting members follows a leader and no alarm blocks writes. Whether it matches
+	// its spec is Progressing's to say.
 	ConditionAvailable ConditionType = "Available"
-	// ConditionProgressing is True while the operator is changing the cluster.
+	// ConditionProgressing is True while the operator is changing the cluster toward its
+	// spec (or waiting for a step under way); False with Reconciled once it matches it.
 	ConditionProgressing ConditionType = "Progressing"
-	// ConditionDegraded is True when something is wrong that the operator is not (yet)
-	// repairing, or refuses to repair because the step could cost quorum.
+	// ConditionDegraded is True when something is wrong that needs a repair the operator
+	// refuses or cannot make, or the user: its reason says what.
 	ConditionDegraded ConditionType = "Degraded"
 )
 
@@ -405,6 +407,28 @@ const (
 	ReasonForeignObject ConditionReason = "ForeignObject"
 	// ReasonAsExpected: nothing is wrong.
 	ReasonAsExpected ConditionReason = "AsExpected"
+	// ReasonQuorumHealthy: a majority of the voting members is healthy and follows a leader,
+	// and no alarm blocks writes: the cluster serves, though not every member is there or
+	// healthy.
+	ReasonQuorumHealthy ConditionReason = "QuorumHealthy"
+	// ReasonElectingLeader: members answer but none can list the members yet; for a short
+	// while this is a leader election, and the other conditions keep what they said.
+	ReasonElectingLeader ConditionReason = "ElectingLeader"
+	// ReasonPodCannotStart: a member pod has not started for a while and the kubelet or the
+	// scheduler says why (image pull, crash loop, configuration, no node).
+	ReasonPodCannotStart ConditionReason = "PodCannotStart"
+	// ReasonPodRefused: the API server refuses to create a member pod or claim (admission,
+	// quota, LimitRange, a missing PriorityClass, an invalid value).
+	ReasonPodRefused ConditionReason = "PodRefused"
+	// ReasonPodStuckTerminating: a member pod is past its grace period and still not gone,
+	// typically on a node that stopped answering; only the user can force it.
+	ReasonPodStuckTerminating ConditionReason = "PodStuckTerminating"
+	// ReasonAlarmNoSpace: a member raised etcd's NOSPACE alarm: its backend reached its
+	// quota and the cluster refuses writes until the alarm is disarmed.
+	ReasonAlarmNoSpace ConditionReason = "AlarmNoSpace"
+	// ReasonAlarmCorrupt: a member raised etcd's CORRUPT alarm: its data differs from the
+	// others' and the cluster refuses writes.
+	ReasonAlarmCorrupt ConditionReason = "AlarmCorrupt"
 )
 
 // EtcdClusterStatus is what the operator last observed of a cluster.
