@@ -54,15 +54,6 @@ const (
 	InstallCommand    = "install"
 )
 
-// reservedEnv are etcd settings the operator passes as flags; user env may not shadow them.
-var reservedEnv = map[string]bool{
-	"ETCD_NAME": true, "ETCD_DATA_DIR": true, "ETCD_LISTEN_PEER_URLS": true,
-	"ETCD_LISTEN_CLIENT_URLS": true, "ETCD_ADVERTISE_CLIENT_URLS": true,
-	"ETCD_INITIAL_ADVERTISE_PEER_URLS": true, "ETCD_INITIAL_CLUSTER": true,
-	"ETCD_INITIAL_CLUSTER_STATE": true, "ETCD_INITIAL_CLUSTER_TOKEN": true,
-	"ETCD_CONFIG_FILE": true,
-}
-
 // Template is what a member pod is built from besides the cluster's spec. Pod writes it into
 // the pod and ReadTemplate reads it back: the planner decides from what the pod's etcd was
 // really told, and the two stay side by side so that they cannot drift apart.
@@ -225,7 +216,7 @@ func etcdContainer(c *api.EtcdCluster, t Template, policy *api.PodPolicy, versio
 			{Name: "client", ContainerPort: ClientPort, Protocol: corev1.ProtocolTCP},
 			{Name: "peer", ContainerPort: PeerPort, Protocol: corev1.ProtocolTCP},
 		},
-		Resources:    *policy.Resources.DeepCopy(),
+		Resources:    resources(policy.Resources),
 		VolumeMounts: []corev1.VolumeMount{{Name: DataVolumeName, MountPath: DataMountPath}},
 		ReadinessProbe: &corev1.Probe{
 			ProbeHandler:     httpProbe(readyPath),
@@ -264,6 +255,7 @@ func etcdArgs(c *api.EtcdCluster, t Template) []string {
 		"--initial-cluster-state=" + string(t.ClusterState),
 		"--initial-cluster-token=" + ClusterToken(c),
 	}
+	args = append(args, quotaArgs(&c.Spec)...)
 	if t.ForceNewCluster {
 		args = append(args, forceNewClusterFlag)
 	}
@@ -453,26 +445,68 @@ func restrictedContainer() *corev1.SecurityContext {
 // nonRootUID runs members as the distroless "nonroot" user unless the pod policy says else.
 const nonRootUID int64 = 65532
 
-// podSecurityContext is the user's pod security context, or by default one that passes the
-// "restricted" Pod Security Standard: etcd needs no root, only its data directory.
+// podSecurityContext is the user's pod security context over a default that passes the
+// "restricted" Pod Security Standard (etcd needs no root, only its data directory): each field
+// the user leaves out keeps the default, so that setting only fsGroup keeps runAsNonRoot. The
+// CRD refuses the settings that would leave the standard (runAsNonRoot false, root,
+// Unconfined profiles).
 func podSecurityContext(user *corev1.PodSecurityContext) *corev1.PodSecurityContext {
-	if user != nil {
-		return user.DeepCopy()
+	sc := user.DeepCopy()
+	if sc == nil {
+		sc = &corev1.PodSecurityContext{}
 	}
-	return &corev1.PodSecurityContext{
-		RunAsNonRoot:   ptr.To(true),
-		RunAsUser:      ptr.To(nonRootUID),
-		RunAsGroup:     ptr.To(nonRootUID),
-		FSGroup:        ptr.To(nonRootUID),
-		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	if sc.RunAsNonRoot == nil {
+		sc.RunAsNonRoot = ptr.To(true)
 	}
+	if sc.RunAsUser == nil {
+		sc.RunAsUser = ptr.To(nonRootUID)
+	}
+	if sc.RunAsGroup == nil {
+		sc.RunAsGroup = ptr.To(nonRootUID)
+	}
+	if sc.FSGroup == nil {
+		sc.FSGroup = ptr.To(nonRootUID)
+	}
+	if sc.SeccompProfile == nil {
+		sc.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
+	}
+	return sc
 }
 
-// userEnv keeps the user's variables except the ones that would shadow the operator's flags.
+// DefaultRequests are the requests of the etcd container for each resource the pod policy
+// gives neither a request nor a limit: no member pod, the seed included, is BestEffort, the
+// first class the kubelet evicts under pressure. No limit by default: a memory limit kills
+// etcd when its database outgrows it.
+var DefaultRequests = corev1.ResourceList{
+	corev1.ResourceCPU:    resource.MustParse("50m"),
+	corev1.ResourceMemory: resource.MustParse("128Mi"),
+}
+
+// resources are the etcd container's resources: the pod policy's, with DefaultRequests for
+// what it leaves out. A resource with only a limit keeps no request of ours: the apiserver
+// then sets the request to the limit, and a default above the limit would be refused.
+func resources(user corev1.ResourceRequirements) corev1.ResourceRequirements {
+	r := *user.DeepCopy()
+	for name, q := range DefaultRequests {
+		_, requested := r.Requests[name]
+		_, limited := r.Limits[name]
+		if requested || limited {
+			continue
+		}
+		if r.Requests == nil {
+			r.Requests = corev1.ResourceList{}
+		}
+		r.Requests[name] = q.DeepCopy()
+	}
+	return r
+}
+
+// userEnv keeps the user's variables that spec.pod.env may set (api.EnvAllowed). The CRD
+// refuses the others; an object stored before it did still never passes them to etcd.
 func userEnv(env []corev1.EnvVar) []corev1.EnvVar {
 	var out []corev1.EnvVar
 	for _, e := range env {
-		if !reservedEnv[e.Name] {
+		if api.EnvAllowed(e.Name) {
 			out = append(out, *e.DeepCopy())
 		}
 	}
