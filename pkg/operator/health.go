@@ -17,9 +17,9 @@ import (
 // check is a health check: nil means healthy.
 type check func(r *http.Request) error
 
-// readiness is /readyz: a replica is ready once the CRD is established (Run serves only after
-// that), and, while it leads, once its controller has synced its caches. A replica that does
-// not lead is ready too: it serves metrics and stands by.
+// readiness is /readyz: a replica that leads is ready once it has installed the CRD and its
+// controller has synced its caches. A replica that does not lead is ready: it serves metrics
+// and stands by.
 type readiness struct {
 	synced atomic.Pointer[func() bool]
 }
@@ -29,7 +29,7 @@ func (r *readiness) leading(synced func() bool) { r.synced.Store(&synced) }
 
 func (r *readiness) check(*http.Request) error {
 	if synced := r.synced.Load(); synced != nil && !(*synced)() {
-		return errors.New("leading, informer caches not synced yet")
+		return errors.New("leading, CRD or informer caches not ready yet")
 	}
 	return nil
 }

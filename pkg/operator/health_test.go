@@ -59,7 +59,7 @@ func TestHealthServer(t *testing.T) {
 	// A leader is ready once its caches synced.
 	var synced atomic.Bool
 	ready.leading(synced.Load)
-	if code, body := get(t, base+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "not synced") {
+	if code, body := get(t, base+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "not ready yet") {
 		t.Errorf("/readyz of an unsynced leader = %d %q, want 503", code, body)
 	}
 	synced.Store(true)

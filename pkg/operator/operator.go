@@ -54,8 +54,8 @@ type clients struct {
 }
 
 // Run runs the operator until ctx is done (SIGTERM) or the leader Lease is lost. In order:
-// clients, the CRD (unless skipped), the metrics and health server, leader election, and while
-// leading the informers and the controller. It returns nil after a clean shutdown.
+// clients, the metrics and health server, leader election, and while leading the CRD (unless
+// skipped), the informers and the controller. It returns nil after a clean shutdown.
 func Run(ctx context.Context, o *Options, log *logrus.Logger) error {
 	start := time.Now()
 	entry := logrus.NewEntry(log)
@@ -65,15 +65,12 @@ func Run(ctx context.Context, o *Options, log *logrus.Logger) error {
 	if err != nil {
 		return err
 	}
+	return runWith(ctx, o, cl, entry, start)
+}
 
-	if o.SkipCRDInstall {
-		entry.Info("Skipping CRD installation (--skip-crd-install)")
-	} else {
-		if err := crd.Ensure(ctx, cl.extension, deploy.EtcdClusterCRD, entry.WithField("component", "crd")); err != nil {
-			return fmt.Errorf("installing the EtcdCluster CRD: %w", err)
-		}
-		entry.WithFields(sinceStart(start)).Info("EtcdCluster CRD established")
-	}
+// runWith is Run past the clients: the health server, leader election, and while leading the
+// CRD, the informers and the controller.
+func runWith(ctx context.Context, o *Options, cl *clients, entry *logrus.Entry, start time.Time) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -102,14 +99,40 @@ func Run(ctx context.Context, o *Options, log *logrus.Logger) error {
 		}
 	}()
 
-	run := func(runCtx context.Context) error {
-		return runController(runCtx, o, cl, metrics, &ready, entry)
-	}
+	run := leading(o, cl, metrics, &ready, entry, start)
 	if !o.LeaderElect {
 		entry.Warn("Leader election disabled: run a single replica only")
 		return run(ctx)
 	}
 	return electedRun(ctx, o, cl.kube, watchdog, entry.WithField("component", "leader-election"), run)
+}
+
+// leading is what a replica does once it leads (or, without leader election, at once): it
+// installs the CRD, then runs the controller. A replica reports itself not ready until its
+// caches have synced.
+func leading(o *Options, cl *clients, metrics *controller.Metrics, ready *readiness, log *logrus.Entry, start time.Time) func(context.Context) error {
+	return func(ctx context.Context) error {
+		ready.leading(func() bool { return false })
+		if err := installCRD(ctx, o, cl, log, start); err != nil {
+			return err
+		}
+		return runController(ctx, o, cl, metrics, ready, log)
+	}
+}
+
+// installCRD creates or updates the EtcdCluster CRD, unless an admin installs it. Only the
+// leader runs it, once elected: replicas that stand by write nothing, and crd.Ensure never
+// writes an older schema over a newer one, so two operator versions never flap the CRD.
+func installCRD(ctx context.Context, o *Options, cl *clients, log *logrus.Entry, start time.Time) error {
+	if o.SkipCRDInstall {
+		log.Info("Skipping CRD installation (--skip-crd-install)")
+		return nil
+	}
+	if err := crd.Ensure(ctx, cl.extension, deploy.EtcdClusterCRD, log.WithField("component", "crd")); err != nil {
+		return fmt.Errorf("installing the EtcdCluster CRD: %w", err)
+	}
+	log.WithFields(sinceStart(start)).Info("EtcdCluster CRD established")
+	return nil
 }
 
 // newClients builds the API clients from kubeconfig, or from the pod's service account when
