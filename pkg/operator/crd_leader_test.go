@@ -46,7 +46,8 @@ func TestOnlyTheLeaderWritesTheCRD(t *testing.T) {
 		r := &rep{ext: establishingClient(), done: make(chan error, 1)}
 		reps[id] = r
 		o := testOptions(id)
-		o.Namespace, o.Workers, o.ShutdownGrace, o.MemberInitImage, o.MetricsAddr = "db", 1, time.Second, "img", "127.0.0.1:0"
+		o.Namespace, o.Workers, o.ShutdownGrace, o.MemberInitImage = "db", 1, time.Second, "img"
+		o.MetricsAddr, o.HealthAddr = "127.0.0.1:0", "127.0.0.1:0"
 		cl := &clients{kube: kube, etcd: etcdfake.NewSimpleClientset(), extension: r.ext}
 		go func() { r.done <- runWith(ctx, o, cl, quietLog(), time.Now()) }()
 	}

@@ -72,8 +72,7 @@ func Run(ctx context.Context, o *Options, log *logrus.Logger) error {
 // CRD, the informers and the controller.
 func runWith(ctx context.Context, o *Options, cl *clients, entry *logrus.Entry, start time.Time) error {
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg := newOperatorRegistry()
 	metrics, err := controller.NewMetrics(reg)
 	if err != nil {
 		return err
@@ -87,17 +86,26 @@ func runWith(ctx context.Context, o *Options, cl *clients, entry *logrus.Entry, 
 		watchdog = leaderelection.NewLeaderHealthzAdaptor(watchdogTimeout)
 		healthz = watchdog.Check
 	}
-	server, err := startHealthServer(o.MetricsAddr, reg, healthz, ready.check, entry.WithField("component", "http"))
-	if err != nil {
-		return err
-	}
-	defer func() {
-		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), healthServerStopTimeout)
-		defer cancel()
-		if err := server.Shutdown(stopCtx); err != nil {
-			entry.WithError(err).Warn("Stopping the health server failed")
+	httpLog := entry.WithField("component", "http")
+	for _, srv := range []struct {
+		addr, what string
+		h          http.Handler
+	}{
+		{o.MetricsAddr, "metrics", metricsHandler(reg, httpLog)},
+		{o.HealthAddr, "health", healthHandler(healthz, ready.check)},
+	} {
+		server, err := startServer(srv.addr, srv.h, srv.what, httpLog)
+		if err != nil {
+			return err
 		}
-	}()
+		defer func() {
+			stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), healthServerStopTimeout)
+			defer cancel()
+			if err := server.Shutdown(stopCtx); err != nil {
+				entry.WithError(err).WithField("serving", srv.what).Warn("Stopping a server failed")
+			}
+		}()
+	}
 
 	run := leading(o, cl, metrics, &ready, entry, start)
 	if !o.LeaderElect {
@@ -105,6 +113,14 @@ func runWith(ctx context.Context, o *Options, cl *clients, entry *logrus.Entry, 
 		return run(ctx)
 	}
 	return electedRun(ctx, o, cl.kube, watchdog, entry.WithField("component", "leader-election"), run)
+}
+
+// newOperatorRegistry is the registry /metrics serves, with the Go runtime's and the
+// process's collectors; the controller adds its own metrics.
+func newOperatorRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
 }
 
 // leading is what a replica does once it leads (or, without leader election, at once): it
