@@ -202,7 +202,7 @@ func collect(t *testing.T, fset *token.FileSet, info *types.Info, used map[permi
 			if !known {
 				t.Fatalf("%s: a client of API folder %q: add its group to apiGroups", fset.Position(sel.Pos()), folder)
 			}
-			res := strings.ToLower(strings.TrimSuffix(typ, "Interface")) + "s"
+			res := plural(strings.TrimSuffix(typ, "Interface"))
 			if verb[1] != "" {
 				res += "/" + verb[1]
 			}
@@ -211,7 +211,7 @@ func collect(t *testing.T, fset *token.FileSet, info *types.Info, used map[permi
 			if !known {
 				t.Fatalf("%s: an informer of API folder %q: add its group to apiGroups", fset.Position(sel.Pos()), folder)
 			}
-			res := strings.ToLower(strings.TrimSuffix(typ, "Informer")) + "s"
+			res := plural(strings.TrimSuffix(typ, "Informer"))
 			add(permission{group, res, "list"}, sel.Pos())
 			add(permission{group, res, "watch"}, sel.Pos())
 		}
@@ -224,6 +224,16 @@ func collect(t *testing.T, fset *token.FileSet, info *types.Info, used map[permi
 			add(p, id.Pos())
 		}
 	}
+}
+
+// plural is the resource name of a kind, as the API names the kinds the operator uses
+// (NetworkPolicy: networkpolicies).
+func plural(kind string) string {
+	k := strings.ToLower(kind)
+	if strings.HasSuffix(k, "y") {
+		return strings.TrimSuffix(k, "y") + "ies"
+	}
+	return k + "s"
 }
 
 func namedOf(t types.Type) *types.Named {

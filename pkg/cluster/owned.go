@@ -17,7 +17,8 @@ import (
 )
 
 // ensureOwned creates the objects a cluster owns besides its member pods when they are
-// missing (the headless peer Service, the client Service, the disruption budget), and puts
+// missing (the headless peer Service, the client Service, the disruption budget, the network
+// policy spec.networkPolicy asks for), and puts
 // back the fields the operator depends on when someone changed them.
 func (r *Reconciler) ensureOwned(ctx context.Context, c *api.EtcdCluster) error {
 	for _, want := range []*corev1.Service{member.PeerService(c), member.ClientService(c)} {
@@ -26,6 +27,7 @@ func (r *Reconciler) ensureOwned(ctx context.Context, c *api.EtcdCluster) error 
 		}
 	}
 	r.ensureBudget(ctx, c, member.DisruptionBudget(c))
+	r.ensureNetworkPolicy(ctx, c)
 	return nil
 }
 

@@ -11,10 +11,12 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
+	networkinglisters "k8s.io/client-go/listers/networking/v1"
 	policylisters "k8s.io/client-go/listers/policy/v1"
 	"k8s.io/client-go/tools/record"
 
@@ -52,8 +54,13 @@ type Deps struct {
 	EndpointSlices discoverylisters.EndpointSliceLister
 	Budgets        policylisters.PodDisruptionBudgetLister
 	Claims         corelisters.PersistentVolumeClaimLister
-	Recorder       record.EventRecorder
-	Etcd           etcdutil.Factory
+	// NetworkPolicies lists the clusters' NetworkPolicies (spec.networkPolicy).
+	NetworkPolicies networkinglisters.NetworkPolicyLister
+	// OperatorPeer is the operator's pods, let in to the members' client port by a
+	// cluster's NetworkPolicy; nil when the operator runs outside the cluster.
+	OperatorPeer *networkingv1.NetworkPolicyPeer
+	Recorder     record.EventRecorder
+	Etcd         etcdutil.Factory
 	// DNS asks cluster DNS whether it serves a member's name yet. nil when the operator
 	// cannot ask cluster DNS (it runs outside the cluster): the EndpointSlices are trusted.
 	DNS dnsutil.Checker
@@ -71,6 +78,8 @@ type Reconciler struct {
 	served servedPods
 	// foreignBudgets only keeps a budget conflict from being reported on every pass.
 	foreignBudgets reportedConflicts
+	// foreignPolicies does the same for network policies.
+	foreignPolicies reportedConflicts
 	// now is the clock a pass reads its time from.
 	now func() time.Time
 }
@@ -96,6 +105,7 @@ func (r *Reconciler) Sync(ctx context.Context, namespace, name string) (time.Dur
 	if apierrors.IsNotFound(err) {
 		r.served.set(namespace+"/"+name, nil)
 		r.foreignBudgets.forget(namespace + "/" + name)
+		r.foreignPolicies.forget(namespace + "/" + name)
 		return 0, ErrGone
 	}
 	if err != nil {
@@ -104,6 +114,7 @@ func (r *Reconciler) Sync(ctx context.Context, namespace, name string) (time.Dur
 	if cached.DeletionTimestamp != nil {
 		r.served.set(namespace+"/"+name, nil)
 		r.foreignBudgets.forget(namespace + "/" + name)
+		r.foreignPolicies.forget(namespace + "/" + name)
 		return 0, ErrGone
 	}
 	c := cached.DeepCopy()

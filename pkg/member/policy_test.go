@@ -63,7 +63,9 @@ func TestPodSecurityContextMergesWithDefault(t *testing.T) {
 		{"fsGroup only keeps the rest", &corev1.PodSecurityContext{FSGroup: ptr.To(int64(2000))},
 			func(sc *corev1.PodSecurityContext) { sc.FSGroup = ptr.To(int64(2000)) }},
 		{"own user and group", &corev1.PodSecurityContext{RunAsUser: ptr.To(int64(1000)), RunAsGroup: ptr.To(int64(1000))},
-			func(sc *corev1.PodSecurityContext) { sc.RunAsUser, sc.RunAsGroup = ptr.To(int64(1000)), ptr.To(int64(1000)) }},
+			func(sc *corev1.PodSecurityContext) {
+				sc.RunAsUser, sc.RunAsGroup = ptr.To(int64(1000)), ptr.To(int64(1000))
+			}},
 		{"supplemental groups and a Localhost profile", &corev1.PodSecurityContext{
 			SupplementalGroups: []int64{5},
 			SeccompProfile:     &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr.To("etcd.json")},

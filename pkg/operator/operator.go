@@ -28,6 +28,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/pkg/dnsutil"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 	versioned "github.com/etcd-operator/etcd-operator/pkg/generated/clientset/versioned"
+	"github.com/etcd-operator/etcd-operator/pkg/member"
 
 	"github.com/etcd-operator/etcd-operator/deploy"
 )
@@ -206,6 +207,8 @@ func runController(ctx context.Context, o *Options, cl *clients, metrics *contro
 		Services:        informers.Services.Lister(),
 		EndpointSlices:  informers.EndpointSlices.Lister(),
 		Budgets:         informers.Budgets.Lister(),
+		NetworkPolicies: informers.NetworkPolicies.Lister(),
+		OperatorPeer:    member.OperatorPeer(o.LeaseNamespace),
 		Claims:          informers.Claims.Lister(),
 		Recorder:        recorder,
 		Etcd:            etcdutil.NewFactory(0, 0),

@@ -111,3 +111,20 @@ func TestCRDAcceptsExamplesOffline(t *testing.T) {
 		}
 	}
 }
+
+func TestCRDValidatesNetworkPolicy(t *testing.T) {
+	a := newAPIServer(t)
+	for _, tc := range []struct {
+		name, spec, want string
+	}{
+		{"on, no clients", "  networkPolicy: {}\n", ""},
+		{"pods of the namespace", "  networkPolicy: {clients: [{podSelector: {matchLabels: {app: api}}}]}\n", ""},
+		{"a namespace and an ipBlock", "  networkPolicy:\n    clients:\n    - namespaceSelector: {matchLabels: {team: db}}\n    - ipBlock: {cidr: 10.0.0.0/8}\n", ""},
+		{"33 clients", "  networkPolicy:\n    clients:\n" + strings.Repeat("    - podSelector: {}\n", 33), "spec.networkPolicy.clients: Too many: 33: must have at most 32 items"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, errs := a.create(etcdCluster(tc.spec, ""))
+			checkErrors(t, errs, tc.want)
+		})
+	}
+}

@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -32,7 +33,7 @@ const (
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:path=etcdclusters,singular=etcdcluster,shortName=etcd,scope=Namespaced
-// +kubebuilder:metadata:annotations="etcd.operator.dev/schema-revision=1"
+// +kubebuilder:metadata:annotations="etcd.operator.dev/schema-revision=2"
 // +kubebuilder:subresource:status
 // +kubebuilder:subresource:scale:specpath=.spec.size,statuspath=.status.size,selectorpath=.status.selector
 // +kubebuilder:printcolumn:name="Size",type=integer,JSONPath=`.spec.size`,description="Desired number of members"
@@ -102,6 +103,23 @@ type EtcdClusterSpec struct {
 	// repair on its own.
 	// +optional
 	Recovery *RecoverySpec `json:"recovery,omitempty"`
+
+	// NetworkPolicy, when set, has the operator keep a NetworkPolicy <name> over the member
+	// pods: only the members reach the peer port (2380), and only the members, the operator
+	// and the clients listed here reach the client port (2379). Removing it removes the
+	// policy. It takes effect only where the network plugin enforces NetworkPolicies.
+	// +optional
+	NetworkPolicy *NetworkPolicySpec `json:"networkPolicy,omitempty"`
+}
+
+// NetworkPolicySpec says who may reach the members besides themselves and the operator.
+type NetworkPolicySpec struct {
+	// Clients may reach the client port: each a podSelector (pods of the cluster's namespace),
+	// a namespaceSelector (every pod of those namespaces), both (those pods of those
+	// namespaces), or an ipBlock. Left empty, only the members and the operator may.
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	Clients []networkingv1.NetworkPolicyPeer `json:"clients,omitempty"`
 }
 
 // QuorumLossPolicy says who decides to recover a cluster that has lost quorum for good.
