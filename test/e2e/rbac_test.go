@@ -30,6 +30,7 @@ func TestRBACInstalledIsLeastPrivilege(t *testing.T) {
 		{"patch", "etcdclusters.etcd.operator.dev", "", "yes"},
 		{"update", "etcdclusters.etcd.operator.dev", "status", "yes"},
 		{"list", "events", "", "yes"},
+		{"delete", "networkpolicies.networking.k8s.io", "", "yes"},
 
 		{"get", "pods", "", "no"},
 		{"delete", "services", "", "no"},
