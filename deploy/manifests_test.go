@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -29,7 +30,8 @@ func decodeFile(t *testing.T, path string, into any) {
 // manifest missing from resources would silently not be installed.
 func TestKustomizationsListEveryManifest(t *testing.T) {
 	for dir, skip := range map[string][]string{
-		".":          {"kustomization.yaml", "namespaced"},
+		// networkpolicy/ is optional and applied by hand.
+		".":          {"kustomization.yaml", "namespaced", "networkpolicy"},
 		"namespaced": {"kustomization.yaml"},
 	} {
 		var k struct {
@@ -112,12 +114,13 @@ func TestDeploymentIsLockedDown(t *testing.T) {
 		}
 	}
 	for probe, path := range map[*corev1.Probe]string{c.LivenessProbe: "/healthz", c.ReadinessProbe: "/readyz"} {
-		if probe == nil || probe.HTTPGet == nil || probe.HTTPGet.Path != path || probe.HTTPGet.Port.String() != "metrics" {
-			t.Errorf("probe for %s missing or not on the metrics port", path)
+		if probe == nil || probe.HTTPGet == nil || probe.HTTPGet.Path != path || probe.HTTPGet.Port.String() != "health" {
+			t.Errorf("probe for %s missing or not on the health port", path)
 		}
 	}
-	if len(c.Ports) != 1 || c.Ports[0].Name != "metrics" || c.Ports[0].ContainerPort != 8080 {
-		t.Errorf("ports = %v, want metrics on 8080", c.Ports)
+	if len(c.Ports) != 2 || c.Ports[0].Name != "metrics" || c.Ports[0].ContainerPort != 8080 ||
+		c.Ports[1].Name != "health" || c.Ports[1].ContainerPort != 8081 {
+		t.Errorf("ports = %v, want metrics on 8080 and health on 8081 (the operator's defaults)", c.Ports)
 	}
 }
 
@@ -152,5 +155,41 @@ func TestNamespacedVariantMatches(t *testing.T) {
 	want = append(want, leaderRole.Rules...)
 	if !equality.Semantic.DeepEqual(role.Rules, want) {
 		t.Errorf("namespaced Role rules = %v, want %v", role.Rules, want)
+	}
+}
+
+// TestMetricsNetworkPolicy: the example policy selects the operator's pod and opens the
+// metrics port to the monitoring namespace alone and the health port for the probes.
+func TestMetricsNetworkPolicy(t *testing.T) {
+	var np networkingv1.NetworkPolicy
+	var d appsv1.Deployment
+	decodeFile(t, "networkpolicy/operator.yaml", &np)
+	decodeFile(t, "deployment.yaml", &d)
+	if np.Namespace != d.Namespace || !equality.Semantic.DeepEqual(np.Spec.PodSelector.MatchLabels, d.Spec.Template.Labels) {
+		t.Errorf("policy %s/%s selects %v, want the operator's pod %s/%v", np.Namespace, np.Name,
+			np.Spec.PodSelector.MatchLabels, d.Namespace, d.Spec.Template.Labels)
+	}
+	if !slices.Equal(np.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}) {
+		t.Errorf("policyTypes = %v, want Ingress only", np.Spec.PolicyTypes)
+	}
+	ports := map[string]bool{}
+	for _, p := range d.Spec.Template.Spec.Containers[0].Ports {
+		ports[p.Name] = true
+	}
+	open := map[string]int{} // port -> peers allowed (0: anyone)
+	for _, rule := range np.Spec.Ingress {
+		for _, p := range rule.Ports {
+			if p.Port == nil || !ports[p.Port.String()] {
+				t.Errorf("rule opens port %v, not a named port of the operator", p.Port)
+				continue
+			}
+			open[p.Port.String()] = len(rule.From)
+		}
+	}
+	if n, ok := open["metrics"]; !ok || n == 0 {
+		t.Errorf("metrics port open to %d peers (present: %v), want to the monitoring namespace only", n, ok)
+	}
+	if _, ok := open["health"]; !ok || len(open) != 2 {
+		t.Errorf("open ports %v, want metrics and health only", open)
 	}
 }

@@ -18,9 +18,10 @@ import (
 )
 
 // ensureOwned creates the objects a cluster owns besides its member pods when they are
-// missing (the headless peer Service, the client Service, the disruption budget), and puts
-// back the fields the operator depends on when someone changed them. A Service of one of those
-// names that is not the cluster's is returned, left alone: the pass reports it and goes on.
+// missing (the headless peer Service, the client Service, the disruption budget, the network
+// policy spec.networkPolicy asks for), and puts back the fields the operator depends on when
+// someone changed them. A Service of one of those names that is not the cluster's is
+// returned, left alone: the pass reports it and goes on.
 func (r *Reconciler) ensureOwned(ctx context.Context, c *api.EtcdCluster) ([]ForeignObject, error) {
 	var foreign []ForeignObject
 	for _, want := range []*corev1.Service{member.PeerService(c), member.ClientService(c)} {
@@ -33,6 +34,7 @@ func (r *Reconciler) ensureOwned(ctx context.Context, c *api.EtcdCluster) ([]For
 		}
 	}
 	r.ensureBudget(ctx, c, member.DisruptionBudget(c))
+	r.ensureNetworkPolicy(ctx, c)
 	return foreign, nil
 }
 

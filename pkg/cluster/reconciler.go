@@ -11,10 +11,12 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
+	networkinglisters "k8s.io/client-go/listers/networking/v1"
 	policylisters "k8s.io/client-go/listers/policy/v1"
 	"k8s.io/client-go/tools/record"
 
@@ -55,8 +57,13 @@ type Deps struct {
 	EndpointSlices discoverylisters.EndpointSliceLister
 	Budgets        policylisters.PodDisruptionBudgetLister
 	Claims         corelisters.PersistentVolumeClaimLister
-	Recorder       record.EventRecorder
-	Etcd           etcdutil.Factory
+	// NetworkPolicies lists the clusters' NetworkPolicies (spec.networkPolicy).
+	NetworkPolicies networkinglisters.NetworkPolicyLister
+	// OperatorPeer is the operator's pods, let in to the members' client port by a
+	// cluster's NetworkPolicy; nil when the operator runs outside the cluster.
+	OperatorPeer *networkingv1.NetworkPolicyPeer
+	Recorder     record.EventRecorder
+	Etcd         etcdutil.Factory
 	// DNS asks cluster DNS whether it serves a member's name yet. nil when the operator
 	// cannot ask cluster DNS (it runs outside the cluster): the EndpointSlices are trusted.
 	DNS dnsutil.Checker

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -79,6 +80,8 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 			_ = f.kinf.Policy().V1().PodDisruptionBudgets().Informer().GetIndexer().Add(o)
 		case *corev1.PersistentVolumeClaim:
 			_ = f.kinf.Core().V1().PersistentVolumeClaims().Informer().GetIndexer().Add(o)
+		case *networkingv1.NetworkPolicy:
+			_ = f.kinf.Networking().V1().NetworkPolicies().Informer().GetIndexer().Add(o)
 		}
 	}
 	for _, o := range etcdObjs {
@@ -93,6 +96,8 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 		EndpointSlices:  f.kinf.Discovery().V1().EndpointSlices().Lister(),
 		Budgets:         f.kinf.Policy().V1().PodDisruptionBudgets().Lister(),
 		Claims:          f.kinf.Core().V1().PersistentVolumeClaims().Lister(),
+		NetworkPolicies: f.kinf.Networking().V1().NetworkPolicies().Lister(),
+		OperatorPeer:    member.OperatorPeer("etcd-operator-system"),
 		Recorder:        f.recorder,
 		Etcd:            noEtcd{t},
 		MemberInitImage: "etcd-operator:test",

@@ -121,6 +121,7 @@ func New(cfg Config) (*Controller, error) {
 		{cfg.Informers.Services.Informer(), c.ownedHandler(ownerClusterKey)},
 		{cfg.Informers.EndpointSlices.Informer(), c.ownedHandler(labelClusterKey)},
 		{cfg.Informers.Budgets.Informer(), c.ownedHandler(ownerClusterKey)},
+		{cfg.Informers.NetworkPolicies.Informer(), c.ownedHandler(ownerClusterKey)},
 		// Claims kept with whenDeleted Retain have no owner: their label names the cluster.
 		{cfg.Informers.Claims.Informer(), c.ownedHandler(labelClusterKey)},
 	}

@@ -10,6 +10,7 @@ import (
 	kubeinformers "k8s.io/client-go/informers"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	discoveryinformers "k8s.io/client-go/informers/discovery/v1"
+	networkinginformers "k8s.io/client-go/informers/networking/v1"
 	policyinformers "k8s.io/client-go/informers/policy/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -40,6 +41,8 @@ type Informers struct {
 	Budgets policyinformers.PodDisruptionBudgetInformer
 	// Claims informs on the members' PersistentVolumeClaims.
 	Claims coreinformers.PersistentVolumeClaimInformer
+	// NetworkPolicies informs on the clusters' NetworkPolicies.
+	NetworkPolicies networkinginformers.NetworkPolicyInformer
 }
 
 // NewInformers builds the informers for namespace ("" means all namespaces). resync is the
@@ -56,14 +59,15 @@ func NewInformers(kube kubernetes.Interface, etcd versioned.Interface, namespace
 		kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }),
 		kubeinformers.WithTransform(stripManagedFields))
 	inf := &Informers{
-		etcdFactory:    etcdFactory,
-		kubeFactory:    kubeFactory,
-		Clusters:       etcdFactory.Etcd().V1alpha1().EtcdClusters(),
-		Pods:           kubeFactory.Core().V1().Pods(),
-		Services:       kubeFactory.Core().V1().Services(),
-		EndpointSlices: kubeFactory.Discovery().V1().EndpointSlices(),
-		Budgets:        kubeFactory.Policy().V1().PodDisruptionBudgets(),
-		Claims:         kubeFactory.Core().V1().PersistentVolumeClaims(),
+		etcdFactory:     etcdFactory,
+		kubeFactory:     kubeFactory,
+		Clusters:        etcdFactory.Etcd().V1alpha1().EtcdClusters(),
+		Pods:            kubeFactory.Core().V1().Pods(),
+		Services:        kubeFactory.Core().V1().Services(),
+		EndpointSlices:  kubeFactory.Discovery().V1().EndpointSlices(),
+		Budgets:         kubeFactory.Policy().V1().PodDisruptionBudgets(),
+		Claims:          kubeFactory.Core().V1().PersistentVolumeClaims(),
+		NetworkPolicies: kubeFactory.Networking().V1().NetworkPolicies(),
 	}
 	// Instantiate every informer now: the factories start only informers that exist.
 	inf.Clusters.Informer()
@@ -72,6 +76,7 @@ func NewInformers(kube kubernetes.Interface, etcd versioned.Interface, namespace
 	inf.EndpointSlices.Informer()
 	inf.Budgets.Informer()
 	inf.Claims.Informer()
+	inf.NetworkPolicies.Informer()
 	return inf
 }
 

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strconv"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -25,6 +26,15 @@ import (
 // A shorter deadline on the caller's context wins.
 const Timeout = time.Minute
 
+// AnnotationSchemaRevision on a CRD is the revision of its schema: an integer that grows with
+// every change of the schema (the marker on the EtcdCluster type sets it; a test in
+// pkg/apis/etcd/v1alpha1 fails when the schema changes and the revision does not). An operator
+// never writes its CRD over one of a higher revision, so that while two operator versions run
+// (a rollout, a rollback) the older one cannot take fields away from the newer one and the two
+// never flap the CRD between them. A CRD without the annotation is of revision 0, written
+// before revisions existed.
+const AnnotationSchemaRevision = "etcd.operator.dev/schema-revision"
+
 // ErrNamesNotAccepted is returned (wrapped) when the apiserver refuses the CRD's names, for
 // example because another CRD already serves the same plural or short name. Waiting longer
 // does not help: an admin has to resolve the conflict.
@@ -32,7 +42,8 @@ var ErrNamesNotAccepted = errors.New("names not accepted")
 
 // Ensure makes the cluster serve the CustomResourceDefinition given as YAML in crdYAML: it
 // creates the CRD when it is missing, updates it when its spec differs from crdYAML (labels and
-// annotations of crdYAML are added, others are kept), and leaves it untouched otherwise. Then it
+// annotations of crdYAML are added, others are kept), and leaves it untouched otherwise, or when
+// the installed CRD's AnnotationSchemaRevision is higher than crdYAML's (or unreadable). Then it
 // waits until the CRD's conditions NamesAccepted and Established are True. It returns an error
 // when crdYAML is not a CRD, when a write fails for a reason other than a conflict (conflicts
 // are retried on a fresh read), when the names are refused (ErrNamesNotAccepted), or when ctx
@@ -41,6 +52,12 @@ func Ensure(ctx context.Context, client apiextensionsclientset.Interface, crdYAM
 	desired, err := Decode(crdYAML)
 	if err != nil {
 		return err
+	}
+	if desired.Annotations[AnnotationSchemaRevision] == "" {
+		return fmt.Errorf("the operator's CustomResourceDefinition %s has no %s annotation", desired.Name, AnnotationSchemaRevision)
+	}
+	if _, err := SchemaRevision(desired); err != nil {
+		return fmt.Errorf("checking the operator's CustomResourceDefinition %s: %w", desired.Name, err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
@@ -92,6 +109,12 @@ func write(ctx context.Context, crds apiextensionsclient.CustomResourceDefinitio
 			return fmt.Errorf("getting CustomResourceDefinition %s: %w", desired.Name, err)
 		}
 
+		if newer, err := isNewer(current, desired); newer || err != nil {
+			log.WithError(err).WithFields(logrus.Fields{
+				"installed": current.Annotations[AnnotationSchemaRevision], "own": desired.Annotations[AnnotationSchemaRevision],
+			}).Warn("CustomResourceDefinition has a newer or unknown schema revision than this operator's: left as it is")
+			return nil
+		}
 		updated, changed := merge(current, desired)
 		if !changed {
 			log.Debug("CustomResourceDefinition is up to date")
@@ -103,6 +126,33 @@ func write(ctx context.Context, crds apiextensionsclient.CustomResourceDefinitio
 		log.Info("Updated CustomResourceDefinition")
 		return nil
 	})
+}
+
+// SchemaRevision reads a CRD's AnnotationSchemaRevision: 0 when it has none.
+func SchemaRevision(crd *apiextensionsv1.CustomResourceDefinition) (int, error) {
+	v, ok := crd.Annotations[AnnotationSchemaRevision]
+	if !ok {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("reading annotation %s=%q: not a revision", AnnotationSchemaRevision, v)
+	}
+	return n, nil
+}
+
+// isNewer reports whether the installed CRD current must be left as it is: its schema revision
+// is higher than desired's, or unreadable (err set), in which case it may well be newer too.
+func isNewer(current, desired *apiextensionsv1.CustomResourceDefinition) (bool, error) {
+	have, err := SchemaRevision(current)
+	if err != nil {
+		return true, err
+	}
+	want, err := SchemaRevision(desired)
+	if err != nil {
+		return true, err
+	}
+	return have > want, nil
 }
 
 // isRetriable reports whether write should start over: after a conflict on update, or when a

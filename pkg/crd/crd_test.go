@@ -3,6 +3,7 @@ package crd
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -400,3 +401,60 @@ func TestMerge(t *testing.T) {
 		})
 	}
 }
+
+// An installed CRD of a higher schema revision (a newer operator's), or of one that cannot be
+// read, is never written over; a lower or equal revision, or none (before revisions), is.
+func TestEnsureNeverWritesOverANewerSchema(t *testing.T) {
+	own, err := SchemaRevision(desiredCRD(t))
+	if err != nil || own < 1 {
+		t.Fatalf("the embedded CRD's schema revision = %d, %v; want at least 1", own, err)
+	}
+	for _, tc := range []struct {
+		name       string
+		installed  *string // nil: no annotation
+		wantWrites []string
+	}{
+		{"newer", ptrTo(strconv.Itoa(own + 1)), nil},
+		{"unreadable", ptrTo("two"), nil},
+		{"negative", ptrTo("-1"), nil},
+		{"same", ptrTo(strconv.Itoa(own)), []string{"update"}},
+		{"older", ptrTo(strconv.Itoa(own - 1)), []string{"update"}},
+		{"none: before revisions", nil, []string{"update"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testContext(t)
+			installed := withConditions(desiredCRD(t), apiextensionsv1.ConditionTrue, apiextensionsv1.ConditionTrue)
+			delete(installed.Annotations, AnnotationSchemaRevision)
+			if tc.installed != nil {
+				installed.Annotations[AnnotationSchemaRevision] = *tc.installed
+			}
+			installed.Spec.Versions[0].AdditionalPrinterColumns = nil // a schema unlike ours
+			client := newClient(installed)
+			if err := Ensure(ctx, client, deploy.EtcdClusterCRD, testLogger()); err != nil {
+				t.Fatalf("Ensure: %v", err)
+			}
+			if got := writes(client); !equality.Semantic.DeepEqual(got, tc.wantWrites) {
+				t.Errorf("writes = %v, want %v", got, tc.wantWrites)
+			}
+			got, err := client.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crdName, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if kept := got.Spec.Versions[0].AdditionalPrinterColumns == nil; kept != (tc.wantWrites == nil) {
+				t.Errorf("installed schema kept: %v, want %v", kept, tc.wantWrites == nil)
+			}
+		})
+	}
+}
+
+// A CRD without a schema revision is refused as the operator's own: it could never be
+// compared.
+func TestEnsureRefusesACRDWithoutRevision(t *testing.T) {
+	yaml := strings.Replace(string(deploy.EtcdClusterCRD), AnnotationSchemaRevision, "example.com/other", 1)
+	err := Ensure(testContext(t), newClient(), []byte(yaml), testLogger())
+	if err == nil || !strings.Contains(err.Error(), "has no "+AnnotationSchemaRevision) {
+		t.Errorf("Ensure = %v, want a missing-revision error", err)
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }

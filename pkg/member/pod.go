@@ -54,15 +54,6 @@ const (
 	InstallCommand    = "install"
 )
 
-// reservedEnv are etcd settings the operator passes as flags; user env may not shadow them.
-var reservedEnv = map[string]bool{
-	"ETCD_NAME": true, "ETCD_DATA_DIR": true, "ETCD_LISTEN_PEER_URLS": true,
-	"ETCD_LISTEN_CLIENT_URLS": true, "ETCD_ADVERTISE_CLIENT_URLS": true,
-	"ETCD_INITIAL_ADVERTISE_PEER_URLS": true, "ETCD_INITIAL_CLUSTER": true,
-	"ETCD_INITIAL_CLUSTER_STATE": true, "ETCD_INITIAL_CLUSTER_TOKEN": true,
-	"ETCD_CONFIG_FILE": true,
-}
-
 // Template is what a member pod is built from besides the cluster's spec. Pod writes it into
 // the pod and ReadTemplate reads it back: the planner decides from what the pod's etcd was
 // really told, and the two stay side by side so that they cannot drift apart.
@@ -225,7 +216,7 @@ func etcdContainer(c *api.EtcdCluster, t Template, policy *api.PodPolicy, versio
 			{Name: "client", ContainerPort: ClientPort, Protocol: corev1.ProtocolTCP},
 			{Name: "peer", ContainerPort: PeerPort, Protocol: corev1.ProtocolTCP},
 		},
-		Resources:    *policy.Resources.DeepCopy(),
+		Resources:    resources(policy.Resources),
 		VolumeMounts: []corev1.VolumeMount{{Name: DataVolumeName, MountPath: DataMountPath}},
 		ReadinessProbe: &corev1.Probe{
 			ProbeHandler:     httpProbe(readyPath),
@@ -264,6 +255,7 @@ func etcdArgs(c *api.EtcdCluster, t Template) []string {
 		"--initial-cluster-state=" + string(t.ClusterState),
 		"--initial-cluster-token=" + ClusterToken(c),
 	}
+	args = append(args, quotaArgs(&c.Spec)...)
 	if t.ForceNewCluster {
 		args = append(args, forceNewClusterFlag)
 	}
@@ -452,29 +444,3 @@ func restrictedContainer() *corev1.SecurityContext {
 
 // nonRootUID runs members as the distroless "nonroot" user unless the pod policy says else.
 const nonRootUID int64 = 65532
-
-// podSecurityContext is the user's pod security context, or by default one that passes the
-// "restricted" Pod Security Standard: etcd needs no root, only its data directory.
-func podSecurityContext(user *corev1.PodSecurityContext) *corev1.PodSecurityContext {
-	if user != nil {
-		return user.DeepCopy()
-	}
-	return &corev1.PodSecurityContext{
-		RunAsNonRoot:   ptr.To(true),
-		RunAsUser:      ptr.To(nonRootUID),
-		RunAsGroup:     ptr.To(nonRootUID),
-		FSGroup:        ptr.To(nonRootUID),
-		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-	}
-}
-
-// userEnv keeps the user's variables except the ones that would shadow the operator's flags.
-func userEnv(env []corev1.EnvVar) []corev1.EnvVar {
-	var out []corev1.EnvVar
-	for _, e := range env {
-		if !reservedEnv[e.Name] {
-			out = append(out, *e.DeepCopy())
-		}
-	}
-	return out
-}

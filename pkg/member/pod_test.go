@@ -22,7 +22,7 @@ func testCluster() *api.EtcdCluster {
 			Pod: &api.PodPolicy{
 				Labels: map[string]string{"team": "a", LabelCluster: "spoofed"},
 				Env: []corev1.EnvVar{
-					{Name: "ETCD_QUOTA_BACKEND_BYTES", Value: "1"},
+					{Name: "ETCD_SNAPSHOT_COUNT", Value: "5000"},
 					{Name: "ETCD_INITIAL_CLUSTER", Value: "evil=http://x:2380"},
 				},
 				NodeSelector: map[string]string{"disk": "ssd"},
@@ -99,7 +99,7 @@ func TestPodJoining(t *testing.T) {
 	for _, e := range etcd.Env {
 		env = append(env, e.Name)
 	}
-	if !slices.Equal(env, []string{"ETCD_QUOTA_BACKEND_BYTES"}) {
+	if !slices.Equal(env, []string{"ETCD_SNAPSHOT_COUNT"}) {
 		t.Errorf("env %v: user variables that shadow the operator's flags must be dropped", env)
 	}
 

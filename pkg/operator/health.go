@@ -17,9 +17,9 @@ import (
 // check is a health check: nil means healthy.
 type check func(r *http.Request) error
 
-// readiness is /readyz: a replica is ready once the CRD is established (Run serves only after
-// that), and, while it leads, once its controller has synced its caches. A replica that does
-// not lead is ready too: it serves metrics and stands by.
+// readiness is /readyz: a replica that leads is ready once it has installed the CRD and its
+// controller has synced its caches. A replica that does not lead is ready: it serves metrics
+// and stands by.
 type readiness struct {
 	synced atomic.Pointer[func() bool]
 }
@@ -29,49 +29,64 @@ func (r *readiness) leading(synced func() bool) { r.synced.Store(&synced) }
 
 func (r *readiness) check(*http.Request) error {
 	if synced := r.synced.Load(); synced != nil && !(*synced)() {
-		return errors.New("leading, informer caches not synced yet")
+		return errors.New("leading, CRD or informer caches not ready yet")
 	}
 	return nil
 }
 
-// healthServer serves /metrics, /healthz and /readyz.
-type healthServer struct {
+// httpServer is one of the operator's two HTTP servers: metrics, and health. They listen on
+// separate ports so that a NetworkPolicy can open the metrics to the monitoring system alone
+// while the kubelet probes the health port, and so that a probe never waits behind a scrape.
+type httpServer struct {
 	srv  *http.Server
 	ln   net.Listener
 	done chan error
 }
 
-// startHealthServer listens on addr and serves in the background. It fails at once when addr
-// cannot be bound.
-func startHealthServer(addr string, gatherer prometheus.Gatherer, healthz, readyz check, log *logrus.Entry) (*healthServer, error) {
+// metricsHandler serves /metrics: the operator's own counters, the work queue's, and the Go
+// runtime's and process's. No metric carries a secret: labels are cluster keys and results
+// (TestMetricsCarryNoSecrets).
+func metricsHandler(gatherer prometheus.Gatherer, log *logrus.Entry) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{ErrorLog: logrusPrinter{log}}))
+	return mux
+}
+
+// healthHandler serves /healthz and /readyz.
+func healthHandler(healthz, readyz check) http.Handler {
+	mux := http.NewServeMux()
 	mux.Handle("GET /healthz", checkHandler(healthz))
 	mux.Handle("GET /readyz", checkHandler(readyz))
+	return mux
+}
+
+// startServer listens on addr and serves h in the background. It fails at once when addr
+// cannot be bound.
+func startServer(addr string, h http.Handler, what string, log *logrus.Entry) (*httpServer, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("listening on %s: %w", addr, err)
+		return nil, fmt.Errorf("listening on %s for %s: %w", addr, what, err)
 	}
-	h := &healthServer{
-		srv:  &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second},
+	s := &httpServer{
+		srv:  &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second},
 		ln:   ln,
 		done: make(chan error, 1),
 	}
-	go func() { h.done <- h.srv.Serve(ln) }()
-	log.WithField("addr", ln.Addr().String()).Info("Serving metrics and health")
-	return h, nil
+	go func() { s.done <- s.srv.Serve(ln) }()
+	log.WithFields(logrus.Fields{"addr": ln.Addr().String(), "serving": what}).Info("Serving")
+	return s, nil
 }
 
 // addr is the address the server listens on.
-func (h *healthServer) addr() string { return h.ln.Addr().String() }
+func (h *httpServer) addr() string { return h.ln.Addr().String() }
 
 // Shutdown stops the server, letting in-flight requests finish until ctx is done.
-func (h *healthServer) Shutdown(ctx context.Context) error {
+func (h *httpServer) Shutdown(ctx context.Context) error {
 	if err := h.srv.Shutdown(ctx); err != nil {
-		return fmt.Errorf("shutting down the health server: %w", err)
+		return fmt.Errorf("shutting down the server on %s: %w", h.addr(), err)
 	}
 	if err := <-h.done; !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("serving metrics and health: %w", err)
+		return fmt.Errorf("serving on %s: %w", h.addr(), err)
 	}
 	return nil
 }

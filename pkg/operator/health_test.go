@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -42,15 +43,27 @@ func TestHealthServer(t *testing.T) {
 		}
 		return nil
 	}
-	srv, err := startHealthServer("127.0.0.1:0", reg, healthz, ready.check, quietLog())
+	srv, err := startServer("127.0.0.1:0", healthHandler(healthz, ready.check), "health", quietLog())
 	if err != nil {
-		t.Fatalf("startHealthServer: %v", err)
+		t.Fatalf("starting the health server: %v", err)
 	}
 	base := "http://" + srv.addr()
+	metricsSrv, err := startServer("127.0.0.1:0", metricsHandler(reg, quietLog()), "metrics", quietLog())
+	if err != nil {
+		t.Fatalf("starting the metrics server: %v", err)
+	}
+	defer metricsSrv.Shutdown(context.Background())
+	metricsBase := "http://" + metricsSrv.addr()
 
-	if code, body := get(t, base+"/metrics"); code != http.StatusOK ||
+	if code, body := get(t, metricsBase+"/metrics"); code != http.StatusOK ||
 		!strings.Contains(body, "etcd_operator_clusters_managed") || !strings.Contains(body, `result="error"`) {
 		t.Errorf("/metrics = %d %q", code, body)
+	}
+	// Each port serves its own paths only.
+	for _, url := range []string{base + "/metrics", metricsBase + "/healthz", metricsBase + "/readyz"} {
+		if code, _ := get(t, url); code != http.StatusNotFound {
+			t.Errorf("%s = %d, want 404", url, code)
+		}
 	}
 	// A standby replica is ready.
 	if code, _ := get(t, base+"/readyz"); code != http.StatusOK {
@@ -59,7 +72,7 @@ func TestHealthServer(t *testing.T) {
 	// A leader is ready once its caches synced.
 	var synced atomic.Bool
 	ready.leading(synced.Load)
-	if code, body := get(t, base+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "not synced") {
+	if code, body := get(t, base+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "not ready yet") {
 		t.Errorf("/readyz of an unsynced leader = %d %q, want 503", code, body)
 	}
 	synced.Store(true)
@@ -82,13 +95,45 @@ func TestHealthServer(t *testing.T) {
 }
 
 func TestHealthServerAddressInUse(t *testing.T) {
-	srv, err := startHealthServer("127.0.0.1:0", prometheus.NewRegistry(), ready200, ready200, quietLog())
+	srv, err := startServer("127.0.0.1:0", healthHandler(ready200, ready200), "health", quietLog())
 	if err != nil {
-		t.Fatalf("startHealthServer: %v", err)
+		t.Fatalf("startServer: %v", err)
 	}
 	defer srv.Shutdown(context.Background())
-	if _, err := startHealthServer(srv.addr(), prometheus.NewRegistry(), ready200, ready200, quietLog()); err == nil {
+	if _, err := startServer(srv.addr(), metricsHandler(prometheus.NewRegistry(), quietLog()), "metrics", quietLog()); err == nil {
 		t.Error("a second server on the same address started")
+	}
+}
+
+// TestMetricsCarryNoSecrets: the metrics the operator registers are its own, the work
+// queue's, the Go runtime's and the process's, and their labels name clusters and results
+// only, never a value from a spec, a Secret or the environment. A new metric or label fails
+// here until it has been judged.
+func TestMetricsCarryNoSecrets(t *testing.T) {
+	reg := newOperatorRegistry()
+	m, err := controller.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.NewAddsMetric("etcdclusters").Inc()
+	m.NewDepthMetric("etcdclusters").Inc()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	allowedLabels := map[string]bool{"name": true, "result": true, "version": true}
+	prefixes := []string{"etcd_operator_", "workqueue_", "go_", "process_"}
+	for _, f := range families {
+		if !slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(f.GetName(), p) }) {
+			t.Errorf("metric %s is not one of the operator's, the work queue's, Go's or the process's", f.GetName())
+		}
+		for _, metric := range f.GetMetric() {
+			for _, l := range metric.GetLabel() {
+				if !allowedLabels[l.GetName()] {
+					t.Errorf("metric %s has label %s=%q: not a label judged free of secrets", f.GetName(), l.GetName(), l.GetValue())
+				}
+			}
+		}
 	}
 }
 

@@ -28,6 +28,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/pkg/dnsutil"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 	versioned "github.com/etcd-operator/etcd-operator/pkg/generated/clientset/versioned"
+	"github.com/etcd-operator/etcd-operator/pkg/member"
 
 	"github.com/etcd-operator/etcd-operator/deploy"
 )
@@ -54,8 +55,8 @@ type clients struct {
 }
 
 // Run runs the operator until ctx is done (SIGTERM) or the leader Lease is lost. In order:
-// clients, the CRD (unless skipped), the metrics and health server, leader election, and while
-// leading the informers and the controller. It returns nil after a clean shutdown.
+// clients, the metrics and health server, leader election, and while leading the CRD (unless
+// skipped), the informers and the controller. It returns nil after a clean shutdown.
 func Run(ctx context.Context, o *Options, log *logrus.Logger) error {
 	start := time.Now()
 	entry := logrus.NewEntry(log)
@@ -65,18 +66,14 @@ func Run(ctx context.Context, o *Options, log *logrus.Logger) error {
 	if err != nil {
 		return err
 	}
+	return runWith(ctx, o, cl, entry, start)
+}
 
-	if o.SkipCRDInstall {
-		entry.Info("Skipping CRD installation (--skip-crd-install)")
-	} else {
-		if err := crd.Ensure(ctx, cl.extension, deploy.EtcdClusterCRD, entry.WithField("component", "crd")); err != nil {
-			return fmt.Errorf("installing the EtcdCluster CRD: %w", err)
-		}
-		entry.WithFields(sinceStart(start)).Info("EtcdCluster CRD established")
-	}
+// runWith is Run past the clients: the health server, leader election, and while leading the
+// CRD, the informers and the controller.
+func runWith(ctx context.Context, o *Options, cl *clients, entry *logrus.Entry, start time.Time) error {
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg := newOperatorRegistry()
 	metrics, err := controller.NewMetrics(reg)
 	if err != nil {
 		return err
@@ -90,26 +87,69 @@ func Run(ctx context.Context, o *Options, log *logrus.Logger) error {
 		watchdog = leaderelection.NewLeaderHealthzAdaptor(watchdogTimeout)
 		healthz = watchdog.Check
 	}
-	server, err := startHealthServer(o.MetricsAddr, reg, healthz, ready.check, entry.WithField("component", "http"))
-	if err != nil {
-		return err
-	}
-	defer func() {
-		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), healthServerStopTimeout)
-		defer cancel()
-		if err := server.Shutdown(stopCtx); err != nil {
-			entry.WithError(err).Warn("Stopping the health server failed")
+	httpLog := entry.WithField("component", "http")
+	for _, srv := range []struct {
+		addr, what string
+		h          http.Handler
+	}{
+		{o.MetricsAddr, "metrics", metricsHandler(reg, httpLog)},
+		{o.HealthAddr, "health", healthHandler(healthz, ready.check)},
+	} {
+		server, err := startServer(srv.addr, srv.h, srv.what, httpLog)
+		if err != nil {
+			return err
 		}
-	}()
-
-	run := func(runCtx context.Context) error {
-		return runController(runCtx, o, cl, metrics, &ready, entry)
+		defer func() {
+			stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), healthServerStopTimeout)
+			defer cancel()
+			if err := server.Shutdown(stopCtx); err != nil {
+				entry.WithError(err).WithField("serving", srv.what).Warn("Stopping a server failed")
+			}
+		}()
 	}
+
+	run := leading(o, cl, metrics, &ready, entry, start)
 	if !o.LeaderElect {
 		entry.Warn("Leader election disabled: run a single replica only")
 		return run(ctx)
 	}
 	return electedRun(ctx, o, cl.kube, watchdog, entry.WithField("component", "leader-election"), run)
+}
+
+// newOperatorRegistry is the registry /metrics serves, with the Go runtime's and the
+// process's collectors; the controller adds its own metrics.
+func newOperatorRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+// leading is what a replica does once it leads (or, without leader election, at once): it
+// installs the CRD, then runs the controller. A replica reports itself not ready until its
+// caches have synced.
+func leading(o *Options, cl *clients, metrics *controller.Metrics, ready *readiness, log *logrus.Entry, start time.Time) func(context.Context) error {
+	return func(ctx context.Context) error {
+		ready.leading(func() bool { return false })
+		if err := installCRD(ctx, o, cl, log, start); err != nil {
+			return err
+		}
+		return runController(ctx, o, cl, metrics, ready, log)
+	}
+}
+
+// installCRD creates or updates the EtcdCluster CRD, unless an admin installs it. Only the
+// leader runs it, once elected: replicas that stand by write nothing, and crd.Ensure never
+// writes an older schema over a newer one, so two operator versions never flap the CRD.
+func installCRD(ctx context.Context, o *Options, cl *clients, log *logrus.Entry, start time.Time) error {
+	if o.SkipCRDInstall {
+		log.Info("Skipping CRD installation (--skip-crd-install)")
+		return nil
+	}
+	if err := crd.Ensure(ctx, cl.extension, deploy.EtcdClusterCRD, log.WithField("component", "crd")); err != nil {
+		return fmt.Errorf("installing the EtcdCluster CRD: %w", err)
+	}
+	log.WithFields(sinceStart(start)).Info("EtcdCluster CRD established")
+	return nil
 }
 
 // newClients builds the API clients from kubeconfig, or from the pod's service account when
@@ -167,6 +207,8 @@ func runController(ctx context.Context, o *Options, cl *clients, metrics *contro
 		Services:        informers.Services.Lister(),
 		EndpointSlices:  informers.EndpointSlices.Lister(),
 		Budgets:         informers.Budgets.Lister(),
+		NetworkPolicies: informers.NetworkPolicies.Lister(),
+		OperatorPeer:    member.OperatorPeer(o.LeaseNamespace),
 		Claims:          informers.Claims.Lister(),
 		Recorder:        recorder,
 		Etcd:            etcdutil.NewFactory(0, 0),

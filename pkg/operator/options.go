@@ -33,6 +33,7 @@ const (
 	DefaultRetryPeriod   = 2 * time.Second
 	DefaultLeaseName     = "etcd-operator"
 	DefaultMetricsAddr   = ":8080"
+	DefaultHealthAddr    = ":8081"
 )
 
 // serviceAccountNamespaceFile holds the pod's namespace in every pod with a service account.
@@ -53,6 +54,7 @@ type Options struct {
 	RetryPeriod    time.Duration
 
 	MetricsAddr string
+	HealthAddr  string
 	LogLevel    string
 	LogFormat   string
 
@@ -79,7 +81,8 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", DefaultRenewDeadline,
 		"how long the leader keeps retrying to renew before it gives up leading and exits")
 	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", DefaultRetryPeriod, "interval between Lease acquire and renew attempts")
-	fs.StringVar(&o.MetricsAddr, "metrics-addr", DefaultMetricsAddr, "address serving /metrics, /healthz and /readyz")
+	fs.StringVar(&o.MetricsAddr, "metrics-addr", DefaultMetricsAddr, "address serving /metrics (Prometheus)")
+	fs.StringVar(&o.HealthAddr, "health-addr", DefaultHealthAddr, "address serving /healthz and /readyz (the kubelet's probes)")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&o.LogFormat, "log-format", "text", "log format: text or json")
 	fs.DurationVar(&o.ResyncPeriod, "resync-period", DefaultResyncPeriod, "how often every EtcdCluster's loop is woken without an event")
@@ -134,7 +137,13 @@ func (o *Options) Complete() error {
 		errs = append(errs, errors.New("--shutdown-grace must be positive"))
 	}
 	if o.MetricsAddr == "" {
-		errs = append(errs, errors.New("--metrics-addr must not be empty: probes need /healthz and /readyz"))
+		errs = append(errs, errors.New("--metrics-addr must not be empty"))
+	}
+	if o.HealthAddr == "" {
+		errs = append(errs, errors.New("--health-addr must not be empty: probes need /healthz and /readyz"))
+	}
+	if o.MetricsAddr != "" && o.MetricsAddr == o.HealthAddr {
+		errs = append(errs, errors.New("--metrics-addr and --health-addr must differ"))
 	}
 	return errors.Join(errs...)
 }

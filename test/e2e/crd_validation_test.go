@@ -87,9 +87,13 @@ func TestCRDRejectsMalformedClusters(t *testing.T) {
 		{"reserved label", cluster("demo", "  pod:\n    labels:\n      etcd.operator.dev/cluster: other\n"), "labels under etcd.operator.dev/ are reserved for the operator"},
 		{"storage with emptyDir and a claim", cluster("demo", "  storage:\n    emptyDir: {}\n"+claimTemplate("4Gi", "")), "storage needs exactly one of emptyDir and volumeClaimTemplate"},
 		{"storage with neither", cluster("demo", "  storage: {}\n"), "storage needs exactly one of emptyDir and volumeClaimTemplate"},
-		{"claim of 63Mi", cluster("demo", "  storage:\n"+claimTemplate("63Mi", "")), "resources.requests.storage must be at least 64Mi"},
-		{"claim of 1Mi", cluster("demo", "  storage:\n"+claimTemplate("1Mi", "")), "resources.requests.storage must be at least 64Mi"},
-		{"claim without a storage request", cluster("demo", "  storage:\n    volumeClaimTemplate:\n      spec:\n        resources: {requests: {cpu: \"1\"}}\n"), "resources.requests.storage must be at least 64Mi"},
+		{"claim of 511Mi", cluster("demo", "  storage:\n"+claimTemplate("511Mi", "")), "resources.requests.storage must be at least 512Mi"},
+		{"claim of 1Mi", cluster("demo", "  storage:\n"+claimTemplate("1Mi", "")), "resources.requests.storage must be at least 512Mi"},
+		{"emptyDir of 1Mi", cluster("demo", "  storage: {emptyDir: {sizeLimit: 1Mi}}\n"), "emptyDir.sizeLimit must be at least 512Mi"},
+		{"env ETCD_FORCE_NEW_CLUSTER", cluster("demo", "  pod:\n    env:\n    - {name: ETCD_FORCE_NEW_CLUSTER, value: \"true\"}\n"), "ETCD_FORCE_NEW_CLUSTER is set by the operator"},
+		{"env ETCD_UNSAFE_NO_FSYNC", cluster("demo", "  pod:\n    env:\n    - {name: ETCD_UNSAFE_NO_FSYNC, value: \"true\"}\n"), "ETCD_UNSAFE_NO_FSYNC is refused: of the ETCD_ variables spec.pod.env may set only those that tune a member"},
+		{"securityContext runAsNonRoot false", cluster("demo", "  pod:\n    securityContext: {runAsNonRoot: false}\n"), "securityContext.runAsNonRoot cannot be false"},
+		{"claim without a storage request", cluster("demo", "  storage:\n    volumeClaimTemplate:\n      spec:\n        resources: {requests: {cpu: \"1\"}}\n"), "resources.requests.storage must be at least 512Mi"},
 		{"claim without resources", cluster("demo", "  storage:\n    volumeClaimTemplate:\n      spec: {storageClassName: standard}\n"), "spec.storage.volumeClaimTemplate.spec.resources: Required value"},
 		{"claim ReadWriteMany", cluster("demo", "  storage:\n"+claimTemplate("4Gi", "        accessModes: [ReadWriteMany]\n")), `spec.storage.volumeClaimTemplate.spec.accessModes[0]: Unsupported value: "ReadWriteMany"`},
 		{"claim ReadOnlyMany", cluster("demo", "  storage:\n"+claimTemplate("4Gi", "        accessModes: [ReadOnlyMany]\n")), `spec.storage.volumeClaimTemplate.spec.accessModes[0]: Unsupported value: "ReadOnlyMany"`},
@@ -174,7 +178,7 @@ func TestCRDStorageImmutableOnceStarted(t *testing.T) {
 	withStorage := func(storage string) string {
 		return cluster("frozen", "  paused: true\n  storage:\n"+storage)
 	}
-	class := func(name string) string { return claimTemplate("64Mi", "        storageClassName: "+name+"\n") }
+	class := func(name string) string { return claimTemplate("512Mi", "        storageClassName: "+name+"\n") }
 	setStatusSize := func(name string, size int) {
 		t.Helper()
 		f.MustNS("patch", "etcdcluster/"+name, "--subresource=status", "--type=merge", "-p", fmt.Sprintf(`{"status":{"size":%d}}`, size))

@@ -202,7 +202,7 @@ func TestClaimThatCannotBind(t *testing.T) {
     volumeClaimTemplate:
       spec:
         storageClassName: no-such-class
-        resources: {requests: {storage: 64Mi}}
+        resources: {requests: {storage: 512Mi}}
 `)
 	f.Eventually("Degraded names the waiting claim", 2*time.Minute, func() (bool, error) {
 		c, err := f.GetEtcdCluster(name)

@@ -175,7 +175,8 @@ const (
 	requests4Gi = "        resources: {requests: {storage: 4Gi}}\n"
 
 	exactlyOne = "spec.storage: Invalid value: storage needs exactly one of emptyDir and volumeClaimTemplate"
-	atLeast    = "spec.storage.volumeClaimTemplate.spec.resources: Invalid value: resources.requests.storage must be at least 64Mi"
+	atLeast    = "spec.storage.volumeClaimTemplate.spec.resources: Invalid value: resources.requests.storage must be at least 512Mi"
+	sizeLimit  = "spec.storage.emptyDir.sizeLimit: Invalid value: emptyDir.sizeLimit must be at least 512Mi"
 	reserved   = "are reserved for the operator"
 	immutable  = "spec.storage: Invalid value: spec.storage.emptyDir and spec.storage.volumeClaimTemplate cannot change once the cluster has started"
 )
@@ -193,13 +194,22 @@ func TestCRDValidatesStorageOnCreate(t *testing.T) {
 		{"no storage: the operator fills it in", "  size: 3\n", ""},
 
 		{"claim of 4Gi", claim(requests4Gi), ""},
-		{"claim of 64Mi", claim("        resources: {requests: {storage: 64Mi}}\n"), ""},
-		{"claim of 64Mi in bytes", claim("        resources: {requests: {storage: 67108864}}\n"), ""},
-		{"claim of 0.0625Gi", claim("        resources: {requests: {storage: 0.0625Gi}}\n"), ""},
-		{"claim of 63Mi", claim("        resources: {requests: {storage: 63Mi}}\n"), atLeast},
+		{"claim of 512Mi", claim("        resources: {requests: {storage: 512Mi}}\n"), ""},
+		{"claim of 512Mi in bytes", claim("        resources: {requests: {storage: 536870912}}\n"), ""},
+		{"claim of 0.5Gi", claim("        resources: {requests: {storage: 0.5Gi}}\n"), ""},
+		{"claim of 511Mi", claim("        resources: {requests: {storage: 511Mi}}\n"), atLeast},
+		{"claim of 64Mi", claim("        resources: {requests: {storage: 64Mi}}\n"), atLeast},
 		{"claim of 1Mi", claim("        resources: {requests: {storage: 1Mi}}\n"), atLeast},
-		{"claim of 64Mi minus a byte", claim("        resources: {requests: {storage: 67108863}}\n"), atLeast},
-		{"claim of 64M (decimal)", claim("        resources: {requests: {storage: 64M}}\n"), atLeast},
+		{"claim of 512Mi minus a byte", claim("        resources: {requests: {storage: 536870911}}\n"), atLeast},
+		{"claim of 512M (decimal)", claim("        resources: {requests: {storage: 512M}}\n"), atLeast},
+
+		{"emptyDir of 512Mi", "  storage: {emptyDir: {sizeLimit: 512Mi}}\n", ""},
+		{"emptyDir of 512Mi in bytes", "  storage: {emptyDir: {sizeLimit: 536870912}}\n", ""},
+		{"emptyDir in memory of 2Gi", "  storage: {emptyDir: {medium: Memory, sizeLimit: 2Gi}}\n", ""},
+		{"emptyDir of 511Mi", "  storage: {emptyDir: {sizeLimit: 511Mi}}\n", sizeLimit},
+		{"emptyDir of 1Mi", "  storage: {emptyDir: {sizeLimit: 1Mi}}\n", sizeLimit},
+		{"emptyDir of 0", "  storage: {emptyDir: {sizeLimit: \"0\"}}\n", sizeLimit},
+		{"emptyDir of 512M (decimal)", "  storage: {emptyDir: {sizeLimit: 512M}}\n", sizeLimit},
 		{"claim with a limit only", claim("        resources: {limits: {storage: 4Gi}}\n"), atLeast},
 		{"claim with requests but no storage", claim("        resources: {requests: {cpu: \"1\"}}\n"), atLeast},
 		{"claim with empty resources", claim("        resources: {}\n"), atLeast},

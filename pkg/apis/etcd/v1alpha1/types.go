@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -32,6 +33,7 @@ const (
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:path=etcdclusters,singular=etcdcluster,shortName=etcd,scope=Namespaced
+// +kubebuilder:metadata:annotations="etcd.operator.dev/schema-revision=2"
 // +kubebuilder:subresource:status
 // +kubebuilder:subresource:scale:specpath=.spec.size,statuspath=.status.size,selectorpath=.status.selector
 // +kubebuilder:printcolumn:name="Size",type=integer,JSONPath=`.spec.size`,description="Desired number of members"
@@ -101,6 +103,23 @@ type EtcdClusterSpec struct {
 	// repair on its own.
 	// +optional
 	Recovery *RecoverySpec `json:"recovery,omitempty"`
+
+	// NetworkPolicy, when set, has the operator keep a NetworkPolicy <name> over the member
+	// pods: only the members reach the peer port (2380), and only the members, the operator
+	// and the clients listed here reach the client port (2379). Removing it removes the
+	// policy. It takes effect only where the network plugin enforces NetworkPolicies.
+	// +optional
+	NetworkPolicy *NetworkPolicySpec `json:"networkPolicy,omitempty"`
+}
+
+// NetworkPolicySpec says who may reach the members besides themselves and the operator.
+type NetworkPolicySpec struct {
+	// Clients may reach the client port: each a podSelector (pods of the cluster's namespace),
+	// a namespaceSelector (every pod of those namespaces), both (those pods of those
+	// namespaces), or an ipBlock. Left empty, only the members and the operator may.
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	Clients []networkingv1.NetworkPolicyPeer `json:"clients,omitempty"`
 }
 
 // QuorumLossPolicy says who decides to recover a cluster that has lost quorum for good.
@@ -175,7 +194,10 @@ type PodPolicy struct {
 	// +optional
 	Annotations map[string]string `json:"annotations,omitempty"`
 
-	// Resources of the etcd container.
+	// Resources of the etcd container. A resource given neither a request nor a limit here
+	// gets the default request (cpu 50m, memory 128Mi), so that no member pod, the seed
+	// included, is BestEffort, the first to be evicted. No limit is set by default: a memory
+	// limit kills etcd when its database grows past it.
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
 
@@ -191,12 +213,38 @@ type PodPolicy struct {
 	// +optional
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 
-	// Env adds environment variables to the etcd container. Variables the operator sets
-	// itself (ETCD_NAME, ETCD_INITIAL_CLUSTER, ...) cannot be overridden.
+	// Env adds environment variables to the etcd container. etcd reads each of its flags from
+	// an ETCD_ variable too, so of those only the ones that tune a member may be set:
+	// ETCD_SNAPSHOT_COUNT, ETCD_HEARTBEAT_INTERVAL, ETCD_ELECTION_TIMEOUT,
+	// ETCD_AUTO_COMPACTION_MODE, ETCD_AUTO_COMPACTION_RETENTION, ETCD_COMPACTION_BATCH_LIMIT,
+	// ETCD_COMPACTION_SLEEP_INTERVAL, ETCD_BACKEND_BATCH_INTERVAL, ETCD_BACKEND_BATCH_LIMIT,
+	// ETCD_BACKEND_BBOLT_FREELIST_TYPE, ETCD_MAX_TXN_OPS, ETCD_MAX_REQUEST_BYTES,
+	// ETCD_MAX_CONCURRENT_STREAMS, ETCD_GRPC_KEEPALIVE_MIN_TIME, ETCD_GRPC_KEEPALIVE_INTERVAL,
+	// ETCD_GRPC_KEEPALIVE_TIMEOUT, ETCD_WARNING_APPLY_DURATION,
+	// ETCD_WARNING_UNARY_REQUEST_DURATION, ETCD_METRICS, ETCD_LOG_LEVEL and ETCD_LOG_FORMAT.
+	// Every other ETCD_ variable is refused: the operator sets the member's name, data
+	// directory, URLs, initial cluster, backend quota and --force-new-cluster itself, and the
+	// rest change identity, membership, durability or security (ETCD_UNSAFE_NO_FSYNC,
+	// ETCD_STRICT_RECONFIG_CHECK, ETCD_DISCOVERY*, TLS, ...) or are unknown to this operator.
+	// Variables without the ETCD_ prefix (GOMAXPROCS, GOMEMLIMIT, ...) are free.
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:XValidation:rule="!self.name.startsWith('ETCD_') || self.name in ['ETCD_SNAPSHOT_COUNT', 'ETCD_HEARTBEAT_INTERVAL', 'ETCD_ELECTION_TIMEOUT', 'ETCD_AUTO_COMPACTION_MODE', 'ETCD_AUTO_COMPACTION_RETENTION', 'ETCD_COMPACTION_BATCH_LIMIT', 'ETCD_COMPACTION_SLEEP_INTERVAL', 'ETCD_BACKEND_BATCH_INTERVAL', 'ETCD_BACKEND_BATCH_LIMIT', 'ETCD_BACKEND_BBOLT_FREELIST_TYPE', 'ETCD_MAX_TXN_OPS', 'ETCD_MAX_REQUEST_BYTES', 'ETCD_MAX_CONCURRENT_STREAMS', 'ETCD_GRPC_KEEPALIVE_MIN_TIME', 'ETCD_GRPC_KEEPALIVE_INTERVAL', 'ETCD_GRPC_KEEPALIVE_TIMEOUT', 'ETCD_WARNING_APPLY_DURATION', 'ETCD_WARNING_UNARY_REQUEST_DURATION', 'ETCD_METRICS', 'ETCD_LOG_LEVEL', 'ETCD_LOG_FORMAT']",messageExpression="self.name in ['ETCD_NAME', 'ETCD_DATA_DIR', 'ETCD_LISTEN_PEER_URLS', 'ETCD_LISTEN_CLIENT_URLS', 'ETCD_ADVERTISE_CLIENT_URLS', 'ETCD_INITIAL_ADVERTISE_PEER_URLS', 'ETCD_INITIAL_CLUSTER', 'ETCD_INITIAL_CLUSTER_STATE', 'ETCD_INITIAL_CLUSTER_TOKEN', 'ETCD_FORCE_NEW_CLUSTER', 'ETCD_QUOTA_BACKEND_BYTES'] ? self.name + ' is set by the operator: it derives the member name, data directory, URLs, initial cluster, backend quota (from spec.storage) and --force-new-cluster (quorum recovery) from the spec' : self.name + ' is refused: of the ETCD_ variables spec.pod.env may set only those that tune a member (ETCD_SNAPSHOT_COUNT, ETCD_HEARTBEAT_INTERVAL, ETCD_ELECTION_TIMEOUT, ETCD_AUTO_COMPACTION_*, ETCD_LOG_LEVEL, ...: see kubectl explain etcdcluster.spec.pod.env); the others change identity, membership, durability or security'"
 	// +optional
 	Env []corev1.EnvVar `json:"env,omitempty"`
 
-	// SecurityContext of the member pods.
+	// SecurityContext of the member pods, merged field by field over the operator's default,
+	// which passes the "restricted" Pod Security Standard: runAsNonRoot true, runAsUser,
+	// runAsGroup and fsGroup 65532, seccompProfile RuntimeDefault. Setting only fsGroup keeps
+	// the rest. Any user or group but root, supplementalGroups, fsGroupChangePolicy, a
+	// Localhost seccomp or AppArmor profile, seLinuxOptions and sysctls may be set; runAsNonRoot
+	// false, runAsUser 0 and Unconfined seccomp or AppArmor profiles are refused: etcd needs no
+	// root, and the members must keep passing the restricted standard. The containers' own
+	// security contexts (no privilege escalation, read-only root filesystem, every capability
+	// dropped) are fixed.
+	// +kubebuilder:validation:XValidation:rule="!has(self.runAsNonRoot) || self.runAsNonRoot",message="securityContext.runAsNonRoot cannot be false: etcd needs no root and member pods keep the restricted Pod Security Standard"
+	// +kubebuilder:validation:XValidation:rule="!has(self.runAsUser) || self.runAsUser != 0",message="securityContext.runAsUser cannot be 0 (root): etcd needs no root and member pods keep the restricted Pod Security Standard"
+	// +kubebuilder:validation:XValidation:rule="!has(self.seccompProfile) || self.seccompProfile.type != 'Unconfined'",message="securityContext.seccompProfile cannot be Unconfined: member pods keep the restricted Pod Security Standard (RuntimeDefault or Localhost)"
+	// +kubebuilder:validation:XValidation:rule="!has(self.appArmorProfile) || self.appArmorProfile.type != 'Unconfined'",message="securityContext.appArmorProfile cannot be Unconfined: member pods keep the restricted Pod Security Standard"
 	// +optional
 	SecurityContext *corev1.PodSecurityContext `json:"securityContext,omitempty"`
 
@@ -208,10 +256,12 @@ type PodPolicy struct {
 
 // StorageSpec chooses the volume that holds each member's data directory.
 // +kubebuilder:validation:XValidation:rule="has(self.emptyDir) != has(self.volumeClaimTemplate)",message="storage needs exactly one of emptyDir and volumeClaimTemplate"
+// +kubebuilder:validation:XValidation:rule="!has(self.emptyDir) || !has(self.emptyDir.sizeLimit) || quantity(string(self.emptyDir.sizeLimit)).compareTo(quantity('512Mi')) >= 0",message="emptyDir.sizeLimit must be at least 512Mi: etcd's backend quota is set from it, with room for the write-ahead log and a copy of the database; a smaller volume holds no usable quota",fieldPath=".emptyDir.sizeLimit"
 type StorageSpec struct {
 	// EmptyDir keeps each member's data in an emptyDir volume: lost with its pod, so a
 	// member whose pod goes is replaced, and losing a majority of pods at once loses the
-	// cluster. For throwaway clusters and speed tests.
+	// cluster. For throwaway clusters and speed tests. A sizeLimit (at least 512Mi) sets
+	// etcd's backend quota as for a claim's size; without one etcd keeps its default quota.
 	// +optional
 	EmptyDir *corev1.EmptyDirVolumeSource `json:"emptyDir,omitempty"`
 
@@ -234,7 +284,7 @@ type VolumeClaimTemplate struct {
 	// +optional
 	Metadata ClaimMetadata `json:"metadata,omitempty"`
 	// Spec of each claim. Only a filesystem volume with one writer fits etcd: volumeMode
-	// Filesystem, accessModes ReadWriteOnce or ReadWriteOncePod, at least 64Mi, and no
+	// Filesystem, accessModes ReadWriteOnce or ReadWriteOncePod, at least 512Mi, and no
 	// dataSource (a member must never start on data copied from elsewhere).
 	Spec ClaimSpec `json:"spec"`
 }
@@ -269,9 +319,11 @@ type ClaimSpec struct {
 	// +kubebuilder:validation:Enum=Filesystem
 	// +optional
 	VolumeMode *corev1.PersistentVolumeMode `json:"volumeMode,omitempty"`
-	// Resources: requests.storage is the size of each claim, at least 64Mi. etcd's default
-	// backend quota is 2Gi, and its write-ahead log and snapshots need room besides.
-	// +kubebuilder:validation:XValidation:rule="has(self.requests) && 'storage' in self.requests && quantity(string(self.requests['storage'])).compareTo(quantity('64Mi')) >= 0",message="resources.requests.storage must be at least 64Mi: etcd needs room for its write-ahead log, snapshots and database"
+	// Resources: requests.storage is the size of each claim, at least 512Mi. etcd's backend
+	// quota (--quota-backend-bytes) is set from it: what is left after room for the
+	// write-ahead log, halved so that a copy of the database (a snapshot received from the
+	// leader, a defragmentation) fits beside it, and at most 8Gi.
+	// +kubebuilder:validation:XValidation:rule="has(self.requests) && 'storage' in self.requests && quantity(string(self.requests['storage'])).compareTo(quantity('512Mi')) >= 0",message="resources.requests.storage must be at least 512Mi: etcd's backend quota is set from it, with room for the write-ahead log and a copy of the database"
 	Resources corev1.VolumeResourceRequirements `json:"resources"`
 	// Selector narrows the volumes the claims may bind to.
 	// +optional

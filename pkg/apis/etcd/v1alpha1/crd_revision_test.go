@@ -1,0 +1,56 @@
+package v1alpha1_test
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"maps"
+	"slices"
+	"strconv"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/etcd-operator/etcd-operator/deploy"
+	"github.com/etcd-operator/etcd-operator/pkg/crd"
+)
+
+// schemaDigests holds, for each schema revision of the CRD (the metadata:annotations marker
+// on EtcdCluster), the SHA-256 of its spec as JSON. An operator never writes its CRD over one
+// of a higher revision (pkg/crd), which is only safe if every change of the schema comes with
+// a new revision: this table is how a test knows.
+var schemaDigests = map[int]string{
+	1: "228631ff55e20a2a76ca616b9fb909c207426d93b2257ae5758a9fb9a542d8a8",
+	2: "fb40e519d1ade38267ce6e7fdc0dee42ae10aaf47a13a5291e85800b70fad7bb",
+}
+
+// TestCRDSchemaRevisionFollowsTheSchema fails when the CRD's schema changed and its revision
+// did not, or when the revision went back.
+func TestCRDSchemaRevisionFollowsTheSchema(t *testing.T) {
+	var c apiextensionsv1.CustomResourceDefinition
+	if err := yaml.UnmarshalStrict(deploy.EtcdClusterCRD, &c); err != nil {
+		t.Fatal(err)
+	}
+	rev, err := crd.SchemaRevision(&c)
+	if err != nil || c.Annotations[crd.AnnotationSchemaRevision] == "" {
+		t.Fatalf("the CRD's schema revision: %q, %v", c.Annotations[crd.AnnotationSchemaRevision], err)
+	}
+	b, err := json.Marshal(c.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(b)
+	digest := hex.EncodeToString(sum[:])
+	latest := slices.Max(slices.Collect(maps.Keys(schemaDigests)))
+	switch want, known := schemaDigests[rev]; {
+	case rev < latest:
+		t.Errorf("schema revision %d is below the latest recorded, %d: revisions only grow", rev, latest)
+	case !known:
+		t.Errorf("schema revision %d is not recorded: add %d: %q to schemaDigests", rev, rev, digest)
+	case want != digest:
+		t.Errorf("the CRD's schema changed and its revision %d did not: set etcd.operator.dev/schema-revision=%s "+
+			"in the marker on EtcdCluster (types.go), run hack/update-codegen.sh and record the new digest in schemaDigests "+
+			"(this one is %s)", rev, strconv.Itoa(rev+1), digest)
+	}
+}
