@@ -44,6 +44,8 @@ type observation struct {
 	members      []etcdutil.Member
 	membersKnown bool
 	leader       uint64
+	// initImage is the operator's own image, which member pods are built with.
+	initImage string
 }
 
 // observe reads the caches and asks every running member for its status and the member list.
@@ -54,6 +56,7 @@ func (r *Reconciler) observe(ctx context.Context, c *api.EtcdCluster) (*observat
 		claims:    map[int]*corev1.PersistentVolumeClaim{},
 		published: map[string]bool{},
 		statuses:  map[int]etcdutil.Status{},
+		initImage: r.deps.MemberInitImage,
 	}
 	pods, err := r.deps.Pods.Pods(c.Namespace).List(member.ClusterSelector(c.Name))
 	if err != nil {
@@ -227,6 +230,7 @@ func (o *observation) state(now time.Time) State {
 		Statuses:           o.statuses,
 		Recovery:           quorumLossView(c),
 		Now:                now,
+		TargetVersion:      memberVersion(c),
 	}
 	for _, cv := range s.Claims {
 		// A claim that holds a member's data: the cluster has started, whatever its status
@@ -255,6 +259,11 @@ func (o *observation) state(now time.Time) State {
 			InitialCluster:  t.InitialCluster,
 			DataLost:        dataLost(p),
 			ForceNewCluster: t.ForceNewCluster,
+			Outdated:        !member.UpToDate(c, p, s.TargetVersion, o.initImage),
+			StaleMetadata:   !member.PolicyMetadataPatch(c, p).Empty(),
+			Version:         t.Version,
+			Created:         p.CreationTimestamp.Time,
+			Waiting:         etcdWaiting(p),
 		}
 	}
 	for _, m := range o.members {

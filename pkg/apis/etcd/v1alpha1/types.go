@@ -318,6 +318,8 @@ const (
 	PhaseScaling ClusterPhase = "Scaling"
 	// PhaseRecovering: a lost member is being replaced.
 	PhaseRecovering ClusterPhase = "Recovering"
+	// PhaseRollingOut: members are rolled one at a time to a new version or pod template.
+	PhaseRollingOut ClusterPhase = "RollingOut"
 	// PhaseRunning: every member is healthy and the size is spec.size.
 	PhaseRunning ClusterPhase = "Running"
 	// PhaseDegraded: the cluster needs a repair the operator cannot make now.
@@ -377,9 +379,20 @@ const (
 	ReasonQuorumAtRisk ConditionReason = "QuorumAtRisk"
 	// ReasonInvalidSpec: the spec asks for something the operator cannot do.
 	ReasonInvalidSpec ConditionReason = "InvalidSpec"
-	// ReasonVersionChangeUnsupported: spec.version differs from the version the cluster runs,
-	// and the operator does not change the version of a running cluster yet.
+	// ReasonVersionChangeUnsupported: spec.version is not a step the operator can take from
+	// the version the cluster runs (a skipped minor, a major change, a minor downgrade of a
+	// cluster whose members all run the newer minor); the members keep the version they run.
 	ReasonVersionChangeUnsupported ConditionReason = "VersionChangeUnsupported"
+	// ReasonUpgrading: members are rolled, one at a time, to a newer spec.version.
+	ReasonUpgrading ConditionReason = "Upgrading"
+	// ReasonDowngrading: members are rolled, one at a time, to an older spec.version.
+	ReasonDowngrading ConditionReason = "Downgrading"
+	// ReasonRollingPods: member pods built from an earlier spec.pod (or an earlier operator)
+	// are rolled, one at a time, at the same etcd version.
+	ReasonRollingPods ConditionReason = "RollingPods"
+	// ReasonRolloutStuck: a rolled member did not come back (started, healthy, voting, on
+	// the new version, caught up) within the rollout's bound; no other member is touched.
+	ReasonRolloutStuck ConditionReason = "RolloutStuck"
 	// ReasonQuorumLost: a majority of the members' data is gone for good and at least one
 	// member's data is left; spec.recovery.quorumLoss says what happens. The Degraded
 	// condition's lastTransitionTime is when the loss was first reported: FromSurvivor counts
@@ -462,6 +475,14 @@ type MemberStatus struct {
 	// is in an emptyDir that goes with the pod.
 	// +optional
 	Claim string `json:"claim,omitempty"`
+	// Version is the etcd version the member runs, as it reports it; empty while it does not
+	// answer.
+	// +optional
+	Version string `json:"version,omitempty"`
+	// PodCurrent is true when the member's pod was built from the current spec (version and
+	// pod template); false while a rollout has still to reach it.
+	// +optional
+	PodCurrent bool `json:"podCurrent"`
 }
 
 // EtcdClusterList is a list of EtcdClusters.
