@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
@@ -112,5 +113,37 @@ func drain(rec *record.FakeRecorder) string {
 		default:
 			return strings.Join(out, "\n")
 		}
+	}
+}
+
+// Status shows each member's version and whether its pod is current, and a rollout as the
+// RollingOut phase with its Progressing reason.
+func TestStatusDuringRollout(t *testing.T) {
+	c := newCluster(3)
+	c.Spec.Version = "3.7.3"
+	s := State{Name: c.Name, Size: 3, Bootstrapped: true, MembersKnown: true, Version: "3.6.16", TargetVersion: "3.7.3",
+		Members: []MemberView{leader(0), voter(1), sick(voter(2))},
+		Pods:    pods(rolled(0, "3.6.16", true, time.Hour), rolled(1, "3.6.16", true, time.Hour), rolled(2, "3.7.3", false, time.Second)),
+		Statuses: map[int]etcdutil.Status{0: reporting(0, "3.6.16", 1000), 1: reporting(1, "3.6.16", 1000)}}
+	d := Plan(s)
+	st := computeStatus(c, s, d)
+	want := map[string]struct {
+		version string
+		current bool
+	}{"demo-0": {"3.6.16", false}, "demo-1": {"3.6.16", false}, "demo-2": {"", true}}
+	for _, m := range st.Members {
+		if w := want[m.Name]; m.Version != w.version || m.PodCurrent != w.current {
+			t.Errorf("member %s: version %q current %v, want %q %v", m.Name, m.Version, m.PodCurrent, w.version, w.current)
+		}
+	}
+	if st.Phase != api.PhaseRollingOut {
+		t.Errorf("phase %s, want %s", st.Phase, api.PhaseRollingOut)
+	}
+	prog := meta.FindStatusCondition(st.Conditions, string(api.ConditionProgressing))
+	if prog == nil || prog.Reason != string(api.ReasonUpgrading) || !strings.Contains(prog.Message, "demo-2") {
+		t.Errorf("Progressing = %+v, want Upgrading naming demo-2", prog)
+	}
+	if deg := meta.FindStatusCondition(st.Conditions, string(api.ConditionDegraded)); deg == nil || deg.Reason == string(api.ReasonVersionChangeUnsupported) {
+		t.Errorf("Degraded = %+v: a one-minor upgrade is supported", deg)
 	}
 }
