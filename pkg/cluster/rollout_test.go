@@ -122,8 +122,8 @@ func TestStatusDuringRollout(t *testing.T) {
 	c := newCluster(3)
 	c.Spec.Version = "3.7.3"
 	s := State{Name: c.Name, Size: 3, Bootstrapped: true, MembersKnown: true, Version: "3.6.16", TargetVersion: "3.7.3",
-		Members: []MemberView{leader(0), voter(1), sick(voter(2))},
-		Pods:    pods(rolled(0, "3.6.16", true, time.Hour), rolled(1, "3.6.16", true, time.Hour), rolled(2, "3.7.3", false, time.Second)),
+		Members:  []MemberView{leader(0), voter(1), sick(voter(2))},
+		Pods:     pods(rolled(0, "3.6.16", true, time.Hour), rolled(1, "3.6.16", true, time.Hour), rolled(2, "3.7.3", false, time.Second)),
 		Statuses: map[int]etcdutil.Status{0: reporting(0, "3.6.16", 1000), 1: reporting(1, "3.6.16", 1000)}}
 	d := Plan(s)
 	st := computeStatus(c, s, d)
