@@ -38,6 +38,14 @@ func (r *Reconciler) act(ctx context.Context, c *api.EtcdCluster, o *observation
 		res, err = r.chooseSurvivor(ctx, c, a)
 	case ActionForceNewCluster:
 		res, err = r.forceNewCluster(ctx, c, o, a, why)
+	case ActionRollMember:
+		if p := o.pods[a.Ordinal]; p != nil {
+			res, err = r.rollMember(ctx, c, p, why)
+		}
+	case ActionPatchPod:
+		if p := o.pods[a.Ordinal]; p != nil {
+			res, err = r.patchPodMetadata(ctx, c, p)
+		}
 	case ActionMoveLeader:
 		leader := o.pods[a.Ordinal]
 		if leader == nil || leader.Status.PodIP == "" {
@@ -57,12 +65,9 @@ func (r *Reconciler) act(ctx context.Context, c *api.EtcdCluster, o *observation
 	return afterAction, nil
 }
 
-// memberVersion is the etcd version new members run. Changing the version of a running
-// cluster is not supported yet: until it is, new members keep the version the cluster runs,
-// so that a changed spec.version never mixes versions unannounced; status says so.
+// memberVersion is the etcd version member pods are built with: spec.version, unless it is a
+// step the operator does not take from the version the cluster runs (versionProblem); then
+// the members keep that version and status says why.
 func memberVersion(c *api.EtcdCluster) string {
-	if running := c.Status.CurrentVersion; running != "" && running != member.NormalizeVersion(c.Spec.Version) {
-		return running
-	}
-	return c.Spec.Version
+	return targetVersion(c.Spec.Version, c.Status.CurrentVersion)
 }

@@ -49,6 +49,8 @@ type observation struct {
 	leader       uint64
 	// alarms are the alarms etcd reports (asked once the member list answered).
 	alarms []etcdutil.Alarm
+	// initImage is the operator's own image, which member pods are built with.
+	initImage string
 }
 
 // observe reads the caches and asks every running member for its status and the member list.
@@ -59,6 +61,7 @@ func (r *Reconciler) observe(ctx context.Context, c *api.EtcdCluster) (*observat
 		claims:    map[int]*corev1.PersistentVolumeClaim{},
 		published: map[string]bool{},
 		statuses:  map[int]etcdutil.Status{},
+		initImage: r.deps.MemberInitImage,
 	}
 	pods, err := r.deps.Pods.Pods(c.Namespace).List(member.ClusterSelector(c.Name))
 	if err != nil {
@@ -254,6 +257,7 @@ func (o *observation) state(now time.Time) State {
 		Recovery:           quorumLossView(c),
 		Foreign:            o.foreign,
 		Now:                now,
+		TargetVersion:      memberVersion(c),
 	}
 	for _, cv := range s.Claims {
 		// A claim that holds a member's data: the cluster has started, whatever its status
@@ -269,8 +273,11 @@ func (o *observation) state(now time.Time) State {
 		}
 	}
 	for ord, p := range o.pods {
-		s.Pods[ord] = o.podView(ord, p)
-		if s.Pods[ord].MemberID != 0 {
+		pv := o.podView(ord, p)
+		pv.Outdated = !member.UpToDate(c, p, s.TargetVersion, o.initImage)
+		pv.StaleMetadata = !member.PolicyMetadataPatch(c, p).Empty()
+		s.Pods[ord] = pv
+		if pv.MemberID != 0 {
 			// A pod marked with its member: that member has started, so the cluster has.
 			s.Bootstrapped = true
 		}
@@ -308,6 +315,9 @@ func (o *observation) podView(ord int, p *corev1.Pod) PodView {
 		ForceNewCluster: t.ForceNewCluster,
 		MemberID:        t.MemberID,
 		Problem:         podProblem(p),
+		Version:         t.Version,
+		Created:         p.CreationTimestamp.Time,
+		Waiting:         etcdWaiting(p),
 	}
 	if p.DeletionTimestamp != nil {
 		v.DeletionDeadline = p.DeletionTimestamp.Time

@@ -62,6 +62,14 @@ import (
 //     pod ahead at most), so that pod starts meanwhile. A pod that cannot be scheduled or
 //     started (stuck.go) is never added as a learner, and neither it nor an old pod that does
 //     not go holds back the other ordinals.
+//  8. Rollout (plan_rollout.go), once the cluster is otherwise whole: labels and annotations
+//     from spec.pod are patched in place first. Then one out-of-date member at a time (its
+//     pod built from an earlier version or template), a member that is down first, else the
+//     highest ordinal, the leader last (leadership moved away first): its pod is deleted,
+//     and rule 2 restarts it on its claim or rule 5 replaces it (emptyDir). Before each
+//     member, every member must be started, healthy, voting, on its pod's version and caught
+//     up with the leader; a rolled member that does not come back within a bound stops the
+//     rollout, reported, until spec.version is set back.
 //
 // Every membership change is checked against quorum before it is proposed: a step that could
 // leave fewer healthy voting members than a majority is refused with a reason.
@@ -161,6 +169,16 @@ type PodView struct {
 	Problem *PodProblem
 	// DeletionDeadline is the pod's deletion timestamp: the end of its grace period.
 	DeletionDeadline time.Time
+	// Outdated: the pod was built from an earlier spec or template than the spec builds now
+	// (see member.UpToDate); StaleMetadata: its labels and annotations from spec.pod are not
+	// those of the spec.
+	Outdated      bool
+	StaleMetadata bool
+	// Version is the etcd version the pod runs; Created is when the pod was made; Waiting
+	// is why its etcd container is not running, as the kubelet says (ImagePullBackOff).
+	Version string
+	Created time.Time
+	Waiting string
 }
 
 // State is everything the planner decides from.
@@ -197,6 +215,9 @@ type State struct {
 	// Foreign are the objects with the name of one of the cluster's objects that are not
 	// the cluster's (foreign.go).
 	Foreign []ForeignObject
+	// TargetVersion is the version member pods are built with now: spec.version, or the
+	// version the cluster runs while spec.version is a step the operator does not take.
+	TargetVersion string
 	// Recovery is how a quorum lost for good is recovered; Now is the time of the pass.
 	Recovery QuorumLossView
 	Now      time.Time
@@ -211,6 +232,10 @@ type State struct {
 // Plan returns the one next step toward spec.size, or none. The rules are tried in the order
 // listed at the top of this file; the first that applies decides.
 func Plan(s State) Decision {
+	return duringRollout(s, plan(s))
+}
+
+func plan(s State) Decision {
 	if d, ok := planForeign(s); ok {
 		return d
 	}
@@ -278,7 +303,11 @@ func Plan(s State) Decision {
 	}
 
 	// Rule 7: scale up or re-add, lowest missing ordinal first.
-	return planGrow(s, members)
+	if d := planGrow(s, members); d.Action != nil || d.Progress != "" || d.Blocked != "" {
+		return d
+	}
+	// Rule 8: roll out-of-date member pods, one member at a time.
+	return planRollout(s)
 }
 
 // planCrashLooping is rule 5 for a voting member whose pod crash-loops past the bound: it is

@@ -324,27 +324,35 @@ func TestSyncNeverRebootstrapsALostCluster(t *testing.T) {
 	}
 }
 
-func TestVersionChangeIsReportedNotMixed(t *testing.T) {
-	c := newCluster(3)
-	c.Spec.Version = "v3.6.17"
-	if got := memberVersion(c); got != "v3.6.17" {
-		t.Errorf("a cluster that runs nothing yet uses spec.version, got %s", got)
-	}
-	c.Status.CurrentVersion = "3.6.16"
-	if got := memberVersion(c); got != "3.6.16" {
-		t.Errorf("new members of a running 3.6.16 cluster must keep 3.6.16, got %s", got)
-	}
-	st := computeStatus(c, State{Name: c.Name, Size: 3}, Decision{})
-	deg := meta.FindStatusCondition(st.Conditions, string(api.ConditionDegraded))
-	if deg == nil || deg.Status != metav1.ConditionTrue || deg.Reason != string(api.ReasonVersionChangeUnsupported) {
-		t.Errorf("Degraded = %+v, want VersionChangeUnsupported", deg)
-	}
-	c.Spec.Version = "v3.6.16"
-	if got := memberVersion(c); got != "v3.6.16" {
-		t.Errorf("same version with a leading v: %s", got)
-	}
-	st = computeStatus(c, State{Name: c.Name, Size: 3}, Decision{})
-	if meta.IsStatusConditionTrue(st.Conditions, string(api.ConditionDegraded)) {
-		t.Errorf("v3.6.16 and 3.6.16 are the same version: %+v", st.Conditions)
+func TestMemberVersion(t *testing.T) {
+	for _, tc := range []struct {
+		spec, running, want string
+		degraded            bool
+	}{
+		{spec: "v3.6.17", running: "", want: "3.6.17"},
+		{spec: "v3.6.16", running: "3.6.16", want: "3.6.16"},
+		{spec: "3.6.17", running: "3.6.16", want: "3.6.17"},
+		{spec: "3.6.15", running: "3.6.16", want: "3.6.15"},
+		{spec: "3.7.3", running: "3.6.16", want: "3.7.3"},
+		{spec: "3.6.16", running: "3.5.35", want: "3.6.16"},
+		// Set back before the upgrade finished: a member still runs 3.6.
+		{spec: "3.6.16", running: "3.6.16", want: "3.6.16"},
+		{spec: "3.7.3", running: "3.5.35", want: "3.5.35", degraded: true},
+		{spec: "3.6.16", running: "3.5.21", want: "3.5.21", degraded: true},
+		{spec: "3.6.16", running: "3.7.3", want: "3.7.3", degraded: true},
+		{spec: "4.0.0", running: "3.7.3", want: "3.7.3", degraded: true},
+	} {
+		c := newCluster(3)
+		c.Spec.Version = tc.spec
+		c.Status.CurrentVersion = tc.running
+		if got := memberVersion(c); got != tc.want {
+			t.Errorf("spec %s running %q: member version %s, want %s", tc.spec, tc.running, got, tc.want)
+		}
+		st := computeStatus(c, State{Name: c.Name, Size: 3}, Decision{})
+		deg := meta.FindStatusCondition(st.Conditions, string(api.ConditionDegraded))
+		isDeg := deg != nil && deg.Status == metav1.ConditionTrue && deg.Reason == string(api.ReasonVersionChangeUnsupported)
+		if isDeg != tc.degraded {
+			t.Errorf("spec %s running %q: Degraded = %+v, want VersionChangeUnsupported %v", tc.spec, tc.running, deg, tc.degraded)
+		}
 	}
 }

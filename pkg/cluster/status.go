@@ -117,6 +117,12 @@ func statusMembers(s State) []api.MemberStatus {
 		ms := api.MemberStatus{
 			Name: name, ID: hexID(m.ID), Ready: m.Healthy && !m.Learner, Leader: m.Leader, Learner: m.Learner,
 		}
+		if st, ok := s.Statuses[m.Ordinal]; ok && m.Healthy && m.Ordinal >= 0 {
+			ms.Version = st.Version
+		}
+		if p, ok := s.Pods[m.Ordinal]; ok && m.Ordinal >= 0 {
+			ms.PodCurrent = !p.Outdated && !p.Terminating
+		}
 		if _, ok := s.Claims[m.Ordinal]; ok && s.Persistent && m.Ordinal >= 0 {
 			ms.Claim = member.ClaimName(s.Name, m.Ordinal)
 		}
@@ -206,10 +212,10 @@ func degraded(s State, d Decision, specVersion, running string) condition {
 	case s.MembersKnown && healthy < voting:
 		return condition{metav1.ConditionTrue, api.ReasonMembersUnhealthy,
 			fmt.Sprintf("%d of %d voting members are unhealthy: %s", voting-healthy, voting, unhealthyMembers(s))}
-	case running != "" && running != member.NormalizeVersion(specVersion):
+	case running != "" && versionProblem(running, member.NormalizeVersion(specVersion)) != "":
 		return condition{metav1.ConditionTrue, api.ReasonVersionChangeUnsupported, fmt.Sprintf(
-			"spec.version %s differs from the running %s: changing the version of a running cluster is not supported yet; members, new ones included, keep running %s",
-			specVersion, running, running)}
+			"%s. Members, new ones included, keep running %s",
+			versionProblem(running, member.NormalizeVersion(specVersion)), running)}
 	default:
 		return condition{metav1.ConditionFalse, api.ReasonAsExpected, "nothing is wrong"}
 	}
@@ -293,6 +299,8 @@ func phase(paused bool, s State, d Decision, inSpec bool) api.ClusterPhase {
 		return api.PhaseBootstrapping
 	case d.Progress == api.ReasonReplacingMember || d.Progress == api.ReasonRestartingMember:
 		return api.PhaseRecovering
+	case rolling(d.Progress):
+		return api.PhaseRollingOut
 	case d.Progress != "":
 		return api.PhaseScaling
 	case alarmed(s):

@@ -148,6 +148,7 @@ func Pod(c *api.EtcdCluster, t Template, initImage string) *corev1.Pod {
 	if t.MemberID != 0 {
 		annotations[AnnotationMemberID] = FormatID(t.MemberID)
 	}
+	recordPolicyKeys(annotations, policy)
 
 	version := t.Version
 	if version == "" {
@@ -187,6 +188,8 @@ func Pod(c *api.EtcdCluster, t Template, initImage string) *corev1.Pod {
 	// crash raft.
 	_, livePath := probePaths(version)
 	wrapInMemberInit(c, t, pod, initImage, livePath)
+	// Last, over the finished spec: see AnnotationTemplateHash.
+	pod.Annotations[AnnotationTemplateHash] = specHash(&pod.Spec)
 	return pod
 }
 

@@ -41,6 +41,10 @@ type EtcdCluster struct {
 			Leader  bool   `json:"leader"`
 			Learner bool   `json:"learner"`
 			Claim   string `json:"claim"`
+			// Version and PodCurrent: the version the member reports, and whether its pod
+			// was built from the current spec.
+			Version    string `json:"version"`
+			PodCurrent bool   `json:"podCurrent"`
 		} `json:"members"`
 	} `json:"status"`
 }

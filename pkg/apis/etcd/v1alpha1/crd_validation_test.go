@@ -396,3 +396,69 @@ func TestCRDRulesFitCostLimits(t *testing.T) {
 		t.Errorf("a costly rule was not refused for its cost: %v", errs.ToAggregate())
 	}
 }
+
+const (
+	unsupported = "version must be an etcd release the operator supports"
+	oneMinor    = "spec.version: Invalid value: spec.version may change by one minor version at a time"
+	fromRunning = "spec.version: Invalid value: spec.version must be within one minor version of the version the cluster runs"
+)
+
+func TestCRDValidatesVersionOnCreate(t *testing.T) {
+	a := newAPIServer(t)
+	for _, tc := range []struct{ version, want string }{
+		{"3.6.16", ""},
+		{"v3.7.3", ""},
+		{"3.5.35", ""},
+		{"3.5.32", ""},
+		{"3.5.100", ""},
+		{"3.5.31", unsupported},
+		{"3.5.4", unsupported},
+		{"2.3.8", unsupported},
+		{"3.4.30", unsupported},
+		{"3.8.0", unsupported},
+		{"4.0.0", unsupported},
+		{"3.6", "version must be an etcd release as MAJOR.MINOR.PATCH"},
+	} {
+		t.Run(tc.version, func(t *testing.T) {
+			_, errs := a.create(etcdCluster("  version: \""+tc.version+"\"\n  storage: {emptyDir: {}}\n", ""))
+			checkErrors(t, errs, tc.want)
+		})
+	}
+}
+
+func TestCRDVersionStepsOnceStarted(t *testing.T) {
+	a := newAPIServer(t)
+	started := func(running string) string {
+		st := "  size: 3\n  readyMembers: 3\n"
+		if running != "" {
+			st += "  currentVersion: " + running + "\n"
+		}
+		return st
+	}
+	spec := func(v string) string { return "  version: \"" + v + "\"\n  storage: {emptyDir: {}}\n" }
+	for _, tc := range []struct {
+		name, old, running, next, want string
+		notStarted                     bool
+	}{
+		{name: "patch up", old: "3.6.16", running: "3.6.16", next: "3.6.17"},
+		{name: "patch down", old: "3.6.16", running: "3.6.16", next: "3.6.2"},
+		{name: "minor up", old: "3.5.35", running: "3.5.35", next: "3.6.16"},
+		{name: "minor up with a v", old: "v3.6.16", running: "3.6.16", next: "v3.7.3"},
+		{name: "minor down", old: "3.7.3", running: "3.7.3", next: "3.6.16"},
+		{name: "set back during an upgrade", old: "3.7.3", running: "3.6.16", next: "3.6.16"},
+		{name: "skipped minor", old: "3.5.35", running: "3.5.35", next: "3.7.3", want: oneMinor},
+		{name: "skipped minor down", old: "3.7.3", running: "3.7.3", next: "3.5.35", want: oneMinor},
+		{name: "next minor before the last one finished", old: "3.6.16", running: "3.5.35", next: "3.7.3", want: fromRunning},
+		{name: "status not reported yet", old: "3.6.16", next: "3.7.3"},
+		{name: "not started: skip allowed", old: "3.5.35", next: "3.7.3", notStarted: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status := started(tc.running)
+			if tc.notStarted {
+				status = "  size: 0\n  readyMembers: 0\n"
+			}
+			errs := a.update(a.main, etcdCluster(spec(tc.next), ""), etcdCluster(spec(tc.old), status))
+			checkErrors(t, errs, tc.want)
+		})
+	}
+}

@@ -43,6 +43,8 @@ const (
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`,description="Time since the cluster was created"
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 50",message="metadata.name must be at most 50 characters: member pods are named <name>-<ordinal> and the client Service <name>-client, which must fit a 63-character DNS label",fieldPath=".metadata"
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must start with a lowercase letter and contain only lowercase letters, digits and '-': it names the cluster's Services, which must be DNS-1035 labels",fieldPath=".metadata"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.size) || oldSelf.status.size == 0 || !has(self.spec) || !has(self.spec.version) || !self.spec.version.matches('^v?[0-9]+[.][0-9]+[.][0-9]+$') || !has(oldSelf.spec) || !has(oldSelf.spec.version) || !oldSelf.spec.version.matches('^v?[0-9]+[.][0-9]+[.][0-9]+$') || (int(self.spec.version.split('.')[1]) - int(oldSelf.spec.version.split('.')[1]) <= 1 && int(oldSelf.spec.version.split('.')[1]) - int(self.spec.version.split('.')[1]) <= 1)",message="spec.version may change by one minor version at a time once the cluster has started, and never its major version (etcd upgrades and downgrades one minor at a time): to go from 3.5 to 3.7, set the newest 3.6 release first and wait until status.currentVersion reports it",fieldPath=".spec.version"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.size) || oldSelf.status.size == 0 || !has(self.spec) || !has(self.spec.version) || !self.spec.version.matches('^v?[0-9]+[.][0-9]+[.][0-9]+$') || !has(oldSelf.status.currentVersion) || !oldSelf.status.currentVersion.matches('^[0-9]+[.][0-9]+[.][0-9]+$') || (int(self.spec.version.split('.')[1]) - int(oldSelf.status.currentVersion.split('.')[1]) <= 1 && int(oldSelf.status.currentVersion.split('.')[1]) - int(self.spec.version.split('.')[1]) <= 1)",message="spec.version must be within one minor version of the version the cluster runs (status.currentVersion): etcd upgrades and downgrades one minor at a time; wait until the rollout under way finishes, then take the next step",fieldPath=".spec.version"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.spec) || !has(oldSelf.spec.storage) || !has(oldSelf.status) || !has(oldSelf.status.size) || oldSelf.status.size == 0 || (has(self.spec) && has(self.spec.storage) && has(self.spec.storage.emptyDir) == has(oldSelf.spec.storage.emptyDir) && (!has(self.spec.storage.emptyDir) || self.spec.storage.emptyDir == oldSelf.spec.storage.emptyDir) && has(self.spec.storage.volumeClaimTemplate) == has(oldSelf.spec.storage.volumeClaimTemplate) && (!has(self.spec.storage.volumeClaimTemplate) || self.spec.storage.volumeClaimTemplate == oldSelf.spec.storage.volumeClaimTemplate))",message="spec.storage.emptyDir and spec.storage.volumeClaimTemplate cannot change once the cluster has started: the members' data is on the volumes they describe. Create a new cluster to move the data elsewhere; spec.storage.retentionPolicy may change",fieldPath=".spec.storage"
 type EtcdCluster struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -72,6 +74,7 @@ type EtcdClusterSpec struct {
 	// +kubebuilder:default="3.6.16"
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:XValidation:rule="self.matches('^v?[0-9]+[.][0-9]+[.][0-9]+$')",message="version must be an etcd release as MAJOR.MINOR.PATCH with an optional leading v, for example 3.6.16"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^v?[0-9]+[.][0-9]+[.][0-9]+$') || self.matches('^v?3[.](5[.](3[2-9]|[4-9][0-9]|[1-9][0-9][0-9]+)|[67][.][0-9]+)$')",message="version must be an etcd release the operator supports: 3.5.32 or a later 3.5 release (etcd's upgrade guide requires it before 3.6), 3.6.x or 3.7.x"
 	// +optional
 	Version string `json:"version,omitempty"`
 
@@ -378,6 +381,8 @@ const (
 	PhaseScaling ClusterPhase = "Scaling"
 	// PhaseRecovering: a lost member is being replaced.
 	PhaseRecovering ClusterPhase = "Recovering"
+	// PhaseRollingOut: members are rolled one at a time to a new version or pod template.
+	PhaseRollingOut ClusterPhase = "RollingOut"
 	// PhaseRunning: every member is healthy and the size is spec.size.
 	PhaseRunning ClusterPhase = "Running"
 	// PhaseDegraded: the cluster needs a repair the operator cannot make now.
@@ -439,9 +444,20 @@ const (
 	ReasonQuorumAtRisk ConditionReason = "QuorumAtRisk"
 	// ReasonInvalidSpec: the spec asks for something the operator cannot do.
 	ReasonInvalidSpec ConditionReason = "InvalidSpec"
-	// ReasonVersionChangeUnsupported: spec.version differs from the version the cluster runs,
-	// and the operator does not change the version of a running cluster yet.
+	// ReasonVersionChangeUnsupported: spec.version is not a step the operator can take from
+	// the version the cluster runs (a skipped minor, a major change, a minor downgrade of a
+	// cluster whose members all run the newer minor); the members keep the version they run.
 	ReasonVersionChangeUnsupported ConditionReason = "VersionChangeUnsupported"
+	// ReasonUpgrading: members are rolled, one at a time, to a newer spec.version.
+	ReasonUpgrading ConditionReason = "Upgrading"
+	// ReasonDowngrading: members are rolled, one at a time, to an older spec.version.
+	ReasonDowngrading ConditionReason = "Downgrading"
+	// ReasonRollingPods: member pods built from an earlier spec.pod (or an earlier operator)
+	// are rolled, one at a time, at the same etcd version.
+	ReasonRollingPods ConditionReason = "RollingPods"
+	// ReasonRolloutStuck: a rolled member did not come back (started, healthy, voting, on
+	// the new version, caught up) within the rollout's bound; no other member is touched.
+	ReasonRolloutStuck ConditionReason = "RolloutStuck"
 	// ReasonQuorumLost: a majority of the members' data is gone for good and at least one
 	// member's data is left; spec.recovery.quorumLoss says what happens. The Degraded
 	// condition's lastTransitionTime is when the loss was first reported: FromSurvivor counts
@@ -551,6 +567,14 @@ type MemberStatus struct {
 	// is in an emptyDir that goes with the pod.
 	// +optional
 	Claim string `json:"claim,omitempty"`
+	// Version is the etcd version the member runs, as it reports it; empty while it does not
+	// answer.
+	// +optional
+	Version string `json:"version,omitempty"`
+	// PodCurrent is true when the member's pod was built from the current spec (version and
+	// pod template); false while a rollout has still to reach it.
+	// +optional
+	PodCurrent bool `json:"podCurrent"`
 }
 
 // EtcdClusterList is a list of EtcdClusters.

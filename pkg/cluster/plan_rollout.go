@@ -1,0 +1,288 @@
+package cluster
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/version"
+
+	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/member"
+)
+
+// Rule 8 of the planner (see plan.go): roll the member pods that were built from an earlier
+// spec (version, spec.pod, or the operator's own template), one member at a time.
+
+// The actions of a rollout.
+const (
+	// ActionPatchPod brings a member pod's labels and annotations from spec.pod in line with
+	// the spec, in place.
+	ActionPatchPod ActionKind = "PatchPod"
+	// ActionRollMember deletes an out-of-date member pod, for the member to be restarted on
+	// its data (claims) or replaced (emptyDir) on the current template.
+	ActionRollMember ActionKind = "RollMember"
+)
+
+const (
+	// comebackBound is how long a rolled member has, from the creation of its new pod, to be
+	// started, healthy, voting, on the new version and caught up: room for pulling a new image
+	// and replaying the member's log. Past it the rollout stops and says why.
+	comebackBound = 2 * time.Minute
+	// caughtUpLag is how many raft entries a member may have left to apply behind the
+	// leader's index and still count as caught up: writes go on during a rollout, so a
+	// following member is always a few entries behind; one still replaying its log or a
+	// snapshot is far more behind.
+	caughtUpLag = 64
+	// minVersionFor36 is the oldest 3.5 release etcd's upgrade guide lets a member go to 3.6
+	// from: earlier ones can turn promoted members back into learners (etcd issue #19557) or
+	// bring back removed ones.
+	minVersionFor36 = "3.5.32"
+)
+
+// planRollout is rule 8.
+func planRollout(s State) Decision {
+	for _, o := range sortedOrdinals(s.Pods) {
+		if p := s.Pods[o]; !p.Terminating && p.StaleMetadata {
+			return step(s, Action{Kind: ActionPatchPod, Ordinal: o}, api.ReasonRollingPods,
+				"patching the labels and annotations of pod %s from spec.pod", o)
+		}
+	}
+	var outdated []MemberView
+	for _, m := range sortedMembers(s.Members) {
+		if p, ok := s.Pods[m.Ordinal]; ok && !m.Learner && !p.Terminating && p.Outdated {
+			outdated = append(outdated, m)
+		}
+	}
+	if len(outdated) == 0 {
+		return Decision{}
+	}
+	reason := rolloutReason(s)
+	done := len(s.Members) - len(outdated)
+	// A member that is down anyway goes first: rolling it costs no quorum, and a member stuck
+	// on a bad version is rolled back this way once spec.version is set back.
+	for _, m := range slices.Backward(outdated) {
+		if !m.Healthy {
+			return rollMember(s, m, reason, done)
+		}
+	}
+	leader, hasLeader := leaderMember(s.Members)
+	if !hasLeader {
+		return Decision{Progress: reason, Message: "waiting for the cluster to elect a leader before the next member is rolled"}
+	}
+	for _, m := range sortedMembers(s.Members) {
+		why := notCaughtUp(s, m, leader)
+		if why == "" {
+			continue
+		}
+		p := s.Pods[m.Ordinal]
+		if !p.Outdated && s.Now.Sub(p.Created) > comebackBound {
+			return Decision{Blocked: api.ReasonRolloutStuck, Message: fmt.Sprintf(
+				"the rollout is stopped: member %s did not come back on %s within %s (%s); no other member is touched. Set spec.version back to roll it back",
+				member.Name(s.Name, m.Ordinal), p.Version, comebackBound, why)}
+		}
+		return Decision{Progress: reason, Message: fmt.Sprintf("waiting for member %s before the next one is rolled: %s (%d of %d members done)",
+			member.Name(s.Name, m.Ordinal), why, done, len(s.Members))}
+	}
+	next := outdated[len(outdated)-1]
+	for _, m := range slices.Backward(outdated) {
+		if !m.Leader {
+			next = m
+			break
+		}
+	}
+	return rollMember(s, next, reason, done)
+}
+
+// rollMember deletes the pod of member m (restarted on its claim by rule 2, replaced by
+// rules 5 and 7 on emptyDir), first moving leadership away if it leads, and only if the
+// members left keep a healthy majority.
+func rollMember(s State, m MemberView, reason api.ConditionReason, done int) Decision {
+	voting, healthy := votingCounts(s.Members)
+	if m.Healthy {
+		healthy--
+	}
+	name := member.Name(s.Name, m.Ordinal)
+	if healthy < quorum(voting) {
+		return Decision{Blocked: api.ReasonQuorumAtRisk, Message: fmt.Sprintf(
+			"rolling member %s would leave %d healthy of %d voting members, less than a majority", name, healthy, voting)}
+	}
+	progress := fmt.Sprintf(" (%d of %d members done)", done, len(s.Members))
+	if m.Leader && m.Healthy {
+		if t, ok := transferee(s, m); ok {
+			d := step(s, Action{Kind: ActionMoveLeader, Ordinal: m.Ordinal, MemberID: m.ID, Transferee: t.ID},
+				reason, "moving leadership away from %s before rolling it", m.Ordinal)
+			d.Message += progress
+			return d
+		}
+		return Decision{Blocked: api.ReasonQuorumAtRisk, Message: fmt.Sprintf(
+			"member %s leads and no other healthy voting member can take over", name)}
+	}
+	how := "replacing member %s"
+	if s.Persistent {
+		how = "restarting member %s on its data"
+	}
+	d := step(s, Action{Kind: ActionRollMember, Ordinal: m.Ordinal, MemberID: m.ID}, reason, how, m.Ordinal)
+	d.Message += fmt.Sprintf(" with etcd %s and the current pod template%s", s.TargetVersion, progress)
+	return d
+}
+
+// transferee is the member leadership goes to from m: a healthy voting member already rolled,
+// the highest ordinal first (so it is not moved again), else any healthy voting member.
+func transferee(s State, m MemberView) (MemberView, bool) {
+	var fallback *MemberView
+	for _, t := range slices.Backward(sortedMembers(s.Members)) {
+		if t.ID == m.ID || !t.Healthy || t.Learner {
+			continue
+		}
+		if !s.Pods[t.Ordinal].Outdated {
+			return t, true
+		}
+		if fallback == nil {
+			fallback = &t
+		}
+	}
+	if fallback == nil {
+		return MemberView{}, false
+	}
+	return *fallback, true
+}
+
+func leaderMember(ms []MemberView) (MemberView, bool) {
+	for _, m := range ms {
+		if m.Leader {
+			return m, true
+		}
+	}
+	return MemberView{}, false
+}
+
+// notCaughtUp says why member m is not yet fit to count on before another member is rolled:
+// not started, unhealthy, a learner, not on its pod's version, or behind the leader. Empty
+// when it is fit.
+func notCaughtUp(s State, m MemberView, leader MemberView) string {
+	p := s.Pods[m.Ordinal]
+	st, answered := s.Statuses[m.Ordinal]
+	switch {
+	case m.Learner:
+		return "it is still a learner"
+	case !m.Healthy || !answered:
+		if p.Waiting != "" {
+			return "its etcd container waits: " + p.Waiting
+		}
+		return podCondition(s.Pods, m.Ordinal)
+	case p.Version != "" && member.NormalizeVersion(st.Version) != p.Version:
+		return fmt.Sprintf("it reports etcd %s, its pod runs %s", st.Version, p.Version)
+	}
+	ls, ok := s.Statuses[leader.Ordinal]
+	if !ok {
+		return "the leader did not answer"
+	}
+	if ls.RaftIndex > st.RaftAppliedIndex+caughtUpLag {
+		return fmt.Sprintf("it has applied raft index %d, the leader is at %d", st.RaftAppliedIndex, ls.RaftIndex)
+	}
+	return ""
+}
+
+// rolloutReason says what a rollout does: Upgrading or Downgrading when a member runs (or
+// its pod was built for) another version than the target, RollingPods otherwise.
+func rolloutReason(s State) api.ConditionReason {
+	target, err := version.ParseGeneric(s.TargetVersion)
+	if err != nil {
+		return api.ReasonRollingPods
+	}
+	var versions []string
+	for _, st := range s.Statuses {
+		versions = append(versions, st.Version)
+	}
+	for _, p := range s.Pods {
+		versions = append(versions, p.Version)
+	}
+	reason := api.ReasonRollingPods
+	for _, v := range versions {
+		pv, err := version.ParseGeneric(v)
+		switch {
+		case err != nil:
+		case pv.LessThan(target):
+			return api.ReasonUpgrading
+		case target.LessThan(pv):
+			reason = api.ReasonDowngrading
+		}
+	}
+	return reason
+}
+
+// versionProblem says why the members cannot be rolled from running (the oldest version a
+// member runs) to target; empty when they can: a patch change either way, one minor up, or
+// one minor down while a member still runs the older minor (an upgrade set back before it
+// finished: etcd's cluster version is still the older one).
+func versionProblem(running, target string) string {
+	r, err := version.ParseGeneric(running)
+	if err != nil {
+		return ""
+	}
+	t, err := version.ParseGeneric(target)
+	if err != nil {
+		return fmt.Sprintf("spec.version %s is not an etcd release", target)
+	}
+	switch {
+	case t.Major() != r.Major():
+		return fmt.Sprintf("spec.version %s changes the major version of a cluster that runs %s, which etcd does not support: create a new cluster and copy the data", target, running)
+	case t.Minor() > r.Minor()+1:
+		return fmt.Sprintf("spec.version %s skips a minor version: the cluster runs %s and etcd upgrades one minor at a time; set spec.version to the newest %d.%d release first, then to %s",
+			target, running, r.Major(), r.Minor()+1, target)
+	case t.Minor() == r.Minor()+1 && r.LessThan(version.MustParseGeneric(minVersionFor36)) && t.Minor() == 6 && r.Minor() == 5:
+		return fmt.Sprintf("spec.version %s: etcd's upgrade guide requires every 3.5 member on %s or later before 3.6; the cluster runs %s: set spec.version to the newest 3.5 release first",
+			target, minVersionFor36, running)
+	case t.Minor() < r.Minor():
+		return fmt.Sprintf("spec.version %s is a minor downgrade of a cluster whose members all run %s: the operator does not drive etcd's downgrade API yet; set spec.version back to a %d.%d release",
+			target, running, r.Major(), r.Minor())
+	}
+	return ""
+}
+
+// targetVersion is the version member pods are built with: spec.version, or the version the
+// cluster runs (running: the oldest a member reported) while spec.version is a step
+// versionProblem refuses.
+func targetVersion(spec, running string) string {
+	want := member.NormalizeVersion(spec)
+	if running != "" && versionProblem(running, want) != "" {
+		return running
+	}
+	return want
+}
+
+// rolling: a Progressing reason of a rollout.
+func rolling(r api.ConditionReason) bool {
+	return r == api.ReasonUpgrading || r == api.ReasonDowngrading || r == api.ReasonRollingPods
+}
+
+// duringRollout reports a member restarted or replaced by rules 2, 5 and 7 while a rollout is
+// under way as a step of the rollout, with how many members are done: the Progressing reason
+// stays Upgrading (Downgrading, RollingPods) from the first member to the last.
+func duringRollout(s State, d Decision) Decision {
+	if d.Progress != api.ReasonRestartingMember && d.Progress != api.ReasonReplacingMember {
+		return d
+	}
+	underway := false
+	done := 0
+	for _, m := range s.Members {
+		p, ok := s.Pods[m.Ordinal]
+		if ok && !p.Terminating && p.Outdated {
+			underway = true
+		} else if ok && !p.Terminating {
+			done++
+		}
+	}
+	for _, st := range s.Statuses {
+		if member.NormalizeVersion(st.Version) != s.TargetVersion {
+			underway = true
+		}
+	}
+	if !underway {
+		return d
+	}
+	d.Progress = rolloutReason(s)
+	d.Message += fmt.Sprintf(" (rollout: %d of %d members done)", done, s.Size)
+	return d
+}

@@ -1,0 +1,183 @@
+package cluster
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
+)
+
+var rolloutNow = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+
+// rolled is the running pod of member o of a size-3 cluster, built for etcd version v, made
+// age before rolloutNow; outdated when it was built from an earlier spec.
+func rolled(o int, v string, outdated bool, age time.Duration) PodView {
+	p := running(o, 0, 1, 2)
+	p.Version, p.Outdated, p.Created = v, outdated, rolloutNow.Add(-age)
+	return p
+}
+
+// reporting is what member o answers: its version and its raft indexes.
+func reporting(o int, v string, applied uint64) etcdutil.Status {
+	return etcdutil.Status{ID: uint64(o + 100), Version: v, RaftIndex: 1000, RaftAppliedIndex: applied}
+}
+
+func rolloutState(target string, persistent bool, ms []MemberView, ps map[int]PodView, st map[int]etcdutil.Status) State {
+	return State{Size: 3, Bootstrapped: true, MembersKnown: true, Members: ms, Pods: ps, Statuses: st,
+		Persistent: persistent, TargetVersion: target, Version: "3.6.16", Now: rolloutNow,
+		Claims: map[int]ClaimView{}}
+}
+
+func TestPlanRollout(t *testing.T) {
+	old, cur := "3.6.16", "3.7.3"
+	all := []MemberView{leader(0), voter(1), voter(2)}
+	allOld := map[int]etcdutil.Status{0: reporting(0, old, 1000), 1: reporting(1, old, 1000), 2: reporting(2, old, 1000)}
+	twoDone := map[int]etcdutil.Status{0: reporting(0, old, 1000), 1: reporting(1, cur, 1000), 2: reporting(2, cur, 1000)}
+	hour := time.Hour
+	stalePod := rolled(1, cur, false, hour)
+	stalePod.StaleMetadata = true
+	pulling := rolled(2, cur, false, 30*time.Second)
+	pulling.Waiting = "ImagePullBackOff: Back-off pulling image"
+	stuck := pulling
+	stuck.Created = rolloutNow.Add(-comebackBound - time.Second)
+	stuckBack := stuck
+	stuckBack.Outdated = true
+
+	runPlanCases(t, []planCase{
+		{
+			name:  "every pod current: nothing to do",
+			state: rolloutState(cur, true, all, pods(rolled(0, cur, false, hour), rolled(1, cur, false, hour), rolled(2, cur, false, hour)), twoDone),
+		},
+		{
+			name:     "labels or annotations of spec.pod changed: patched in place, not rolled",
+			state:    rolloutState(cur, true, all, pods(rolled(0, cur, false, hour), stalePod, rolled(2, cur, false, hour)), twoDone),
+			want:     &Action{Kind: ActionPatchPod, Ordinal: 1},
+			progress: api.ReasonRollingPods,
+		},
+		{
+			name:     "upgrade starts with the highest ordinal",
+			state:    rolloutState(cur, true, all, pods(rolled(0, old, true, hour), rolled(1, old, true, hour), rolled(2, old, true, hour)), allOld),
+			want:     &Action{Kind: ActionRollMember, Ordinal: 2, MemberID: 102},
+			progress: api.ReasonUpgrading,
+			message:  []string{"restarting member c-2 on its data", "3.7.3", "0 of 3 members done"},
+		},
+		{
+			name:     "on emptyDir the member is replaced",
+			state:    rolloutState(cur, false, all, pods(rolled(0, old, true, hour), rolled(1, old, true, hour), rolled(2, old, true, hour)), allOld),
+			want:     &Action{Kind: ActionRollMember, Ordinal: 2, MemberID: 102},
+			progress: api.ReasonUpgrading,
+			message:  []string{"replacing member c-2"},
+		},
+		{
+			name: "the leader is passed over while others are out of date",
+			state: rolloutState(cur, true, []MemberView{voter(0), voter(1), leader(2)},
+				pods(rolled(0, old, true, hour), rolled(1, old, true, hour), rolled(2, old, true, hour)), allOld),
+			want:     &Action{Kind: ActionRollMember, Ordinal: 1, MemberID: 101},
+			progress: api.ReasonUpgrading,
+		},
+		{
+			name: "the leader goes last: leadership moves first, to a member already rolled",
+			state: rolloutState(cur, true, all, pods(rolled(0, old, true, hour), rolled(1, cur, false, hour), rolled(2, cur, false, hour)),
+				twoDone),
+			want:     &Action{Kind: ActionMoveLeader, Ordinal: 0, MemberID: 100, Transferee: 102},
+			progress: api.ReasonUpgrading,
+			message:  []string{"2 of 3 members done"},
+		},
+		{
+			name: "leadership moved: the former leader is rolled",
+			state: rolloutState(cur, true, []MemberView{voter(0), voter(1), leader(2)},
+				pods(rolled(0, old, true, hour), rolled(1, cur, false, hour), rolled(2, cur, false, hour)), twoDone),
+			want:     &Action{Kind: ActionRollMember, Ordinal: 0, MemberID: 100},
+			progress: api.ReasonUpgrading,
+		},
+		{
+			name: "gate: the rolled member still reports the old version",
+			state: rolloutState(cur, true, all, pods(rolled(0, old, true, hour), rolled(1, old, true, hour), rolled(2, cur, false, time.Second)),
+				allOld),
+			progress: api.ReasonUpgrading,
+			message:  []string{"waiting for member c-2", "reports etcd 3.6.16"},
+		},
+		{
+			name: "gate: the rolled member has not caught up with the leader",
+			state: rolloutState(cur, true, all, pods(rolled(0, old, true, hour), rolled(1, old, true, hour), rolled(2, cur, false, time.Second)),
+				map[int]etcdutil.Status{0: reporting(0, old, 1000), 1: reporting(1, old, 1000), 2: reporting(2, cur, 10)}),
+			progress: api.ReasonUpgrading,
+			message:  []string{"waiting for member c-2", "applied raft index 10"},
+		},
+		{
+			name:     "gate: no leader, no next step",
+			state:    rolloutState(cur, true, []MemberView{voter(0), voter(1), voter(2)}, pods(rolled(0, old, true, hour), rolled(1, old, true, hour), rolled(2, old, true, hour)), allOld),
+			progress: api.ReasonUpgrading,
+			message:  []string{"leader"},
+		},
+		{
+			name: "gate: the rolled member is down, within the bound: wait, touch nobody",
+			state: rolloutState(cur, true, []MemberView{leader(0), voter(1), sick(voter(2))},
+				pods(rolled(0, old, true, hour), rolled(1, old, true, hour), pulling), map[int]etcdutil.Status{0: reporting(0, old, 1000), 1: reporting(1, old, 1000)}),
+			progress: api.ReasonUpgrading,
+			message:  []string{"waiting for member c-2", "ImagePullBackOff"},
+		},
+		{
+			name: "the rolled member did not come back within the bound: the rollout stops and says why",
+			state: rolloutState(cur, true, []MemberView{leader(0), voter(1), sick(voter(2))},
+				pods(rolled(0, old, true, hour), rolled(1, old, true, hour), stuck), map[int]etcdutil.Status{0: reporting(0, old, 1000), 1: reporting(1, old, 1000)}),
+			blocked: api.ReasonRolloutStuck,
+			message: []string{"member c-2 did not come back on 3.7.3", "ImagePullBackOff", "no other member is touched"},
+		},
+		{
+			name: "version set back: the stuck member is rolled back first",
+			state: rolloutState(old, true, []MemberView{leader(0), voter(1), sick(voter(2))},
+				pods(rolled(0, old, false, hour), rolled(1, old, false, hour), stuckBack), map[int]etcdutil.Status{0: reporting(0, old, 1000), 1: reporting(1, old, 1000)}),
+			want:     &Action{Kind: ActionRollMember, Ordinal: 2, MemberID: 102},
+			progress: api.ReasonDowngrading,
+		},
+		{
+			name: "a pod template change at the same version rolls pods",
+			state: rolloutState(old, true, all, pods(rolled(0, old, true, hour), rolled(1, old, true, hour), rolled(2, old, false, hour)),
+				allOld),
+			want:     &Action{Kind: ActionRollMember, Ordinal: 1, MemberID: 101},
+			progress: api.ReasonRollingPods,
+			message:  []string{"1 of 3 members done"},
+		},
+		{
+			name: "emptyDir: the rolled member's pod is gone, its removal is reported as the rollout",
+			state: rolloutState(cur, false, all, pods(rolled(0, old, true, hour), rolled(1, old, true, hour)),
+				map[int]etcdutil.Status{0: reporting(0, old, 1000), 1: reporting(1, old, 1000)}),
+			want:     &Action{Kind: ActionRemoveMember, Ordinal: 2, MemberID: 102},
+			progress: api.ReasonUpgrading,
+			message:  []string{"rollout: 0 of 3 members done"},
+		},
+		{
+			name: "a learner being re-added is finished before the rollout goes on",
+			state: rolloutState(cur, false, []MemberView{leader(0), voter(1), learner(2, true)},
+				pods(rolled(0, old, true, hour), rolled(1, old, true, hour), rolled(2, cur, false, time.Second)), allOld),
+			want:     &Action{Kind: ActionPromote, Ordinal: 2, MemberID: 102},
+			progress: api.ReasonScalingUp,
+		},
+	})
+}
+
+func TestVersionProblem(t *testing.T) {
+	for _, tc := range []struct {
+		running, target string
+		says            string
+	}{
+		{"3.6.16", "3.6.17", ""},
+		{"3.6.16", "3.6.2", ""},
+		{"3.6.16", "3.7.3", ""},
+		{"3.5.35", "3.6.16", ""},
+		{"3.5.32", "3.6.16", ""},
+		{"3.5.31", "3.6.16", "3.5.32 or later"},
+		{"3.5.35", "3.7.3", "skips a minor version"},
+		{"3.7.3", "3.6.16", "minor downgrade"},
+		{"3.7.3", "4.0.0", "major version"},
+		{"", "3.7.3", ""},
+	} {
+		got := versionProblem(tc.running, tc.target)
+		if (tc.says == "") != (got == "") || !strings.Contains(got, tc.says) {
+			t.Errorf("versionProblem(%s, %s) = %q, want one that says %q", tc.running, tc.target, got, tc.says)
+		}
+	}
+}

@@ -1,0 +1,74 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/member"
+)
+
+// Events of a rollout.
+const (
+	// EventMemberRolled: an out-of-date member's pod was deleted, for the member to come back
+	// on the current version and template.
+	EventMemberRolled EventReason = "MemberRolled"
+	// EventPodPatched: a member pod's labels and annotations from spec.pod were updated in
+	// place.
+	EventPodPatched EventReason = "PodPatched"
+)
+
+// rollMember deletes the pod of an out-of-date member (rule 8), and records that the member is
+// rolled.
+func (r *Reconciler) rollMember(ctx context.Context, c *api.EtcdCluster, p *corev1.Pod, why string) (Result, error) {
+	res, err := r.control.DeletePod(ctx, c, p, why)
+	if err == nil && res.Changed {
+		r.event(c, corev1.EventTypeNormal, EventMemberRolled, "Rolling member %s: %s", p.Name, why)
+	}
+	return res, err
+}
+
+// patchPodMetadata patches a member pod's labels and annotations from spec.pod in place. The
+// patch carries the pod's UID, so a pod replaced meanwhile is not patched.
+func (r *Reconciler) patchPodMetadata(ctx context.Context, c *api.EtcdCluster, p *corev1.Pod) (Result, error) {
+	mp := member.PolicyMetadataPatch(c, p)
+	if mp.Empty() {
+		return Result{}, nil
+	}
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"uid": p.UID, "labels": mp.Labels, "annotations": mp.Annotations}})
+	if err != nil {
+		return Result{}, fmt.Errorf("encoding the patch of pod %s: %w", p.Name, err)
+	}
+	_, err = r.deps.Kube.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, body, metav1.PatchOptions{})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return Result{}, nil
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("patching pod %s: %w", p.Name, err)
+	}
+	r.log(c).WithField("member", p.Name).WithField("action", string(ActionPatchPod)).Info("patched pod labels and annotations")
+	r.event(c, corev1.EventTypeNormal, EventPodPatched, "Patched the labels and annotations of pod %s from spec.pod", p.Name)
+	return Result{Changed: true}, nil
+}
+
+// etcdWaiting is why a member pod's etcd container is not running, as the kubelet says it
+// (ImagePullBackOff, CrashLoopBackOff, with its message); empty when it runs.
+func etcdWaiting(p *corev1.Pod) string {
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name != member.EtcdContainerName || cs.State.Waiting == nil || cs.State.Waiting.Reason == "" {
+			continue
+		}
+		if cs.State.Waiting.Message != "" {
+			return cs.State.Waiting.Reason + ": " + cs.State.Waiting.Message
+		}
+		return cs.State.Waiting.Reason
+	}
+	return ""
+}

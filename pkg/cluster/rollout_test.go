@@ -1,0 +1,149 @@
+package cluster
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+
+	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
+	"github.com/etcd-operator/etcd-operator/pkg/member"
+)
+
+// The pass sees which pods are out of date: another version, another spec.pod, another
+// operator image; labels alone are stale metadata, not an outdated pod.
+func TestStateMarksOutdatedPods(t *testing.T) {
+	c := newCluster(3)
+	c.Status.CurrentVersion = "3.6.16"
+	o := observed(c)
+	o.initImage = "x"
+	if s := o.state(time.Now()); s.Pods[0].Outdated || s.Pods[0].StaleMetadata || s.Pods[0].Version != "3.6.16" {
+		t.Fatalf("pods built from the spec: %+v", s.Pods[0])
+	}
+
+	c.Spec.Version = "3.7.3"
+	if s := o.state(time.Now()); !s.Pods[0].Outdated || s.TargetVersion != "3.7.3" {
+		t.Errorf("a new minor: pod %+v, target %s", s.Pods[0], s.TargetVersion)
+	}
+	c.Spec.Version = "3.8.0"
+	if s := o.state(time.Now()); s.Pods[0].Outdated || s.TargetVersion != "3.6.16" {
+		t.Errorf("a refused step keeps the running version: pod %+v, target %s", s.Pods[0], s.TargetVersion)
+	}
+
+	c.Spec.Version = api.DefaultVersion
+	c.Spec.Pod = &api.PodPolicy{Labels: map[string]string{"team": "a"}}
+	if s := o.state(time.Now()); s.Pods[0].Outdated || !s.Pods[0].StaleMetadata {
+		t.Errorf("a new label: %+v", s.Pods[0])
+	}
+	c.Spec.Pod.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}
+	if s := o.state(time.Now()); !s.Pods[0].Outdated {
+		t.Errorf("a new resource request: %+v", s.Pods[0])
+	}
+
+	c.Spec.Pod = nil
+	o.initImage = "operator:next"
+	if s := o.state(time.Now()); !s.Pods[0].Outdated {
+		t.Errorf("a new operator image: %+v", s.Pods[0])
+	}
+}
+
+func TestPatchPodMetadata(t *testing.T) {
+	c := newCluster(3)
+	c.Spec.Pod = &api.PodPolicy{Labels: map[string]string{"team": "a"}, Annotations: map[string]string{"old": "1"}}
+	p := member.Pod(c, member.Template{Ordinal: 1, ClusterState: etcdutil.ClusterStateExisting, InitialCluster: []int{0, 1}}, "x")
+	p.UID = "pod-uid"
+	f := newFixture(t, c, p)
+
+	c.Spec.Pod = &api.PodPolicy{Labels: map[string]string{"team": "b"}}
+	res, err := f.r.patchPodMetadata(context.Background(), c, p)
+	if err != nil || !res.Changed {
+		t.Fatalf("patch: %+v, %v", res, err)
+	}
+	got, err := f.kube.CoreV1().Pods("ns").Get(context.Background(), p.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Labels["team"] != "b" || got.Labels[member.LabelMember] != p.Name {
+		t.Errorf("labels after the patch: %v", got.Labels)
+	}
+	if _, ok := got.Annotations["old"]; ok {
+		t.Errorf("an annotation removed from spec.pod is still there: %v", got.Annotations)
+	}
+	if got.Annotations[member.AnnotationTemplateHash] != p.Annotations[member.AnnotationTemplateHash] {
+		t.Errorf("the template hash changed: %v", got.Annotations)
+	}
+	if !member.PolicyMetadataPatch(c, got).Empty() {
+		t.Errorf("the patched pod still differs from the spec: %+v", member.PolicyMetadataPatch(c, got))
+	}
+	if e := drain(f.recorder); !strings.Contains(e, string(EventPodPatched)) {
+		t.Errorf("events %q: no %s", e, EventPodPatched)
+	}
+}
+
+// Rolling a member deletes its pod and records one Event saying which member and why.
+func TestActRollMember(t *testing.T) {
+	c := newCluster(3)
+	fc := &fakeControl{result: Result{Changed: true}}
+	rec := record.NewFakeRecorder(10)
+	r := &Reconciler{deps: Deps{Log: quietLog(), Recorder: rec}, control: fc}
+	if _, err := r.act(context.Background(), c, observed(c), Action{Kind: ActionRollMember, Ordinal: 1, MemberID: 101}, "restarting member demo-1 on its data"); err != nil {
+		t.Fatal(err)
+	}
+	if len(fc.calls) != 1 || fc.calls[0] != "DeletePod demo-1" {
+		t.Errorf("calls %q", fc.calls)
+	}
+	if e := drain(rec); !strings.Contains(e, string(EventMemberRolled)) || !strings.Contains(e, "demo-1") {
+		t.Errorf("events %q: no %s for demo-1", e, EventMemberRolled)
+	}
+}
+
+func drain(rec *record.FakeRecorder) string {
+	var out []string
+	for {
+		select {
+		case e := <-rec.Events:
+			out = append(out, e)
+		default:
+			return strings.Join(out, "\n")
+		}
+	}
+}
+
+// Status shows each member's version and whether its pod is current, and a rollout as the
+// RollingOut phase with its Progressing reason.
+func TestStatusDuringRollout(t *testing.T) {
+	c := newCluster(3)
+	c.Spec.Version = "3.7.3"
+	s := State{Name: c.Name, Size: 3, Bootstrapped: true, MembersKnown: true, Version: "3.6.16", TargetVersion: "3.7.3",
+		Members:  []MemberView{leader(0), voter(1), sick(voter(2))},
+		Pods:     pods(rolled(0, "3.6.16", true, time.Hour), rolled(1, "3.6.16", true, time.Hour), rolled(2, "3.7.3", false, time.Second)),
+		Statuses: map[int]etcdutil.Status{0: reporting(0, "3.6.16", 1000), 1: reporting(1, "3.6.16", 1000)}}
+	d := Plan(s)
+	st := computeStatus(c, s, d)
+	want := map[string]struct {
+		version string
+		current bool
+	}{"demo-0": {"3.6.16", false}, "demo-1": {"3.6.16", false}, "demo-2": {"", true}}
+	for _, m := range st.Members {
+		if w := want[m.Name]; m.Version != w.version || m.PodCurrent != w.current {
+			t.Errorf("member %s: version %q current %v, want %q %v", m.Name, m.Version, m.PodCurrent, w.version, w.current)
+		}
+	}
+	if st.Phase != api.PhaseRollingOut {
+		t.Errorf("phase %s, want %s", st.Phase, api.PhaseRollingOut)
+	}
+	prog := meta.FindStatusCondition(st.Conditions, string(api.ConditionProgressing))
+	if prog == nil || prog.Reason != string(api.ReasonUpgrading) || !strings.Contains(prog.Message, "demo-2") {
+		t.Errorf("Progressing = %+v, want Upgrading naming demo-2", prog)
+	}
+	if deg := meta.FindStatusCondition(st.Conditions, string(api.ConditionDegraded)); deg == nil || deg.Reason == string(api.ReasonVersionChangeUnsupported) {
+		t.Errorf("Degraded = %+v: a one-minor upgrade is supported", deg)
+	}
+}

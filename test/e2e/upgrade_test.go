@@ -1,0 +1,301 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
+)
+
+// rolloutTimeout bounds a whole rollout of a size-3 cluster, image pulls included.
+const rolloutTimeout = 6 * time.Minute
+
+// versionedCluster is an EtcdCluster of three members at version, on claims or on emptyDir.
+func versionedCluster(name, version string, claims bool) string {
+	storage := "  storage: {emptyDir: {}}\n"
+	if claims {
+		storage = "  storage:\n    volumeClaimTemplate:\n      spec:\n        resources: {requests: {storage: 1Gi}}\n"
+	}
+	return fmt.Sprintf("apiVersion: etcd.operator.dev/v1alpha1\nkind: EtcdCluster\nmetadata:\n  name: %s\nspec:\n  size: 3\n  version: %q\n%s",
+		name, version, storage)
+}
+
+// quorumWatch records, until stopped, every moment status says the cluster has no quorum
+// (Available False with reason NoQuorum) or fewer than a majority of members ready.
+type quorumWatch struct {
+	stop chan struct{}
+	done chan struct{}
+	mu   sync.Mutex
+	seen []string
+}
+
+func watchQuorum(f *framework.Framework, name string) *quorumWatch {
+	w := &quorumWatch{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		tick := time.NewTicker(framework.PollInterval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-w.stop:
+				return
+			case <-tick.C:
+			}
+			c, err := f.GetEtcdCluster(name)
+			if err != nil {
+				continue
+			}
+			reason, msg := c.ConditionReason("Available")
+			if reason == "NoQuorum" || (c.Status.Size == 3 && c.Status.ReadyMembers < 2) {
+				w.mu.Lock()
+				w.seen = append(w.seen, fmt.Sprintf("%s: %d ready (%s: %s)", time.Now().Format(time.RFC3339), c.Status.ReadyMembers, reason, msg))
+				w.mu.Unlock()
+			}
+		}
+	}()
+	return w
+}
+
+// check stops the watch and fails the test if quorum was ever lost.
+func (w *quorumWatch) check(t *testing.T) {
+	t.Helper()
+	close(w.stop)
+	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.seen) > 0 {
+		t.Fatalf("the cluster lost quorum during the rollout %d times, first: %s", len(w.seen), w.seen[0])
+	}
+}
+
+// waitVersion waits until every member reports version, its pod is current, the cluster is in
+// spec and status.currentVersion says version.
+func waitVersion(f *framework.Framework, name, version string) {
+	f.T().Helper()
+	f.Eventually(fmt.Sprintf("%s on etcd %s", name, version), rolloutTimeout, func() (bool, error) {
+		c, err := f.GetEtcdCluster(name)
+		if err != nil {
+			return false, err
+		}
+		for _, m := range c.Status.Members {
+			if m.Version != version || !m.PodCurrent {
+				return false, fmt.Errorf("member %s reports %q, pod current %v", m.Name, m.Version, m.PodCurrent)
+			}
+		}
+		if c.Status.CurrentVersion != version {
+			return false, fmt.Errorf("status.currentVersion %s", c.Status.CurrentVersion)
+		}
+		return c.InSpec(3)
+	})
+}
+
+// setVersion patches spec.version the way the README tells users to.
+func setVersion(f *framework.Framework, name, version string) {
+	f.Patch("etcdcluster/"+name, fmt.Sprintf(`{"spec":{"version":%q}}`, version))
+}
+
+// startVersioned applies a cluster at version and waits until it is in spec, with a writer.
+func startVersioned(t *testing.T, name, version string, claims bool) (*framework.Framework, *framework.Writer) {
+	t.Helper()
+	f := framework.New(t)
+	requireOperator(t, f)
+	f.Apply(versionedCluster(name, version, claims))
+	f.WaitClusterInSpec(name, 3, 3*time.Minute)
+	return f, f.StartWriter(name)
+}
+
+// TestUpgradeWithClaims: 3.5 -> 3.6 -> 3.7 on claims, while the writer runs: each member
+// restarts in place (same member IDs), quorum is never lost, nothing acknowledged is lost.
+func TestUpgradeWithClaims(t *testing.T) {
+	t.Parallel()
+	const name = "upclaims"
+	f, writer := startVersioned(t, name, framework.Version35, true)
+	ids := memberIDs(f, name)
+	q := watchQuorum(f, name)
+	for _, v := range []string{framework.Version36, framework.Version37} {
+		setVersion(f, name, v)
+		waitVersion(f, name, v)
+		if got := memberIDs(f, name); fmt.Sprint(got) != fmt.Sprint(ids) {
+			t.Errorf("after the upgrade to %s, member IDs %v, want %v (restarted in place)", v, got, ids)
+		}
+	}
+	q.check(t)
+	writer.StopAndVerify(name + "-0")
+	f.CheckAgreement(name, 3)
+}
+
+// TestUpgradeOnEmptyDir: 3.6 -> 3.7 on emptyDir: each member is replaced (new member IDs),
+// quorum is never lost, nothing acknowledged is lost.
+func TestUpgradeOnEmptyDir(t *testing.T) {
+	t.Parallel()
+	const name = "upempty"
+	f, writer := startVersioned(t, name, framework.Version36, false)
+	ids := memberIDs(f, name)
+	q := watchQuorum(f, name)
+	setVersion(f, name, framework.Version37)
+	waitVersion(f, name, framework.Version37)
+	for m, id := range memberIDs(f, name) {
+		if id == ids[m] {
+			t.Errorf("member %s kept ID %s: an emptyDir member is replaced", m, id)
+		}
+	}
+	q.check(t)
+	writer.StopAndVerify(name + "-0")
+	f.CheckAgreement(name, 3)
+}
+
+// TestDowngrade: a 3.7 upgrade set back before it finished rolls the upgraded members back to
+// 3.6 on their data. A full minor downgrade (every member on 3.7) is reported, not made: the
+// operator does not drive etcd's downgrade API yet, and the cluster keeps running 3.7.
+func TestDowngrade(t *testing.T) {
+	t.Parallel()
+	const name = "down"
+	f, writer := startVersioned(t, name, framework.Version36, true)
+	q := watchQuorum(f, name)
+	setVersion(f, name, framework.Version37)
+	f.Eventually("one member upgraded", rolloutTimeout, func() (bool, error) {
+		c, err := f.GetEtcdCluster(name)
+		if err != nil {
+			return false, err
+		}
+		for _, m := range c.Status.Members {
+			if m.Version == framework.Version37 {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	setVersion(f, name, framework.Version36)
+	waitVersion(f, name, framework.Version36)
+
+	setVersion(f, name, framework.Version37)
+	waitVersion(f, name, framework.Version37)
+	setVersion(f, name, framework.Version36)
+	f.Eventually("the full downgrade reported", 2*time.Minute, func() (bool, error) {
+		c, err := f.GetEtcdCluster(name)
+		if err != nil {
+			return false, err
+		}
+		reason, msg := c.ConditionReason("Degraded")
+		return reason == "VersionChangeUnsupported" && strings.Contains(msg, "downgrade"), nil
+	})
+	waitVersion(f, name, framework.Version37)
+	q.check(t)
+	writer.StopAndVerify(name + "-0")
+}
+
+// TestRefusedSkip: a started 3.5 cluster cannot be set to 3.7, with a message that says what
+// to do; unsupported versions are refused at apply.
+func TestRefusedSkip(t *testing.T) {
+	t.Parallel()
+	const name = "skip"
+	f := framework.New(t)
+	requireOperator(t, f)
+	f.Apply(versionedCluster(name, framework.Version35, false))
+	f.WaitClusterInSpec(name, 3, 3*time.Minute)
+	out, err := f.NS("patch", "etcdcluster/"+name, "--type=merge", "-p", fmt.Sprintf(`{"spec":{"version":%q}}`, framework.Version37))
+	if err == nil || !strings.Contains(out+err.Error(), "one minor version at a time") {
+		t.Fatalf("skipping 3.6: err %v, output %s; want a refusal that says one minor at a time", err, out)
+	}
+	for _, v := range []string{"2.3.8", "3.4.30", "3.5.4", "3.8.0"} {
+		out, err := f.KubectlStdin(versionedCluster("bad-"+strings.ReplaceAll(v, ".", "-"), v, false), "-n", f.Namespace, "apply", "-f", "-")
+		if err == nil || !strings.Contains(out+err.Error(), "supports") {
+			t.Errorf("version %s: err %v, output %s; want a refusal naming the supported versions", v, err, out)
+		}
+	}
+	c, err := f.GetEtcdCluster(name)
+	if err != nil || c.Status.CurrentVersion != framework.Version35 {
+		t.Errorf("the cluster runs %q (%v), want %s", c.Status.CurrentVersion, err, framework.Version35)
+	}
+}
+
+// TestUnpullableVersionRolledBack: a version whose image cannot be pulled stops the rollout at
+// its first member, reported; no other member is touched; setting the version back rolls that
+// member back.
+func TestUnpullableVersionRolledBack(t *testing.T) {
+	t.Parallel()
+	const name = "unpullable"
+	f, writer := startVersioned(t, name, framework.Version36, true)
+	pods := podUIDs(f, name)
+	q := watchQuorum(f, name)
+	setVersion(f, name, framework.UnpullableVersion)
+	f.Eventually("the rollout reported stuck", rolloutTimeout, func() (bool, error) {
+		c, err := f.GetEtcdCluster(name)
+		if err != nil {
+			return false, err
+		}
+		reason, msg := c.ConditionReason("Degraded")
+		return reason == "RolloutStuck" && strings.Contains(msg, name+"-2"), nil
+	})
+	now := podUIDs(f, name)
+	for _, p := range []string{name + "-0", name + "-1"} {
+		if now[p] != pods[p] {
+			t.Errorf("pod %s was touched while %s-2 is stuck", p, name)
+		}
+	}
+	setVersion(f, name, framework.Version36)
+	waitVersion(f, name, framework.Version36)
+	q.check(t)
+	writer.StopAndVerify(name + "-0")
+}
+
+// TestPodChangeRolled: a label is patched onto the pods in place; a resource request rolls the
+// members one at a time, on their data.
+func TestPodChangeRolled(t *testing.T) {
+	t.Parallel()
+	const name = "podchange"
+	f, writer := startVersioned(t, name, framework.Version36, true)
+	ids, pods := memberIDs(f, name), podUIDs(f, name)
+	q := watchQuorum(f, name)
+	f.Patch("etcdcluster/"+name, `{"spec":{"pod":{"labels":{"team":"storage"}}}}`)
+	f.Eventually("the label on every pod", 2*time.Minute, func() (bool, error) {
+		out, err := f.NS("get", "pods", "-l", "etcd.operator.dev/cluster="+name+",team=storage", "-o", "name")
+		return err == nil && len(strings.Fields(out)) == 3, err
+	})
+	if got := podUIDs(f, name); fmt.Sprint(got) != fmt.Sprint(pods) {
+		t.Errorf("a label change recreated pods: %v, were %v", got, pods)
+	}
+	f.Patch("etcdcluster/"+name, `{"spec":{"pod":{"resources":{"requests":{"cpu":"50m"}}}}}`)
+	waitSameMembers(f, name, ids, pods, 3)
+	out := f.MustNS("get", "pods", "-l", "etcd.operator.dev/cluster="+name, "-o",
+		`jsonpath={range .items[*]}{.spec.containers[0].resources.requests.cpu}{" "}{.metadata.labels.team}{"\n"}{end}`)
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if line != "50m storage" {
+			t.Errorf("pod request and label %q, want \"50m storage\"", line)
+		}
+	}
+	q.check(t)
+	writer.StopAndVerify(name + "-0")
+}
+
+// TestOperatorKilledMidRollout: the operator is killed once the first member is upgraded; the
+// new operator finishes the rollout from what the pods and etcd say.
+func TestOperatorKilledMidRollout(t *testing.T) {
+	t.Parallel()
+	const name = "killed"
+	f, writer := startVersioned(t, name, framework.Version36, true)
+	q := watchQuorum(f, name)
+	setVersion(f, name, framework.Version37)
+	f.Eventually("one member rolled", rolloutTimeout, func() (bool, error) {
+		c, err := f.GetEtcdCluster(name)
+		if err != nil {
+			return false, err
+		}
+		for _, m := range c.Status.Members {
+			if m.PodCurrent {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	f.MustKubectl("-n", framework.OperatorNamespace, "delete", "pod", "-l", "app.kubernetes.io/name=etcd-operator", "--wait=false")
+	waitVersion(f, name, framework.Version37)
+	q.check(t)
+	writer.StopAndVerify(name + "-0")
+	f.CheckAgreement(name, 3)
+}
