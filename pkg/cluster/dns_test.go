@@ -127,7 +127,7 @@ func memberPod(c *api.EtcdCluster, ordinal int, ip string, phase corev1.PodPhase
 	if ordinal == 0 {
 		state, initial = etcdutil.ClusterStateNew, []int{0}
 	}
-	pod := member.Pod(c, member.Template{Ordinal: ordinal, ClusterState: state, InitialCluster: initial}, "x")
+	pod := member.Pod(c, member.Template{Ordinal: ordinal, ClusterState: state, InitialCluster: initial}, testInitImage)
 	pod.UID = types.UID(fmt.Sprintf("pod-uid-%d", ordinal))
 	pod.CreationTimestamp = metav1.NewTime(created)
 	pod.Status = corev1.PodStatus{Phase: phase, PodIP: ip}

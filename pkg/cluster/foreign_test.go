@@ -150,7 +150,7 @@ func TestSyncOrphanedMemberPodIsLeftAlone(t *testing.T) {
 // reference removed by hand) is the cluster's: it is adopted and its member kept.
 func TestSyncAdoptsItsOwnOrphanedPod(t *testing.T) {
 	f, _, c := threeMembers(t, func(c *api.EtcdCluster) *corev1.Pod {
-		p := member.Pod(c, member.Template{Ordinal: 0, ClusterState: etcdutil.ClusterStateNew, InitialCluster: []int{0}}, "x")
+		p := member.Pod(c, member.Template{Ordinal: 0, ClusterState: etcdutil.ClusterStateNew, InitialCluster: []int{0}}, testInitImage)
 		p.UID, p.OwnerReferences = "pod-uid-0", nil
 		return p
 	})

@@ -103,12 +103,20 @@ func rollMember(s State, m MemberView, reason api.ConditionReason, done int) Dec
 		healthy--
 	}
 	name := member.Name(s.Name, m.Ordinal)
-	if healthy < quorum(voting) {
+	// A cluster of one member has no majority to keep: rolling it means a short outage,
+	// which its user chose with size 1. On a claim its member restarts on its data; on
+	// emptyDir its data would go with the pod, so it is never rolled there.
+	alone := voting == 1 && !m.Learner
+	if alone && !s.Persistent {
+		return Decision{Blocked: api.ReasonQuorumAtRisk, Message: fmt.Sprintf(
+			"member %s is the only member and keeps its data on an emptyDir: rolling it would lose every key. Scale to 3 members first, or create a new cluster", name)}
+	}
+	if healthy < quorum(voting) && !alone {
 		return Decision{Blocked: api.ReasonQuorumAtRisk, Message: fmt.Sprintf(
 			"rolling member %s would leave %d healthy of %d voting members, less than a majority", name, healthy, voting)}
 	}
 	progress := fmt.Sprintf(" (%d of %d members done)", done, len(s.Members))
-	if m.Leader && m.Healthy {
+	if m.Leader && m.Healthy && !alone {
 		if t, ok := transferee(s, m); ok {
 			d := step(s, Action{Kind: ActionMoveLeader, Ordinal: m.Ordinal, MemberID: m.ID, Transferee: t.ID},
 				reason, "moving leadership away from %s before rolling it", m.Ordinal)

@@ -45,7 +45,28 @@ func TestPlanRollout(t *testing.T) {
 	stuckBack := stuck
 	stuckBack.Outdated = true
 
+	one := []MemberView{leader(0)}
+	oneOld := map[int]etcdutil.Status{0: reporting(0, old, 1000)}
+	single := func(persistent bool) State {
+		s := rolloutState(cur, persistent, one, pods(rolled(0, old, true, hour)), oneOld)
+		s.Size = 1
+		return s
+	}
+
 	runPlanCases(t, []planCase{
+		{
+			name:     "a single member on a claim is restarted on its data: there is no majority to keep",
+			state:    single(true),
+			want:     &Action{Kind: ActionRollMember, Ordinal: 0, MemberID: 100},
+			progress: api.ReasonUpgrading,
+			message:  []string{"restarting member c-0 on its data"},
+		},
+		{
+			name:    "a single member on emptyDir is never rolled: its data would go with its pod",
+			state:   single(false),
+			blocked: api.ReasonQuorumAtRisk,
+			message: []string{"only member", "emptyDir", "lose every key"},
+		},
 		{
 			name:  "every pod current: nothing to do",
 			state: rolloutState(cur, true, all, pods(rolled(0, cur, false, hour), rolled(1, cur, false, hour), rolled(2, cur, false, hour)), twoDone),

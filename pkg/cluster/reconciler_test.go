@@ -27,6 +27,10 @@ import (
 	"github.com/etcd-operator/etcd-operator/pkg/member"
 )
 
+// testInitImage is the operator image of the fixture's reconciler; member pods built with it
+// are up to date, so no rollout starts in tests about other rules.
+const testInitImage = "etcd-operator:test"
+
 // noEtcd fails the test if a pass dials etcd: with no running pod there is nobody to dial.
 type noEtcd struct{ t *testing.T }
 
@@ -100,7 +104,7 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 		OperatorPeer:    member.OperatorPeer("etcd-operator-system"),
 		Recorder:        f.recorder,
 		Etcd:            noEtcd{t},
-		MemberInitImage: "etcd-operator:test",
+		MemberInitImage: testInitImage,
 	}
 	f.r = NewReconciler(f.deps)
 	return f
