@@ -5,6 +5,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"testing"
@@ -166,29 +167,23 @@ spec:
 	writer.StopAndVerify(name + "-0")
 }
 
-// TestNoSpaceAlarmReported: with a tiny backend quota (ETCD_QUOTA_BACKEND_BYTES through
-// spec.pod.env), writes fill it and etcd raises NOSPACE: Available turns False and Degraded
+// TestNoSpaceAlarmReported: with the smallest backend quota (from the smallest emptyDir
+// sizeLimit), writes fill it and etcd raises NOSPACE: Available turns False and Degraded
 // names the alarm and the member. The README's procedure (compact, defrag, disarm) clears it.
 func TestNoSpaceAlarmReported(t *testing.T) {
 	t.Parallel()
 	f := framework.New(t)
 	requireOperator(t, f)
 	const name = "nospace"
-	f.Apply(clusterManifest(name, "  size: 1\n  pod:\n    env:\n    - {name: ETCD_QUOTA_BACKEND_BYTES, value: \"262144\"}\n"))
+	// The smallest emptyDir the schema takes: the operator derives etcd's backend quota from
+	// it (64Mi), which a filler pod then exceeds through the client Service.
+	f.Apply(clusterManifest(name, "  size: 1\n  storage:\n    emptyDir: {sizeLimit: 512Mi}\n"))
 	f.WaitClusterInSpec(name, 1, 3*time.Minute)
 	pod := name + "-0"
-	value := strings.Repeat("x", 8<<10)
-	full := false
-	for i := 0; i < 200 && !full; i++ {
-		out, err := f.Etcdctl(pod, "put", fmt.Sprintf("fill-%d", i), value)
-		full = err != nil && strings.Contains(out+err.Error(), "database space exceeded")
-		if err != nil && !full {
-			t.Fatalf("put %d: %q %v", i, out, err)
-		}
+	if args, err := f.NS("get", "pod", pod, "-o", "jsonpath={.spec.containers[0].args}"); err != nil || !strings.Contains(args, "--quota-backend-bytes=67108864") {
+		t.Fatalf("pod %s args %q (%v): want --quota-backend-bytes=67108864", pod, args, err)
 	}
-	if !full {
-		t.Fatal("200 puts of 8KiB did not fill a 256KiB quota")
-	}
+	fillQuota(t, f, name)
 	msg := waitCondition(t, f, name, "Degraded", "True", "AlarmNoSpace", time.Minute)
 	if !strings.Contains(msg, "NOSPACE") || !strings.Contains(msg, pod) {
 		t.Errorf("Degraded message %q does not name the alarm and %s", msg, pod)
@@ -196,7 +191,7 @@ func TestNoSpaceAlarmReported(t *testing.T) {
 	waitCondition(t, f, name, "Available", "False", "AlarmNoSpace", time.Minute)
 
 	// Cleared as the README says: the keys deleted, history compacted, defragmented, disarmed.
-	if _, err := f.Etcdctl(pod, "del", "fill-", "--prefix"); err != nil {
+	if _, err := f.Etcdctl(pod, "del", "fill/", "--prefix"); err != nil {
 		t.Fatalf("deleting the keys: %v", err)
 	}
 	out, err := f.Etcdctl(pod, "endpoint", "status", "-w", "json")
@@ -225,4 +220,57 @@ func TestNoSpaceAlarmReported(t *testing.T) {
 	waitCondition(t, f, name, "Available", "True", "ClusterHealthy", time.Minute)
 	keys := putKeys(t, f, name, "after", 2)
 	checkKeys(t, f, name, keys)
+}
+
+// fillerScript puts values of 768KiB (1MiB as JSON, under etcd's request limit) through the
+// JSON gateway until etcd refuses one, then prints FULL and the number of puts; NOTFULL if
+// 400 puts (300MiB) went through.
+const fillerScript = `
+head -c 786432 /dev/zero | base64 -w0 >/tmp/v
+i=0
+while [ $i -lt 400 ]; do
+  { printf '{"key":"%s","value":"' "$(printf 'fill/%04d' $i | base64)"; cat /tmp/v; printf '"}'; } >/tmp/req
+  if ! timeout 10 wget -q -O /dev/null --post-file /tmp/req "$ENDPOINT/v3/kv/put" 2>/dev/null; then
+    echo "FULL $i"
+    exit 0
+  fi
+  i=$((i+1))
+done
+echo NOTFULL
+`
+
+// fillQuota runs a pod that writes to the cluster until etcd refuses a put, and waits for it.
+func fillQuota(t *testing.T, f *framework.Framework, cluster string) {
+	t.Helper()
+	ip := strings.TrimSpace(f.MustNS("get", "service", cluster+"-client", "-o", "jsonpath={.spec.clusterIP}"))
+	f.Apply(fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: filler
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 1
+  securityContext:
+    runAsNonRoot: true
+    runAsUser: 65532
+    seccompProfile: {type: RuntimeDefault}
+  containers:
+  - name: filler
+    image: %s
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", %q]
+    env:
+    - {name: ENDPOINT, value: "http://%s"}
+    securityContext:
+      allowPrivilegeEscalation: false
+      capabilities: {drop: [ALL]}
+`, framework.WriterImage, fillerScript, net.JoinHostPort(ip, "2379")))
+	f.Eventually("the filler pod has finished", 3*time.Minute, func() (bool, error) {
+		phase, err := f.NS("get", "pod", "filler", "-o", "jsonpath={.status.phase}")
+		return err == nil && (phase == "Succeeded" || phase == "Failed"), err
+	})
+	out, err := f.NS("logs", "filler")
+	if err != nil || !strings.Contains(out, "FULL ") || strings.Contains(out, "NOTFULL") {
+		t.Fatalf("filler: %q %v: want etcd to refuse a put once its quota is full", out, err)
+	}
 }
