@@ -260,13 +260,13 @@ func TestPodChangeRolled(t *testing.T) {
 	if got := podUIDs(f, name); fmt.Sprint(got) != fmt.Sprint(pods) {
 		t.Errorf("a label change recreated pods: %v, were %v", got, pods)
 	}
-	f.Patch("etcdcluster/"+name, `{"spec":{"pod":{"resources":{"requests":{"cpu":"50m"}}}}}`)
+	f.Patch("etcdcluster/"+name, `{"spec":{"pod":{"resources":{"requests":{"cpu":"100m"}}}}}`)
 	waitSameMembers(f, name, ids, pods, 3)
 	out := f.MustNS("get", "pods", "-l", "etcd.operator.dev/cluster="+name, "-o",
 		`jsonpath={range .items[*]}{.spec.containers[0].resources.requests.cpu}{" "}{.metadata.labels.team}{"\n"}{end}`)
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		if line != "50m storage" {
-			t.Errorf("pod request and label %q, want \"50m storage\"", line)
+		if line != "100m storage" {
+			t.Errorf("pod request and label %q, want \"100m storage\"", line)
 		}
 	}
 	q.check(t)
