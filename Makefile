@@ -65,7 +65,7 @@ verify:
 
 e2e:
 	eval "$$(hack/cluster.sh env)"; KUBECONFIG=$$(hack/cluster.sh kubeconfig) PATH=$(KUBECTL_DIR):$$PATH \
-		go test -tags e2e ./test/e2e/... -v -timeout 40m -count=1 $(if $(E2E_RUN),-run '$(E2E_RUN)') $(E2E_FLAGS)
+		go test -tags e2e ./test/e2e/ -v -timeout 40m -count=1 $(if $(E2E_RUN),-run '$(E2E_RUN)') $(E2E_FLAGS)
 
 bench:
 	@mkdir -p _output
