@@ -126,6 +126,14 @@ func rollMember(s State, m MemberView, reason api.ConditionReason, done int) Dec
 		return Decision{Blocked: api.ReasonQuorumAtRisk, Message: fmt.Sprintf(
 			"member %s leads and no other healthy voting member can take over", name)}
 	}
+	if s.Persistent && !alone && replacedOnUpgrade(s.Pods[m.Ordinal].Version, s.TargetVersion) {
+		d := removeVoter(s, m, reason)
+		if d.Action != nil && d.Action.Kind == ActionRemoveMember {
+			d.Message = fmt.Sprintf("replacing member %s: etcd %s cannot replay the log an older minor release may have left on its claim%s",
+				name, s.TargetVersion, progress)
+		}
+		return d
+	}
 	how := "replacing member %s"
 	if s.Persistent {
 		how = "restarting member %s on its data"
@@ -293,4 +301,22 @@ func duringRollout(s State, d Decision) Decision {
 	d.Progress = rolloutReason(s)
 	d.Message += fmt.Sprintf(" (rollout: %d of %d members done)", done, s.Size)
 	return d
+}
+
+// replacedOnUpgrade says whether a member going from etcd from to etcd to must be replaced
+// (removed, added again as a learner that the leader sends a snapshot) rather than restarted
+// on its data: etcd 3.7 no longer reads the log entries 3.5 wrote, and a member's log keeps
+// them until its next snapshot, however long it has run 3.6 since (seen: 3.7.3 panics
+// replaying them, "unmarshal should never fail"). A member that was on 3.7 already, or goes
+// back, restarts on its data.
+func replacedOnUpgrade(from, to string) bool {
+	f, err := version.ParseGeneric(from)
+	if err != nil {
+		return false
+	}
+	t, err := version.ParseGeneric(to)
+	if err != nil {
+		return false
+	}
+	return t.Major() == 3 && t.Minor() >= 7 && f.Minor() < 7
 }

@@ -26,12 +26,12 @@ func reporting(o int, v string, applied uint64) etcdutil.Status {
 
 func rolloutState(target string, persistent bool, ms []MemberView, ps map[int]PodView, st map[int]etcdutil.Status) State {
 	return State{Size: 3, Bootstrapped: true, MembersKnown: true, Members: ms, Pods: ps, Statuses: st,
-		Persistent: persistent, TargetVersion: target, Version: "3.6.16", Now: rolloutNow,
+		Persistent: persistent, TargetVersion: target, Version: "3.5.35", Now: rolloutNow,
 		Claims: map[int]ClaimView{}}
 }
 
 func TestPlanRollout(t *testing.T) {
-	old, cur := "3.6.16", "3.7.3"
+	old, cur := "3.5.35", "3.6.16"
 	all := []MemberView{leader(0), voter(1), voter(2)}
 	allOld := map[int]etcdutil.Status{0: reporting(0, old, 1000), 1: reporting(1, old, 1000), 2: reporting(2, old, 1000)}
 	twoDone := map[int]etcdutil.Status{0: reporting(0, old, 1000), 1: reporting(1, cur, 1000), 2: reporting(2, cur, 1000)}
@@ -82,7 +82,15 @@ func TestPlanRollout(t *testing.T) {
 			state:    rolloutState(cur, true, all, pods(rolled(0, old, true, hour), rolled(1, old, true, hour), rolled(2, old, true, hour)), allOld),
 			want:     &Action{Kind: ActionRollMember, Ordinal: 2, MemberID: 102},
 			progress: api.ReasonUpgrading,
-			message:  []string{"restarting member c-2 on its data", "3.7.3", "0 of 3 members done"},
+			message:  []string{"restarting member c-2 on its data", "3.6.16", "0 of 3 members done"},
+		},
+		{
+			name: "up to 3.7 on claims a non-leader is removed, to be added back from a snapshot: 3.7 cannot replay what 3.5 may have logged",
+			state: rolloutState("3.7.3", true, all, pods(rolled(0, "3.6.16", true, hour), rolled(1, "3.6.16", true, hour), rolled(2, "3.6.16", true, hour)),
+				map[int]etcdutil.Status{0: reporting(0, "3.6.16", 1000), 1: reporting(1, "3.6.16", 1000), 2: reporting(2, "3.6.16", 1000)}),
+			want:     &Action{Kind: ActionRemoveMember, Ordinal: 2, MemberID: 102},
+			progress: api.ReasonUpgrading,
+			message:  []string{"replacing member c-2", "cannot replay"},
 		},
 		{
 			name:     "on emptyDir the member is replaced",
@@ -118,7 +126,7 @@ func TestPlanRollout(t *testing.T) {
 			state: rolloutState(cur, true, all, pods(rolled(0, old, true, hour), rolled(1, old, true, hour), rolled(2, cur, false, time.Second)),
 				allOld),
 			progress: api.ReasonUpgrading,
-			message:  []string{"waiting for member c-2", "reports etcd 3.6.16"},
+			message:  []string{"waiting for member c-2", "reports etcd 3.5.35"},
 		},
 		{
 			name: "gate: the rolled member has not caught up with the leader",
@@ -145,7 +153,7 @@ func TestPlanRollout(t *testing.T) {
 			state: rolloutState(cur, true, []MemberView{leader(0), voter(1), sick(voter(2))},
 				pods(rolled(0, old, true, hour), rolled(1, old, true, hour), stuck), map[int]etcdutil.Status{0: reporting(0, old, 1000), 1: reporting(1, old, 1000)}),
 			blocked: api.ReasonRolloutStuck,
-			message: []string{"member c-2 did not come back on 3.7.3", "ImagePullBackOff", "no other member is touched"},
+			message: []string{"member c-2 did not come back on 3.6.16", "ImagePullBackOff", "no other member is touched"},
 		},
 		{
 			name: "version set back: the stuck member is rolled back first",
