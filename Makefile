@@ -20,7 +20,7 @@ UNIT_PKGS := $(foreach d,pkg cmd deploy hack/tools,$(if $(wildcard $(d)),./$(d)/
 # BENCH_ROUNDS: how many clusters make bench creates for the apply -> Available median
 BENCH_ROUNDS ?= 3
 
-.PHONY: help up cluster image deploy down kubeconfig test unit verify e2e bench
+.PHONY: help up cluster image deploy down kubeconfig test unit verify e2e e2e-rollout bench
 
 help:
 	@echo "make up          start the cluster, build and load the operator image, deploy it and the example"
@@ -30,6 +30,7 @@ help:
 	@echo "make e2e         run the e2e suite against the running cluster"
 	@echo "make unit        go vet and go test -race ./pkg/... ./cmd/..."
 	@echo "make verify      hack/verify-codegen.sh (when present)"
+	@echo "make e2e-rollout the version-change and pod-rollout e2e tests (not in make test: too long)"
 	@echo "make bench       measure speed and memory (StatefulSet floor vs the operator) on the running cluster; writes docs/bench.md"
 	@echo "make kubeconfig  print the kubeconfig path: export KUBECONFIG=\$$(make -s kubeconfig)"
 
@@ -66,6 +67,11 @@ verify:
 e2e:
 	eval "$$(hack/cluster.sh env)"; KUBECONFIG=$$(hack/cluster.sh kubeconfig) PATH=$(KUBECTL_DIR):$$PATH \
 		go test -tags e2e ./test/e2e/ -v -timeout 40m -count=1 $(if $(E2E_RUN),-run '$(E2E_RUN)') $(E2E_FLAGS)
+
+# The rollout tests (version changes and pod-policy rollouts, test/e2e/upgrade_test.go): too
+# long for make test's budget on 2 cores; run before changing the rollout or the versions.
+e2e-rollout:
+	E2E_ROLLOUT=1 $(MAKE) e2e E2E_RUN='TestUpgrade|TestDowngrade|TestUnpullableVersion|TestPodChangeRolled|TestOperatorKilledMidRollout'
 
 bench:
 	@mkdir -p _output

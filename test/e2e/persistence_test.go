@@ -217,7 +217,10 @@ func TestClaimThatCannotBind(t *testing.T) {
 	f.WaitClusterInSpec(name, 3, 3*time.Minute)
 }
 
-// loseData deletes the claims and pods of the given members at once: their data is gone.
+// loseData deletes the claims and pods of the given members: their data is gone, all at once,
+// as when their nodes' disks die together. The cluster is paused meanwhile: a member whose
+// claim is deleted while its etcd still answers (its pod stopping) is otherwise removed by
+// the operator, one at a time while quorum holds, and the majority is never lost at all.
 func loseData(f *framework.Framework, cluster string, members ...string) {
 	f.T().Helper()
 	var claims, pods []string
@@ -225,8 +228,10 @@ func loseData(f *framework.Framework, cluster string, members ...string) {
 		claims = append(claims, "pvc/data-"+m)
 		pods = append(pods, "pod/"+m)
 	}
+	f.Patch("etcdcluster/"+cluster, `{"spec":{"paused":true}}`)
 	f.MustNS(append([]string{"delete", "--wait=false"}, claims...)...)
-	f.MustNS(append([]string{"delete", "--wait=false"}, pods...)...)
+	f.MustNS(append([]string{"delete", "--timeout=3m"}, pods...)...)
+	f.Patch("etcdcluster/"+cluster, `{"spec":{"paused":false}}`)
 }
 
 // waitQuorumLost waits until the cluster reports QuorumLost naming its survivor.

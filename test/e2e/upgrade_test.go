@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +15,16 @@ import (
 
 // rolloutTimeout bounds a whole rollout of a size-3 cluster, image pulls included.
 const rolloutTimeout = 6 * time.Minute
+
+// requireRolloutSuite skips the rollout tests unless make e2e-rollout runs them: each rolls
+// three members, some twice, under a writer, which on this project's 2-core machines takes
+// longer than make test's budget holds beside the rest of the suite.
+func requireRolloutSuite(t *testing.T) {
+	t.Helper()
+	if os.Getenv("E2E_ROLLOUT") == "" {
+		t.Skip("a rollout test: run with make e2e-rollout")
+	}
+}
 
 // versionedCluster is an EtcdCluster of three members at version, on claims or on emptyDir.
 func versionedCluster(name, version string, claims bool) string {
@@ -113,6 +124,7 @@ func startVersioned(t *testing.T, name, version string, claims bool) (*framework
 // member restarts in place (same member IDs), to 3.7 each is replaced; quorum is never lost,
 // nothing acknowledged is lost.
 func TestUpgradeWithClaims(t *testing.T) {
+	requireRolloutSuite(t)
 	t.Parallel()
 	const name = "upclaims"
 	f, writer := startVersioned(t, name, framework.Version35, true)
@@ -140,6 +152,7 @@ func TestUpgradeWithClaims(t *testing.T) {
 // TestUpgradeOnEmptyDir: 3.6 -> 3.7 on emptyDir: each member is replaced (new member IDs),
 // quorum is never lost, nothing acknowledged is lost.
 func TestUpgradeOnEmptyDir(t *testing.T) {
+	requireRolloutSuite(t)
 	t.Parallel()
 	const name = "upempty"
 	f, writer := startVersioned(t, name, framework.Version36, false)
@@ -161,6 +174,7 @@ func TestUpgradeOnEmptyDir(t *testing.T) {
 // 3.6 on their data. A full minor downgrade (every member on 3.7) is reported, not made: the
 // operator does not drive etcd's downgrade API yet, and the cluster keeps running 3.7.
 func TestDowngrade(t *testing.T) {
+	requireRolloutSuite(t)
 	t.Parallel()
 	const name = "down"
 	f, writer := startVersioned(t, name, framework.Version36, true)
@@ -226,6 +240,7 @@ func TestRefusedSkip(t *testing.T) {
 // its first member, reported; no other member is touched; setting the version back rolls that
 // member back.
 func TestUnpullableVersionRolledBack(t *testing.T) {
+	requireRolloutSuite(t)
 	t.Parallel()
 	const name = "unpullable"
 	f, writer := startVersioned(t, name, framework.Version36, true)
@@ -255,6 +270,7 @@ func TestUnpullableVersionRolledBack(t *testing.T) {
 // TestPodChangeRolled: a label is patched onto the pods in place; a resource request rolls the
 // members one at a time, on their data.
 func TestPodChangeRolled(t *testing.T) {
+	requireRolloutSuite(t)
 	t.Parallel()
 	const name = "podchange"
 	f, writer := startVersioned(t, name, framework.Version36, true)
@@ -284,6 +300,7 @@ func TestPodChangeRolled(t *testing.T) {
 // TestOperatorKilledMidRollout: the operator is killed once the first member is upgraded; the
 // new operator finishes the rollout from what the pods and etcd say.
 func TestOperatorKilledMidRollout(t *testing.T) {
+	requireRolloutSuite(t)
 	t.Parallel()
 	const name = "killed"
 	f, writer := startVersioned(t, name, framework.Version36, true)
