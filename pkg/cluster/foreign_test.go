@@ -47,6 +47,17 @@ func TestPlanForeign(t *testing.T) {
 			message: []string{"PersistentVolumeClaim data-c-2"},
 		},
 		{
+			// Orphaned with --cascade=orphan, the pods and the Services are foreign together:
+			// the message names every one the user must delete.
+			name: "foreign pods and a foreign Service: the block names them all",
+			state: State{Size: 3, Bootstrapped: true, MembersKnown: true,
+				Members: []MemberView{sick(voter(0)), voter(1), leader(2)},
+				Pods:    pods(running(1, 0, 1), running(2, 0, 1, 2)),
+				Foreign: []ForeignObject{foreignPod, foreignService}},
+			blocked: api.ReasonForeignObject,
+			message: []string{"Pod c-0 (no controller)", "Service c-client"},
+		},
+		{
 			name: "a foreign client Service: the next member's pod is still created",
 			state: State{Size: 2, Bootstrapped: true, MembersKnown: true,
 				Members: []MemberView{leader(0)},

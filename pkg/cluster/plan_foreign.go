@@ -22,6 +22,7 @@ func planForeign(s State) (Decision, bool) {
 	if len(members) == 0 {
 		return Decision{}, false
 	}
-	return Decision{Blocked: api.ReasonForeignObject, Message: foreignMessage(members) +
+	// The message names every foreign object, the Services too: the user deletes them all.
+	return Decision{Blocked: api.ReasonForeignObject, Message: foreignMessage(s.Foreign) +
 		"; no change is made to the cluster until each is deleted or renamed (docs/design.md: objects the operator did not make)"}, true
 }
