@@ -310,22 +310,6 @@ func plan(s State) Decision {
 	return planRollout(s)
 }
 
-// planCrashLooping is rule 5 for a voting member whose pod crash-loops past the bound: it is
-// removed, only while the others keep a healthy majority, and then added again as a new
-// member (its pod and claim, marked with the removed member, are replaced on the way).
-func planCrashLooping(s State) (Decision, bool) {
-	for _, m := range sortedMembers(s.Members) {
-		p, hasPod := s.Pods[m.Ordinal]
-		if m.Learner || m.Healthy || !hasPod || p.Terminating || !podStuck(s, p) || p.Problem.Reason != ReasonCrashLoop {
-			continue
-		}
-		d := removeVoter(s, m, api.ReasonReplacingMember)
-		d.Message += ": its pod crash-loops (" + p.Problem.String() + ")"
-		return d, true
-	}
-	return Decision{}, false
-}
-
 // planStrayPods is rule 2: delete a pod that holds no member and never will (an ordinal at or
 // above spec.size), or a pod that failed for good.
 func planStrayPods(s State, members map[int]MemberView) (Decision, bool) {

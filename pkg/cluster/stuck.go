@@ -212,3 +212,19 @@ func refusedDecision(d Decision, message string) Decision {
 	return Decision{Blocked: api.ReasonPodRefused,
 		Message: fmt.Sprintf("the API server refuses %s: %s", d.Message, message)}
 }
+
+// planCrashLooping is rule 5 for a voting member whose pod crash-loops past the bound: it is
+// removed, only while the others keep a healthy majority, and then added again as a new
+// member (its pod and claim, marked with the removed member, are replaced on the way).
+func planCrashLooping(s State) (Decision, bool) {
+	for _, m := range sortedMembers(s.Members) {
+		p, hasPod := s.Pods[m.Ordinal]
+		if m.Learner || m.Healthy || !hasPod || p.Terminating || !podStuck(s, p) || p.Problem.Reason != ReasonCrashLoop {
+			continue
+		}
+		d := removeVoter(s, m, api.ReasonReplacingMember)
+		d.Message += ": its pod crash-loops (" + p.Problem.String() + ")"
+		return d, true
+	}
+	return Decision{}, false
+}
