@@ -18,7 +18,7 @@ func (r *Reconciler) act(ctx context.Context, c *api.EtcdCluster, o *observation
 	switch a.Kind {
 	case ActionCreatePod:
 		res, err = r.control.CreatePod(ctx, c, member.Template{Ordinal: a.Ordinal, ClusterState: a.ClusterState,
-			InitialCluster: a.InitialCluster, Version: memberVersion(c), MemberID: a.MemberID}, why)
+			InitialCluster: a.InitialCluster, Version: o.memberVersion(), MemberID: a.MemberID}, why)
 	case ActionDeletePod:
 		if p := o.pods[a.Ordinal]; p != nil {
 			res, err = r.control.DeletePod(ctx, c, p, why)
@@ -46,6 +46,10 @@ func (r *Reconciler) act(ctx context.Context, c *api.EtcdCluster, o *observation
 		if p := o.pods[a.Ordinal]; p != nil {
 			res, err = r.patchPodMetadata(ctx, c, p)
 		}
+	case ActionEnableDowngrade:
+		res, err = r.control.Downgrade(ctx, c, o.voterEndpoints(0), a.Version)
+	case ActionCancelDowngrade:
+		res, err = r.control.Downgrade(ctx, c, o.voterEndpoints(0), "")
 	case ActionMoveLeader:
 		leader := o.pods[a.Ordinal]
 		if leader == nil || leader.Status.PodIP == "" {
@@ -66,8 +70,10 @@ func (r *Reconciler) act(ctx context.Context, c *api.EtcdCluster, o *observation
 }
 
 // memberVersion is the etcd version member pods are built with: spec.version, unless it is a
-// step the operator does not take from the version the cluster runs (versionProblem); then
-// the members keep that version and status says why.
-func memberVersion(c *api.EtcdCluster) string {
-	return targetVersion(c.Spec.Version, c.Status.CurrentVersion)
+// step the operator does not take from the version the cluster runs (versionProblem), or a
+// minor downgrade etcd has not enabled yet; then the members keep that version (and status
+// says why).
+func (o *observation) memberVersion() string {
+	c := o.cluster
+	return targetVersion(c.Spec.Version, c.Status.CurrentVersion, member.HasClaims(&c.Spec), downgradeTarget(o.statuses))
 }

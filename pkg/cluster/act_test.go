@@ -52,6 +52,9 @@ func (f *fakeControl) RemoveMember(_ context.Context, _ *api.EtcdCluster, voters
 func (f *fakeControl) MoveLeader(_ context.Context, _ *api.EtcdCluster, leader string, o int, to uint64) (Result, error) {
 	return f.record("MoveLeader %d from %s to %x", o, leader, to)
 }
+func (f *fakeControl) Downgrade(_ context.Context, _ *api.EtcdCluster, voters []string, target string) (Result, error) {
+	return f.record("Downgrade(%v, %q)", voters, target)
+}
 
 // observed is a pass that saw the voting members 0 (leading) and 1 and the learner 2, each at
 // pod IP 10.0.0.<ordinal+1>.
@@ -82,6 +85,8 @@ func TestActDispatch(t *testing.T) {
 		{Action{Kind: ActionPromote, Ordinal: 2, MemberID: 102}, "Promote 2 66 via [http://10.0.0.1:2379 http://10.0.0.2:2379]"},
 		{Action{Kind: ActionRemoveMember, Ordinal: 0, MemberID: 100}, "RemoveMember 0 64 via [http://10.0.0.2:2379]"},
 		{Action{Kind: ActionMoveLeader, Ordinal: 0, MemberID: 100, Transferee: 101}, "MoveLeader 0 from http://10.0.0.1:2379 to 65"},
+		{Action{Kind: ActionEnableDowngrade, Version: "3.5.35"}, `Downgrade([http://10.0.0.1:2379 http://10.0.0.2:2379], "3.5.35")`},
+		{Action{Kind: ActionCancelDowngrade}, `Downgrade([http://10.0.0.1:2379 http://10.0.0.2:2379], "")`},
 	} {
 		f := &fakeControl{}
 		r := &Reconciler{deps: Deps{Log: quietLog()}, control: f}

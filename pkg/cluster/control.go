@@ -56,6 +56,11 @@ const (
 	// EventForceNewCluster: the survivor's pod was deleted, or made again, to restart it
 	// with --force-new-cluster.
 	EventForceNewCluster EventReason = "ForceNewCluster"
+	// EventDowngradeEnabled, EventDowngradeCancelled: etcd's downgrade API was asked to
+	// start or stop a minor downgrade; EventDowngradeRefused: etcd refused to start it.
+	EventDowngradeEnabled   EventReason = "DowngradeEnabled"
+	EventDowngradeCancelled EventReason = "DowngradeCancelled"
+	EventDowngradeRefused   EventReason = "DowngradeRefused"
 	// EventQuorumRecovered: etcd lists members again; the recover-quorum annotation was
 	// removed.
 	EventQuorumRecovered EventReason = "QuorumRecovered"
@@ -89,6 +94,9 @@ type memberControl interface {
 	RemoveMember(ctx context.Context, c *api.EtcdCluster, voters []string, ordinal int, id uint64, why string) (Result, error)
 	// MoveLeader asks the leader, reached at leader alone, to hand over to transferee.
 	MoveLeader(ctx context.Context, c *api.EtcdCluster, leader string, ordinal int, transferee uint64) (Result, error)
+	// Downgrade validates and enables etcd's downgrade to target, or cancels the downgrade
+	// in progress when target is empty.
+	Downgrade(ctx context.Context, c *api.EtcdCluster, voters []string, target string) (Result, error)
 }
 
 // etcdRefusedRetry is how soon a change etcd refused as unsafe for now is tried again; etcd
@@ -302,6 +310,55 @@ func (m *realMemberControl) MoveLeader(ctx context.Context, c *api.EtcdCluster, 
 	}
 	m.logFor(c, name, ActionMoveLeader).WithField("to", hexID(transferee)).Info("moved leadership")
 	m.event(c, corev1.EventTypeNormal, EventLeaderMoved, "Moved leadership from %s to member %s before removing it", name, hexID(transferee))
+	return Result{Changed: true}, nil
+}
+
+// downgradeRefusedRetry is how soon a downgrade etcd refused to enable is asked again.
+const downgradeRefusedRetry = 30 * time.Second
+
+func (m *realMemberControl) Downgrade(ctx context.Context, c *api.EtcdCluster, voters []string, target string) (Result, error) {
+	doing := "cancelling etcd's downgrade"
+	if target != "" {
+		doing = "enabling etcd's downgrade to " + target
+	}
+	voters, err := m.sameCluster(ctx, c, voters)
+	if err != nil {
+		return Result{}, fmt.Errorf("%s: %w", doing, err)
+	}
+	done := false
+	err = m.withClient(ctx, voters, func(cli etcdutil.Client) error {
+		if target == "" {
+			return cli.DowngradeCancel(ctx)
+		}
+		err := cli.DowngradeValidate(ctx, target)
+		if err == nil {
+			err = cli.DowngradeEnable(ctx, target)
+		}
+		if errors.Is(err, etcdutil.ErrDowngradeInvalid) || errors.Is(err, etcdutil.ErrDowngradeInProgress) {
+			// Enabled already (by a pass of an operator that died since)? Once it is, etcd
+			// has lowered the cluster version, and calls the same target invalid.
+			if st, serr := cli.Status(ctx, voters[0]); serr == nil && st.DowngradeTarget != "" {
+				done = true
+				return nil
+			}
+		}
+		return err
+	})
+	switch {
+	case done:
+		return Result{}, nil
+	case errors.Is(err, etcdutil.ErrDowngradeInvalid) || errors.Is(err, etcdutil.ErrDowngradeInProgress):
+		m.event(c, corev1.EventTypeWarning, EventDowngradeRefused, "etcd refused to downgrade to %s: %v", target, err)
+		return Result{RetryIn: downgradeRefusedRetry, Refused: err}, nil
+	case err != nil:
+		return Result{}, fmt.Errorf("%s: %w", doing, err)
+	}
+	m.log.WithFields(logrus.Fields{"cluster": c.Namespace + "/" + c.Name, "target": target}).Info(doing)
+	if target == "" {
+		m.event(c, corev1.EventTypeNormal, EventDowngradeCancelled, "Cancelled etcd's downgrade: spec.version is %s", c.Spec.Version)
+	} else {
+		m.event(c, corev1.EventTypeNormal, EventDowngradeEnabled, "Enabled etcd's downgrade to %s: the members are restarted on it one at a time", target)
+	}
 	return Result{Changed: true}, nil
 }
 

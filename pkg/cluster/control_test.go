@@ -26,7 +26,9 @@ import (
 // answeringEtcd is an etcd whose every membership call answers err; it records the calls and
 // the endpoints each client was opened with.
 type answeringEtcd struct {
-	err       error
+	err error
+	// status, when set, is what Status answers (without err).
+	status    *etcdutil.Status
 	calls     []string
 	endpoints [][]string
 }
@@ -56,11 +58,22 @@ func (c answeringClient) MoveLeader(context.Context, string, uint64) error {
 	return c.call("MoveLeader")
 }
 func (c answeringClient) Status(context.Context, string) (etcdutil.Status, error) {
-	return etcdutil.Status{}, c.call("Status")
+	err := c.call("Status")
+	if c.e.status != nil {
+		return *c.e.status, nil
+	}
+	return etcdutil.Status{}, err
 }
 func (c answeringClient) AlarmList(context.Context) ([]etcdutil.Alarm, error) {
 	return nil, c.call("AlarmList")
 }
+func (c answeringClient) DowngradeValidate(context.Context, string) error {
+	return c.call("DowngradeValidate")
+}
+func (c answeringClient) DowngradeEnable(context.Context, string) error {
+	return c.call("DowngradeEnable")
+}
+func (c answeringClient) DowngradeCancel(context.Context) error { return c.call("DowngradeCancel") }
 func (c answeringClient) Close() error { return nil }
 
 // etcdAnswer wraps a sentinel the way etcdutil returns etcd's errors: wrapped, with etcd's
@@ -155,6 +168,56 @@ func TestMembershipAnswers(t *testing.T) {
 			}
 			if len(etcd.calls) != 1 {
 				t.Errorf("etcd calls %v, want exactly one", etcd.calls)
+			}
+		})
+	}
+}
+
+// TestDowngradeAnswers: what enabling (validate, then enable) and cancelling etcd's downgrade
+// make of etcd's answers. A downgrade etcd refuses is retried later with a Warning, unless a
+// member reports it enabled already: an earlier pass enabled it, and etcd, having lowered
+// the cluster version, calls the same target invalid.
+func TestDowngradeAnswers(t *testing.T) {
+	c := newCluster(3)
+	voters := []string{"http://10.0.0.1:2379"}
+	invalid := etcdAnswer(etcdutil.ErrDowngradeInvalid)
+	for _, tc := range []struct {
+		name    string
+		target  string
+		answer  error
+		status  *etcdutil.Status
+		changed bool
+		retryIn time.Duration
+		failed  bool
+		calls   string
+		event   string
+	}{
+		{name: "enabled", target: "3.6.16", changed: true,
+			calls: "[DowngradeValidate DowngradeEnable]", event: "DowngradeEnabled"},
+		{name: "cancelled", changed: true, calls: "[DowngradeCancel]", event: "DowngradeCancelled"},
+		{name: "refused", target: "3.6.16", answer: invalid, retryIn: downgradeRefusedRetry,
+			calls: "[DowngradeValidate Status]", event: "DowngradeRefused"},
+		{name: "enabled already", target: "3.6.16", answer: invalid, status: &etcdutil.Status{DowngradeTarget: "3.6.0"},
+			calls: "[DowngradeValidate Status]"},
+		{name: "unreachable", target: "3.6.16", answer: errors.New("context deadline exceeded"), failed: true,
+			calls: "[DowngradeValidate]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			etcd := &answeringEtcd{err: tc.answer, status: tc.status}
+			m, rec := newControl(etcd, kubefake.NewClientset())
+			res, err := m.Downgrade(context.Background(), c, voters, tc.target)
+			if (err != nil) != tc.failed || res.Changed != tc.changed || res.RetryIn != tc.retryIn {
+				t.Errorf("result %+v, error %v; want changed %v, retry in %v, failed %v", res, err, tc.changed, tc.retryIn, tc.failed)
+			}
+			if got := fmt.Sprint(etcd.calls); got != tc.calls {
+				t.Errorf("etcd calls %s, want %s", got, tc.calls)
+			}
+			var events []string
+			for len(rec.Events) > 0 {
+				events = append(events, <-rec.Events)
+			}
+			if (tc.event == "") != (len(events) == 0) || len(events) > 1 || (tc.event != "" && !strings.Contains(events[0], tc.event)) {
+				t.Errorf("events %q, want one %q", events, tc.event)
 			}
 		})
 	}

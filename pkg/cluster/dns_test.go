@@ -113,6 +113,13 @@ func (c fakeEtcdClient) AlarmList(context.Context) ([]etcdutil.Alarm, error) {
 	return slices.Clone(c.f.alarms), nil
 }
 
+func (c fakeEtcdClient) DowngradeValidate(context.Context, string) error {
+	return c.unexpected("DowngradeValidate")
+}
+func (c fakeEtcdClient) DowngradeEnable(context.Context, string) error {
+	return c.unexpected("DowngradeEnable")
+}
+func (c fakeEtcdClient) DowngradeCancel(context.Context) error { return c.unexpected("DowngradeCancel") }
 func (c fakeEtcdClient) Close() error { return nil }
 
 func (c fakeEtcdClient) unexpected(call string) error {

@@ -257,7 +257,9 @@ func (o *observation) state(now time.Time) State {
 		Recovery:           quorumLossView(c),
 		Foreign:            o.foreign,
 		Now:                now,
-		TargetVersion:      memberVersion(c),
+		TargetVersion:      o.memberVersion(),
+		SpecVersion:        member.NormalizeVersion(c.Spec.Version),
+		DowngradeTarget:    downgradeTarget(o.statuses),
 	}
 	for _, cv := range s.Claims {
 		// A claim that holds a member's data: the cluster has started, whatever its status
@@ -339,6 +341,17 @@ func (o *observation) memberView(m etcdutil.Member) MemberView {
 		v.Healthy = true
 	}
 	return v
+}
+
+// downgradeTarget is the version etcd's downgrade is enabled for, as any member reports it:
+// a member on 3.5 reports none, and the leader may be one during a downgrade to 3.5.
+func downgradeTarget(statuses map[int]etcdutil.Status) string {
+	for _, o := range sortedOrdinals(statuses) {
+		if t := statuses[o].DowngradeTarget; t != "" {
+			return t
+		}
+	}
+	return ""
 }
 
 // lowestVersion is the oldest etcd version any member reports: the one the cluster speaks.

@@ -110,6 +110,8 @@ type Action struct {
 	// RaftIndex is the survivor's raft index (ChooseSurvivor, ForceNewCluster), 0 when it
 	// does not answer.
 	RaftIndex uint64
+	// Version is the release etcd's downgrade is enabled for (EnableDowngrade).
+	Version string
 }
 
 // Decision is what the planner concluded.
@@ -216,8 +218,13 @@ type State struct {
 	// the cluster's (foreign.go).
 	Foreign []ForeignObject
 	// TargetVersion is the version member pods are built with now: spec.version, or the
-	// version the cluster runs while spec.version is a step the operator does not take.
+	// version the cluster runs while spec.version is a step the operator does not take (or
+	// a downgrade etcd has not enabled yet). SpecVersion is spec.version, normalized.
 	TargetVersion string
+	SpecVersion   string
+	// DowngradeTarget is the version etcd's downgrade API is enabled for, as a member
+	// reports it; empty when no downgrade is in progress (plan_downgrade.go).
+	DowngradeTarget string
 	// Recovery is how a quorum lost for good is recovered; Now is the time of the pass.
 	Recovery QuorumLossView
 	Now      time.Time

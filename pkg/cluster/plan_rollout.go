@@ -48,6 +48,9 @@ func planRollout(s State) Decision {
 				"patching the labels and annotations of pod %s from spec.pod", o)
 		}
 	}
+	if d, ok := planDowngrade(s); ok {
+		return d
+	}
 	var outdated []MemberView
 	for _, m := range sortedMembers(s.Members) {
 		if p, ok := s.Pods[m.Ordinal]; ok && !m.Learner && !p.Terminating && p.Outdated {
@@ -226,46 +229,6 @@ func rolloutReason(s State) api.ConditionReason {
 		}
 	}
 	return reason
-}
-
-// versionProblem says why the members cannot be rolled from running (the oldest version a
-// member runs) to target; empty when they can: a patch change either way, one minor up, or
-// one minor down while a member still runs the older minor (an upgrade set back before it
-// finished: etcd's cluster version is still the older one).
-func versionProblem(running, target string) string {
-	r, err := version.ParseGeneric(running)
-	if err != nil {
-		return ""
-	}
-	t, err := version.ParseGeneric(target)
-	if err != nil {
-		return fmt.Sprintf("spec.version %s is not an etcd release", target)
-	}
-	switch {
-	case t.Major() != r.Major():
-		return fmt.Sprintf("spec.version %s changes the major version of a cluster that runs %s, which etcd does not support: create a new cluster and copy the data", target, running)
-	case t.Minor() > r.Minor()+1:
-		return fmt.Sprintf("spec.version %s skips a minor version: the cluster runs %s and etcd upgrades one minor at a time; set spec.version to the newest %d.%d release first, then to %s",
-			target, running, r.Major(), r.Minor()+1, target)
-	case t.Minor() == r.Minor()+1 && r.LessThan(version.MustParseGeneric(minVersionFor36)) && t.Minor() == 6 && r.Minor() == 5:
-		return fmt.Sprintf("spec.version %s: etcd's upgrade guide requires every 3.5 member on %s or later before 3.6; the cluster runs %s: set spec.version to the newest 3.5 release first",
-			target, minVersionFor36, running)
-	case t.Minor() < r.Minor():
-		return fmt.Sprintf("spec.version %s is a minor downgrade of a cluster whose members all run %s: the operator does not drive etcd's downgrade API yet; set spec.version back to a %d.%d release",
-			target, running, r.Major(), r.Minor())
-	}
-	return ""
-}
-
-// targetVersion is the version member pods are built with: spec.version, or the version the
-// cluster runs (running: the oldest a member reported) while spec.version is a step
-// versionProblem refuses.
-func targetVersion(spec, running string) string {
-	want := member.NormalizeVersion(spec)
-	if running != "" && versionProblem(running, want) != "" {
-		return running
-	}
-	return want
 }
 
 // rolling: a Progressing reason of a rollout.

@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -188,25 +187,3 @@ func TestPlanRollout(t *testing.T) {
 	})
 }
 
-func TestVersionProblem(t *testing.T) {
-	for _, tc := range []struct {
-		running, target string
-		says            string
-	}{
-		{"3.6.16", "3.6.17", ""},
-		{"3.6.16", "3.6.2", ""},
-		{"3.6.16", "3.7.3", ""},
-		{"3.5.35", "3.6.16", ""},
-		{"3.5.32", "3.6.16", ""},
-		{"3.5.31", "3.6.16", "3.5.32 or later"},
-		{"3.5.35", "3.7.3", "skips a minor version"},
-		{"3.7.3", "3.6.16", "minor downgrade"},
-		{"3.7.3", "4.0.0", "major version"},
-		{"", "3.7.3", ""},
-	} {
-		got := versionProblem(tc.running, tc.target)
-		if (tc.says == "") != (got == "") || !strings.Contains(got, tc.says) {
-			t.Errorf("versionProblem(%s, %s) = %q, want one that says %q", tc.running, tc.target, got, tc.says)
-		}
-	}
-}

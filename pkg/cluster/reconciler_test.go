@@ -349,7 +349,7 @@ func TestMemberVersion(t *testing.T) {
 		c := newCluster(3)
 		c.Spec.Version = tc.spec
 		c.Status.CurrentVersion = tc.running
-		if got := memberVersion(c); got != tc.want {
+		if got := (&observation{cluster: c}).memberVersion(); got != tc.want {
 			t.Errorf("spec %s running %q: member version %s, want %s", tc.spec, tc.running, got, tc.want)
 		}
 		st := computeStatus(c, State{Name: c.Name, Size: 3}, Decision{})

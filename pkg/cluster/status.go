@@ -212,10 +212,10 @@ func degraded(s State, d Decision, specVersion, running string) condition {
 	case s.MembersKnown && healthy < voting:
 		return condition{metav1.ConditionTrue, api.ReasonMembersUnhealthy,
 			fmt.Sprintf("%d of %d voting members are unhealthy: %s", voting-healthy, voting, unhealthyMembers(s))}
-	case running != "" && versionProblem(running, member.NormalizeVersion(specVersion)) != "":
+	case running != "" && versionProblem(running, member.NormalizeVersion(specVersion), s.Persistent) != "":
 		return condition{metav1.ConditionTrue, api.ReasonVersionChangeUnsupported, fmt.Sprintf(
 			"%s. Members, new ones included, keep running %s",
-			versionProblem(running, member.NormalizeVersion(specVersion)), running)}
+			versionProblem(running, member.NormalizeVersion(specVersion), s.Persistent), running)}
 	default:
 		return condition{metav1.ConditionFalse, api.ReasonAsExpected, "nothing is wrong"}
 	}

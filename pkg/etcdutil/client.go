@@ -190,7 +190,7 @@ func (c *client) Status(ctx context.Context, endpoint string) (Status, error) {
 	if err != nil {
 		return Status{}, fmt.Errorf("getting status of %s: %w", endpoint, err)
 	}
-	return Status{
+	st := Status{
 		ID:               resp.Header.MemberId,
 		ClusterID:        resp.Header.ClusterId,
 		Leader:           resp.Leader,
@@ -200,7 +200,12 @@ func (c *client) Status(ctx context.Context, endpoint string) (Status, error) {
 		IsLearner:        resp.IsLearner,
 		Version:          resp.Version,
 		Errors:           resp.Errors,
-	}, nil
+		StorageVersion:   resp.StorageVersion,
+	}
+	if d := resp.DowngradeInfo; d != nil && d.Enabled {
+		st.DowngradeTarget = d.TargetVersion
+	}
+	return st, nil
 }
 
 func (c *client) AlarmList(ctx context.Context) ([]Alarm, error) {

@@ -73,6 +73,13 @@ type Status struct {
 	IsLearner bool
 	// Version is the etcd server version, e.g. "3.6.16".
 	Version string
+	// StorageVersion is the version of the member's data format, e.g. "3.6.0" (etcd 3.6 and
+	// later; empty from 3.5): during a downgrade etcd lowers it before members may restart on
+	// the older release.
+	StorageVersion string
+	// DowngradeTarget is the version etcd's downgrade API is enabled for, e.g. "3.6.0"; empty
+	// when no downgrade is in progress (and always from 3.5 members).
+	DowngradeTarget string
 	// Errors are the member's reported errors (alarms such as NOSPACE, corruption).
 	Errors []string
 }
@@ -123,6 +130,7 @@ type Client interface {
 	// AlarmList returns the alarms raised in the cluster (any member's), none when there
 	// are none. Like the member list, it needs a leader.
 	AlarmList(ctx context.Context) ([]Alarm, error)
+	Downgrader
 	// Close releases the client's connections.
 	Close() error
 }

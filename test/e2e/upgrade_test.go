@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -165,50 +166,97 @@ func TestUpgradeOnEmptyDir(t *testing.T) {
 			t.Errorf("member %s kept ID %s: an emptyDir member is replaced", m, id)
 		}
 	}
-	q.check(t)
-	writer.StopAndVerify(name + "-0")
-	f.CheckAgreement(name, 3)
-}
-
-// TestDowngrade: a 3.7 upgrade set back before it finished rolls the upgraded members back to
-// 3.6 on their data. A full minor downgrade (every member on 3.7) is reported, not made: the
-// operator does not drive etcd's downgrade API yet, and the cluster keeps running 3.7.
-func TestDowngrade(t *testing.T) {
-	requireRolloutSuite(t)
-	t.Parallel()
-	const name = "down"
-	f, writer := startVersioned(t, name, framework.Version36, true)
-	q := watchQuorum(f, name)
-	setVersion(f, name, framework.Version37)
-	f.Eventually("one member upgraded", rolloutTimeout, func() (bool, error) {
-		c, err := f.GetEtcdCluster(name)
-		if err != nil {
-			return false, err
-		}
-		for _, m := range c.Status.Members {
-			if m.Version == framework.Version37 {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
+	// Back down to 3.6 is refused on emptyDir: etcd lets no member join again on new data
+	// while a downgrade is in progress. The members keep running 3.7.
 	setVersion(f, name, framework.Version36)
-	waitVersion(f, name, framework.Version36)
-
-	setVersion(f, name, framework.Version37)
-	waitVersion(f, name, framework.Version37)
-	setVersion(f, name, framework.Version36)
-	f.Eventually("the full downgrade reported", 2*time.Minute, func() (bool, error) {
+	f.Eventually("the downgrade on emptyDir refused", time.Minute, func() (bool, error) {
 		c, err := f.GetEtcdCluster(name)
 		if err != nil {
 			return false, err
 		}
 		reason, msg := c.ConditionReason("Degraded")
-		return reason == "VersionChangeUnsupported" && strings.Contains(msg, "downgrade"), nil
+		return reason == "VersionChangeUnsupported" && strings.Contains(msg, "emptyDir"), fmt.Errorf("Degraded %s: %s", reason, msg)
 	})
 	waitVersion(f, name, framework.Version37)
 	q.check(t)
 	writer.StopAndVerify(name + "-0")
+	f.CheckAgreement(name, 3)
+}
+
+// TestDowngrade: 3.7 -> 3.6 on claims through etcd's downgrade API, while the writer runs:
+// first a downgrade set back once a member runs 3.6 (etcd's downgrade is cancelled, that
+// member goes back to 3.7), then a full one: every member restarts on its data (same member
+// IDs) on 3.6, and etcd ends the downgrade with the storage version lowered. Quorum is never
+// lost, nothing acknowledged is lost.
+func TestDowngrade(t *testing.T) {
+	requireRolloutSuite(t)
+	t.Parallel()
+	const name = "down"
+	f, writer := startVersioned(t, name, framework.Version37, true)
+	q := watchQuorum(f, name)
+	setVersion(f, name, framework.Version36)
+	f.Eventually("one member on "+framework.Version36, rolloutTimeout, func() (bool, error) {
+		c, err := f.GetEtcdCluster(name)
+		if err != nil {
+			return false, err
+		}
+		for _, m := range c.Status.Members {
+			if m.Version == framework.Version36 {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	setVersion(f, name, framework.Version37)
+	waitVersion(f, name, framework.Version37)
+	waitDowngrade(f, name, "", "3.7.0")
+
+	ids := memberIDs(f, name)
+	setVersion(f, name, framework.Version36)
+	waitVersion(f, name, framework.Version36)
+	if got := memberIDs(f, name); fmt.Sprint(got) != fmt.Sprint(ids) {
+		t.Errorf("after the downgrade, member IDs %v, want %v (restarted on their data)", got, ids)
+	}
+	waitDowngrade(f, name, "", "3.6.0")
+	q.check(t)
+	writer.StopAndVerify(name + "-0")
+	f.CheckAgreement(name, 3)
+}
+
+// waitDowngrade waits until every member of the size-3 cluster reports etcd's downgrade
+// enabled for target ("": none in progress) and its storage version at storage.
+func waitDowngrade(f *framework.Framework, name, target, storage string) {
+	f.T().Helper()
+	f.Eventually(fmt.Sprintf("downgrade %q, storage version %s", target, storage), 2*time.Minute, func() (bool, error) {
+		for o := range 3 {
+			pod := fmt.Sprintf("%s-%d", name, o)
+			out, err := f.Etcdctl(pod, "endpoint", "status", "-w", "json")
+			if err != nil {
+				return false, err
+			}
+			var st []struct {
+				Status struct {
+					StorageVersion string `json:"storageVersion"`
+					DowngradeInfo  struct {
+						Enabled       bool   `json:"enabled"`
+						TargetVersion string `json:"targetVersion"`
+					} `json:"downgradeInfo"`
+				} `json:"Status"`
+			}
+			if err := json.Unmarshal([]byte(out), &st); err != nil || len(st) != 1 {
+				return false, fmt.Errorf("endpoint status of %s: %v: %s", pod, err, out)
+			}
+			d := st[0].Status
+			got := ""
+			if d.DowngradeInfo.Enabled {
+				got = d.DowngradeInfo.TargetVersion
+			}
+			if got != target || d.StorageVersion != storage {
+				return false, fmt.Errorf("%s: downgrade %q, storage version %s", pod, got, d.StorageVersion)
+			}
+		}
+		return true, nil
+	})
 }
 
 // TestRefusedSkip: a started 3.5 cluster cannot be set to 3.7, with a message that says what

@@ -1,0 +1,157 @@
+package cluster
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
+)
+
+// downgrading is what member o answers during a downgrade: its version, its storage version
+// and the downgrade etcd has enabled ("" for none).
+func downgrading(o int, v, storage, target string) etcdutil.Status {
+	st := reporting(o, v, 1000)
+	st.StorageVersion, st.DowngradeTarget = storage, target
+	return st
+}
+
+func TestPlanDowngrade(t *testing.T) {
+	newer, older := "3.7.3", "3.6.16"
+	all := []MemberView{leader(0), voter(1), voter(2)}
+	hour := time.Hour
+	// The pods of a cluster on 3.7.3 whose spec says 3.6.16; state fills in what observe does.
+	state := func(spec string, persistent bool, ms []MemberView, ps map[int]PodView, st map[int]etcdutil.Status) State {
+		s := rolloutState(targetVersion(spec, lowestVersion(st), persistent, downgradeTarget(st)), persistent, ms, ps, st)
+		s.SpecVersion, s.Version, s.DowngradeTarget = spec, lowestVersion(st), downgradeTarget(st)
+		return s
+	}
+	notYet := map[int]etcdutil.Status{0: downgrading(0, newer, "3.7.0", ""), 1: downgrading(1, newer, "3.7.0", ""), 2: downgrading(2, newer, "3.7.0", "")}
+	enabled := map[int]etcdutil.Status{0: downgrading(0, newer, "3.6.0", "3.6.0"), 1: downgrading(1, newer, "3.6.0", "3.6.0"), 2: downgrading(2, newer, "3.6.0", "3.6.0")}
+	storageLeft := map[int]etcdutil.Status{0: downgrading(0, newer, "3.6.0", "3.6.0"), 1: downgrading(1, newer, "3.7.0", "3.6.0"), 2: downgrading(2, newer, "3.6.0", "3.6.0")}
+	oneDown := map[int]etcdutil.Status{0: downgrading(0, newer, "3.6.0", "3.6.0"), 1: downgrading(1, newer, "3.6.0", "3.6.0"), 2: downgrading(2, older, "3.6.0", "3.6.0")}
+	onNewer := pods(rolled(0, newer, false, hour), rolled(1, newer, false, hour), rolled(2, newer, false, hour))
+	toOlder := pods(rolled(0, newer, true, hour), rolled(1, newer, true, hour), rolled(2, newer, true, hour))
+	twoLeft := pods(rolled(0, newer, true, hour), rolled(1, newer, true, hour), rolled(2, older, false, hour))
+	// Set back to 3.7.3 with member 2 on 3.6.16: its pod is the outdated one.
+	backUp := pods(rolled(0, newer, false, hour), rolled(1, newer, false, hour), rolled(2, older, true, hour))
+	withSick := []MemberView{leader(0), voter(1), sick(voter(2))}
+
+	runPlanCases(t, []planCase{
+		{
+			name:     "a minor downgrade on claims starts with etcd's downgrade enabled; the pods keep the newer version until then",
+			state:    state(older, true, all, onNewer, notYet),
+			want:     &Action{Kind: ActionEnableDowngrade, Version: older},
+			progress: api.ReasonDowngrading,
+			message:  []string{"enabling etcd's downgrade from 3.7 to 3.6"},
+		},
+		{
+			name:     "not enabled while a member is unhealthy",
+			state:    state(older, true, withSick, onNewer, notYet),
+			progress: api.ReasonDowngrading,
+			message:  []string{"2 of 3 healthy"},
+		},
+		{
+			name:     "enabled: no member is restarted before etcd has lowered every storage version",
+			state:    state(older, true, all, toOlder, storageLeft),
+			progress: api.ReasonDowngrading,
+			message:  []string{"storage version of member c-1 from 3.7.0 to 3.6"},
+		},
+		{
+			name:     "enabled and lowered: the highest ordinal is restarted on its data first",
+			state:    state(older, true, all, toOlder, enabled),
+			want:     &Action{Kind: ActionRollMember, Ordinal: 2, MemberID: 102},
+			progress: api.ReasonDowngrading,
+			message:  []string{"restarting member c-2 on its data with etcd 3.6.16"},
+		},
+		{
+			name: "the leader last, leadership moved to the member already on the older release",
+			state: state(older, true, all, pods(rolled(0, newer, true, hour), rolled(1, older, false, hour), rolled(2, older, false, hour)),
+				map[int]etcdutil.Status{0: downgrading(0, newer, "3.6.0", "3.6.0"), 1: downgrading(1, older, "3.6.0", "3.6.0"), 2: downgrading(2, older, "3.6.0", "3.6.0")}),
+			want:     &Action{Kind: ActionMoveLeader, Ordinal: 0, MemberID: 100, Transferee: 102},
+			progress: api.ReasonDowngrading,
+		},
+		{
+			name:     "spec.version set back before the end: the downgrade is cancelled before anything is rolled",
+			state:    state(newer, true, all, backUp, oneDown),
+			want:     &Action{Kind: ActionCancelDowngrade},
+			progress: api.ReasonUpgrading,
+			message:  []string{"cancelling etcd's downgrade to 3.6: spec.version is 3.7.3"},
+		},
+		{
+			name:     "set back before any member was restarted: cancelled too",
+			state:    state(newer, true, all, onNewer, enabled),
+			want:     &Action{Kind: ActionCancelDowngrade},
+			progress: api.ReasonRollingPods,
+		},
+		{
+			name:     "cancelled: the member that went down is rolled back up (replaced: 3.7 may not replay its log)",
+			state:    state(newer, true, all, backUp, map[int]etcdutil.Status{0: reporting(0, newer, 1000), 1: reporting(1, newer, 1000), 2: reporting(2, older, 1000)}),
+			want:     &Action{Kind: ActionRemoveMember, Ordinal: 2, MemberID: 102},
+			progress: api.ReasonUpgrading,
+		},
+		{
+			name:     "on emptyDir a minor downgrade is not started: the members keep the newer version",
+			state:    state(older, false, all, onNewer, notYet),
+			progress: "",
+		},
+		{
+			name:     "a downgrade under way (one member done) goes on with the next member",
+			state:    state(older, true, all, twoLeft, oneDown),
+			want:     &Action{Kind: ActionRollMember, Ordinal: 1, MemberID: 101},
+			progress: api.ReasonDowngrading,
+		},
+	})
+}
+
+func TestVersionProblem(t *testing.T) {
+	for _, tc := range []struct {
+		running, target string
+		persistent      bool
+		says            string
+	}{
+		{"3.6.16", "3.6.17", false, ""},
+		{"3.6.16", "3.6.2", false, ""},
+		{"3.6.16", "3.7.3", false, ""},
+		{"3.5.35", "3.6.16", false, ""},
+		{"3.5.32", "3.6.16", true, ""},
+		{"3.5.31", "3.6.16", true, "3.5.32 or later"},
+		{"3.5.35", "3.7.3", true, "skips a minor version"},
+		{"3.7.3", "3.6.16", true, ""},
+		{"3.6.16", "3.5.35", true, ""},
+		{"3.7.3", "3.6.16", false, "emptyDir"},
+		{"3.7.3", "3.5.35", true, "downgrades one minor at a time"},
+		{"3.7.3", "4.0.0", true, "major version"},
+		{"", "3.7.3", false, ""},
+	} {
+		got := versionProblem(tc.running, tc.target, tc.persistent)
+		if (tc.says == "") != (got == "") || !strings.Contains(got, tc.says) {
+			t.Errorf("versionProblem(%s, %s, claims %v) = %q, want one that says %q", tc.running, tc.target, tc.persistent, got, tc.says)
+		}
+	}
+}
+
+// TestTargetVersion: the version member pods are built with, from spec.version, the oldest
+// version a member runs and the downgrade etcd has enabled.
+func TestTargetVersion(t *testing.T) {
+	for _, tc := range []struct {
+		spec, running string
+		persistent    bool
+		downgrade     string
+		want          string
+	}{
+		{"3.6.16", "", true, "", "3.6.16"},
+		{"v3.7.3", "3.6.16", true, "", "3.7.3"},
+		{"3.7.3", "3.5.35", true, "", "3.5.35"},
+		{"3.6.16", "3.7.3", true, "", "3.7.3"},
+		{"3.6.16", "3.7.3", true, "3.6.0", "3.6.16"},
+		{"3.6.16", "3.7.3", false, "", "3.7.3"},
+		{"3.6.15", "3.6.16", false, "", "3.6.15"},
+		{"3.6.16", "3.6.16", true, "3.6.0", "3.6.16"},
+	} {
+		if got := targetVersion(tc.spec, tc.running, tc.persistent, tc.downgrade); got != tc.want {
+			t.Errorf("targetVersion(%s, running %s, claims %v, downgrade %q) = %s, want %s", tc.spec, tc.running, tc.persistent, tc.downgrade, got, tc.want)
+		}
+	}
+}
