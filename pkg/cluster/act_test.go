@@ -73,7 +73,7 @@ func observed(c *api.EtcdCluster) *observation {
 // the voting members (leader first, never the member being removed), the leader's address.
 func TestActDispatch(t *testing.T) {
 	c := newCluster(3)
-	c.Status.CurrentVersion = "3.6.16"
+	c.Spec.Version, c.Status.CurrentVersion = "3.6.16", "3.6.16"
 	for _, tc := range []struct {
 		action Action
 		want   string

@@ -21,7 +21,7 @@ import (
 // operator image; labels alone are stale metadata, not an outdated pod.
 func TestStateMarksOutdatedPods(t *testing.T) {
 	c := newCluster(3)
-	c.Status.CurrentVersion = "3.6.16"
+	c.Spec.Version, c.Status.CurrentVersion = "3.6.16", "3.6.16"
 	o := observed(c)
 	o.initImage = "x"
 	if s := o.state(time.Now()); s.Pods[0].Outdated || s.Pods[0].StaleMetadata || s.Pods[0].Version != "3.6.16" {
@@ -37,7 +37,7 @@ func TestStateMarksOutdatedPods(t *testing.T) {
 		t.Errorf("a refused step keeps the running version: pod %+v, target %s", s.Pods[0], s.TargetVersion)
 	}
 
-	c.Spec.Version = api.DefaultVersion
+	c.Spec.Version = "3.6.16"
 	c.Spec.Pod = &api.PodPolicy{Labels: map[string]string{"team": "a"}}
 	if s := o.state(time.Now()); s.Pods[0].Outdated || !s.Pods[0].StaleMetadata {
 		t.Errorf("a new label: %+v", s.Pods[0])
