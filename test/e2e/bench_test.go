@@ -113,6 +113,7 @@ func TestBenchFigures(t *testing.T) {
 				}
 				if i == 0 {
 					benchRepairs(t, f, name, storage)
+					benchRollouts(t, f, name, storage)
 				}
 			})
 		}
@@ -209,6 +210,72 @@ func benchRepairs(t *testing.T, f *framework.Framework, name, storage string) {
 	} else {
 		figure(t, "operator: resident memory (managing clusters)", rss/(1<<20), "MiB")
 	}
+}
+
+// benchRollouts measures rollouts of a running cluster of three while the acknowledged-write
+// checker writes through them: a change of spec.pod (a new resource request, which a new
+// patch release rolls the same way: each pod is made again from the new template), on claims
+// each member restarted on its data, on emptyDir each replaced; and on claims a minor
+// downgrade 3.7 -> 3.6 through etcd's downgrade API and the upgrade back (each member
+// replaced). The node holds one patch release per minor, so the pod change stands for a
+// patch rollout.
+func benchRollouts(t *testing.T, f *framework.Framework, name, storage string) {
+	t.Helper()
+	writer := f.StartWriter(name)
+	writer.WaitAcked(20, time.Minute)
+	type rollout struct {
+		desc, patch, version string
+	}
+	steps := []rollout{{"pod change (cpu request)", `{"spec":{"pod":{"resources":{"requests":{"cpu":"60m","memory":"128Mi"}}}}}`, framework.Version37}}
+	if storage == "claims" {
+		steps = append(steps,
+			rollout{"downgrade 3.7 -> 3.6", fmt.Sprintf(`{"spec":{"version":%q}}`, framework.Version36), framework.Version36},
+			rollout{"upgrade 3.6 -> 3.7", fmt.Sprintf(`{"spec":{"version":%q}}`, framework.Version37), framework.Version37})
+	}
+	for _, r := range steps {
+		before, err := writer.Progress()
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		f.Patch("etcdcluster/"+name, r.patch)
+		// When each member was first seen done: its pod current, ready, voting, on the version.
+		done := map[string]time.Duration{}
+		watchCluster(t, f, name, func(c *framework.EtcdCluster) (bool, error) {
+			if c.Status.ObservedGeneration != c.Metadata.Generation {
+				return false, fmt.Errorf("status at generation %d", c.Status.ObservedGeneration)
+			}
+			for _, m := range c.Status.Members {
+				if _, seen := done[m.Name]; !seen && m.PodCurrent && m.Ready && !m.Learner && m.Version == r.version {
+					done[m.Name] = time.Since(start)
+				}
+			}
+			if len(done) < 3 || c.SettledFor(time.Now()) == 0 {
+				return false, fmt.Errorf("%d of 3 members done, phase %s", len(done), c.Status.Phase)
+			}
+			return c.InSpec(3)
+		})
+		total := time.Since(start)
+		var times []time.Duration
+		for _, d := range done {
+			times = append(times, d)
+		}
+		sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
+		slowest := times[0]
+		for i := 1; i < len(times); i++ {
+			slowest = max(slowest, times[i]-times[i-1])
+		}
+		after, err := writer.Progress()
+		if err != nil {
+			t.Fatal(err)
+		}
+		prefix := fmt.Sprintf("operator: rollout, %s (%s)", r.desc, storage)
+		figure(t, prefix+" -> all current, Available", total.Seconds(), "s")
+		figure(t, prefix+", slowest member", slowest.Seconds(), "s")
+		figure(t, prefix+", puts acknowledged", float64(len(after.Acked)-len(before.Acked)), "puts")
+		figure(t, prefix+", puts not acknowledged", float64(after.Failed-before.Failed), "puts")
+	}
+	writer.StopAndVerify(name + "-0")
 }
 
 // benchMemory measures the operator's memory with three more clusters running.
