@@ -19,6 +19,10 @@ import (
 // off by at most one kubectl round trip.
 const benchPoll = 100 * time.Millisecond
 
+// dnsTTL is how long cluster DNS (CoreDNS, kubeadm's and kind's configuration) may answer a
+// name with an address it looked up before.
+const dnsTTL = 30 * time.Second
+
 // slowApply is an apply -> Available(3) time far enough off the usual 9-10 s that the bench
 // dumps the namespace, member logs included, before it is deleted.
 const slowApply = 20 * time.Second
@@ -233,6 +237,16 @@ func benchRollouts(t *testing.T, f *framework.Framework, name, storage string) {
 			rollout{"upgrade 3.6 -> 3.7", fmt.Sprintf(`{"spec":{"version":%q}}`, framework.Version37), framework.Version37})
 	}
 	for _, r := range steps {
+		// A settled cluster, for as long as cluster DNS may keep a member's previous address
+		// (CoreDNS's 30 s TTL): right after a repair or a rollout, a member that dials a
+		// peer whose pod was made again may wait on its old address (see figures.md).
+		waitFast(t, "cluster settled for the DNS TTL", 2*time.Minute, func() (bool, error) {
+			c, err := f.GetEtcdCluster(name)
+			if err != nil {
+				return false, err
+			}
+			return c.SettledFor(time.Now()) >= dnsTTL, nil
+		})
 		before, err := writer.Progress()
 		if err != nil {
 			t.Fatal(err)
