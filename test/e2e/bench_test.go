@@ -240,7 +240,7 @@ func benchRollouts(t *testing.T, f *framework.Framework, name, storage string) {
 		// A settled cluster, for as long as cluster DNS may keep a member's previous address
 		// (CoreDNS's 30 s TTL): right after a repair or a rollout, a member that dials a
 		// peer whose pod was made again may wait on its old address (see figures.md).
-		waitFast(t, "cluster settled for the DNS TTL", 2*time.Minute, func() (bool, error) {
+		f.Eventually("cluster settled for the DNS TTL", 2*time.Minute, func() (bool, error) {
 			c, err := f.GetEtcdCluster(name)
 			if err != nil {
 				return false, err
