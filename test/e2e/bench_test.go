@@ -75,6 +75,15 @@ func TestBenchFigures(t *testing.T) {
 
 	t.Run("floor", func(t *testing.T) {
 		f := framework.New(t)
+		// What a claim on the default StorageClass costs one pod by itself: the part of an
+		// apply with claims that no operator can take off (the seed waits for its volume).
+		for _, claim := range []bool{false, true} {
+			start := time.Now()
+			f.Apply(floorPod(claim))
+			name := floorPodName(claim)
+			f.MustNS("wait", "--for=condition=Ready", "pod/"+name, "--timeout=3m")
+			figure(t, "floor: one pod, "+map[bool]string{false: "no volume", true: "a claim"}[claim]+" -> Ready", time.Since(start).Seconds(), "s")
+		}
 		start := time.Now()
 		f.Apply(etcdStatefulSet)
 		healthy := func() (bool, error) { return f.EtcdHealthy("etcd-0", 3) }
@@ -129,6 +138,27 @@ func TestBenchFigures(t *testing.T) {
 		}
 	}
 	benchMemory(t)
+}
+
+func floorPodName(claim bool) string {
+	if claim {
+		return "floor-claim"
+	}
+	return "floor-plain"
+}
+
+// floorPod is a pod that is Ready once it runs, with or without a claim on the default
+// StorageClass.
+func floorPod(claim bool) string {
+	name := floorPodName(claim)
+	volume, mount, pvc := "", "", ""
+	if claim {
+		pvc = fmt.Sprintf("apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: %s\nspec:\n  accessModes: [ReadWriteOnce]\n  resources: {requests: {storage: 1Gi}}\n---\n", name)
+		volume = fmt.Sprintf("  volumes: [{name: data, persistentVolumeClaim: {claimName: %s}}]\n", name)
+		mount = "    volumeMounts: [{name: data, mountPath: /data}]\n"
+	}
+	return pvc + fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata:\n  name: %s\nspec:\n  terminationGracePeriodSeconds: 0\n  containers:\n  - name: c\n    image: %s\n    command: [sh, -c, 'exec sleep 3600']\n%s%s",
+		name, framework.WriterImage, mount, volume)
 }
 
 // benchRepairs measures scaling and the repairs after lost member pods on a running cluster
