@@ -140,6 +140,21 @@ func TestBenchFigures(t *testing.T) {
 	benchMemory(t)
 }
 
+// waitSettled waits until the cluster has been settled for as long as cluster DNS may keep a
+// member's previous address (CoreDNS's 30 s TTL): right after a repair or a rollout, a
+// member that dials a peer whose pod was made again may wait on its old address (see
+// figures.md). The repair and rollout figures are of a settled cluster.
+func waitSettled(t *testing.T, f *framework.Framework, name string) {
+	t.Helper()
+	f.Eventually("cluster settled for the DNS TTL", 2*time.Minute, func() (bool, error) {
+		c, err := f.GetEtcdCluster(name)
+		if err != nil {
+			return false, err
+		}
+		return c.SettledFor(time.Now()) >= dnsTTL, nil
+	})
+}
+
 func floorPodName(claim bool) string {
 	if claim {
 		return "floor-claim"
@@ -176,6 +191,7 @@ func benchRepairs(t *testing.T, f *framework.Framework, name, storage string) {
 			ids[m.Name] = m.ID
 		}
 		for _, pods := range [][]string{{"pod/" + name + "-1"}, {"pod/" + name + "-0", "pod/" + name + "-1", "pod/" + name + "-2"}} {
+			waitSettled(t, f, name)
 			start := time.Now()
 			f.MustNS(append([]string{"delete", "--wait=false"}, pods...)...)
 			// Settled again since the deletion (its transition time has a resolution of a
@@ -267,16 +283,7 @@ func benchRollouts(t *testing.T, f *framework.Framework, name, storage string) {
 			rollout{"upgrade 3.6 -> 3.7", fmt.Sprintf(`{"spec":{"version":%q}}`, framework.Version37), framework.Version37})
 	}
 	for _, r := range steps {
-		// A settled cluster, for as long as cluster DNS may keep a member's previous address
-		// (CoreDNS's 30 s TTL): right after a repair or a rollout, a member that dials a
-		// peer whose pod was made again may wait on its old address (see figures.md).
-		f.Eventually("cluster settled for the DNS TTL", 2*time.Minute, func() (bool, error) {
-			c, err := f.GetEtcdCluster(name)
-			if err != nil {
-				return false, err
-			}
-			return c.SettledFor(time.Now()) >= dnsTTL, nil
-		})
+		waitSettled(t, f, name)
 		before, err := writer.Progress()
 		if err != nil {
 			t.Fatal(err)
