@@ -209,6 +209,11 @@ func degraded(s State, d Decision, specVersion, running string) condition {
 		return condition{metav1.ConditionTrue, api.ReasonPodCannotStart, stuckPodsMessage(s)}
 	case stuckTerminatingMessage(s) != "":
 		return condition{metav1.ConditionTrue, api.ReasonPodStuckTerminating, stuckTerminatingMessage(s)}
+	case s.MembersKnown && healthy < voting && rolling(d.Progress) && healthy >= quorum(voting):
+		// Members the rollout restarts are down on purpose, one at a time; one that does not
+		// come back within its bound blocks the rollout (RolloutStuck), above.
+		return condition{metav1.ConditionFalse, api.ReasonAsExpected,
+			fmt.Sprintf("%d of %d voting members restart for the rollout: %s", voting-healthy, voting, unhealthyMembers(s))}
 	case s.MembersKnown && healthy < voting:
 		return condition{metav1.ConditionTrue, api.ReasonMembersUnhealthy,
 			fmt.Sprintf("%d of %d voting members are unhealthy: %s", voting-healthy, voting, unhealthyMembers(s))}

@@ -71,6 +71,16 @@ func TestComputeStatus(t *testing.T) {
 			ready:   2,
 		},
 		{
+			// Past its bound the planner blocks the rollout (RolloutStuck), which is Degraded.
+			name:      "one member restarting for a rollout: expected, not degraded",
+			state:     State{Size: 3, Bootstrapped: true, MembersKnown: true, Members: []MemberView{leader(0), voter(1), sick(voter(2))}},
+			d:         Decision{Progress: api.ReasonUpgrading, Message: "waiting for member c-2 before the next one is rolled"},
+			available: true, progressing: true, degraded: false,
+			reasons: conds{api.ReasonQuorumHealthy, api.ReasonUpgrading, api.ReasonAsExpected},
+			phase:   api.PhaseRollingOut,
+			ready:   2,
+		},
+		{
 			name:     "quorum lost",
 			state:    State{Size: 3, Bootstrapped: true, MembersKnown: true, Members: []MemberView{voter(0), sick(voter(1)), sick(voter(2))}},
 			d:        Plan(State{Name: "c", Size: 3, Bootstrapped: true, MembersKnown: true, Members: []MemberView{voter(0), sick(voter(1)), sick(voter(2))}}),
