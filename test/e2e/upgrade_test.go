@@ -5,7 +5,6 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -16,16 +15,6 @@ import (
 
 // rolloutTimeout bounds a whole rollout of a size-3 cluster, image pulls included.
 const rolloutTimeout = 6 * time.Minute
-
-// requireRolloutSuite skips the rollout tests unless make e2e-rollout runs them: each rolls
-// three members, some twice, under a writer, which on this project's 2-core machines takes
-// longer than make test's budget holds beside the rest of the suite.
-func requireRolloutSuite(t *testing.T) {
-	t.Helper()
-	if os.Getenv("E2E_ROLLOUT") == "" {
-		t.Skip("a rollout test: run with make e2e-rollout")
-	}
-}
 
 // versionedCluster is an EtcdCluster of three members at version, on claims or on emptyDir.
 func versionedCluster(name, version string, claims bool) string {
@@ -125,7 +114,6 @@ func startVersioned(t *testing.T, name, version string, claims bool) (*framework
 // member restarts in place (same member IDs), to 3.7 each is replaced; quorum is never lost,
 // nothing acknowledged is lost.
 func TestUpgradeWithClaims(t *testing.T) {
-	requireRolloutSuite(t)
 	t.Parallel()
 	const name = "upclaims"
 	f, writer := startVersioned(t, name, framework.Version35, true)
@@ -153,7 +141,6 @@ func TestUpgradeWithClaims(t *testing.T) {
 // TestUpgradeOnEmptyDir: 3.6 -> 3.7 on emptyDir: each member is replaced (new member IDs),
 // quorum is never lost, nothing acknowledged is lost.
 func TestUpgradeOnEmptyDir(t *testing.T) {
-	requireRolloutSuite(t)
 	t.Parallel()
 	const name = "upempty"
 	f, writer := startVersioned(t, name, framework.Version36, false)
@@ -189,7 +176,6 @@ func TestUpgradeOnEmptyDir(t *testing.T) {
 // IDs) on 3.6, and etcd ends the downgrade with the storage version lowered. Quorum is never
 // lost, nothing acknowledged is lost.
 func TestDowngrade(t *testing.T) {
-	requireRolloutSuite(t)
 	t.Parallel()
 	const name = "down"
 	f, writer := startVersioned(t, name, framework.Version37, true)
@@ -288,7 +274,6 @@ func TestRefusedSkip(t *testing.T) {
 // its first member, reported; no other member is touched; setting the version back rolls that
 // member back.
 func TestUnpullableVersionRolledBack(t *testing.T) {
-	requireRolloutSuite(t)
 	t.Parallel()
 	const name = "unpullable"
 	f, writer := startVersioned(t, name, framework.Version36, true)
@@ -318,7 +303,6 @@ func TestUnpullableVersionRolledBack(t *testing.T) {
 // TestPodChangeRolled: a label is patched onto the pods in place; a resource request rolls the
 // members one at a time, on their data.
 func TestPodChangeRolled(t *testing.T) {
-	requireRolloutSuite(t)
 	t.Parallel()
 	const name = "podchange"
 	f, writer := startVersioned(t, name, framework.Version36, true)
@@ -348,7 +332,6 @@ func TestPodChangeRolled(t *testing.T) {
 // TestOperatorKilledMidRollout: the operator is killed once the first member is upgraded; the
 // new operator finishes the rollout from what the pods and etcd say.
 func TestOperatorKilledMidRollout(t *testing.T) {
-	requireRolloutSuite(t)
 	t.Parallel()
 	const name = "killed"
 	f, writer := startVersioned(t, name, framework.Version36, true)
