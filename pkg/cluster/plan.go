@@ -61,7 +61,8 @@ import (
 //     While a pod or a learner starts, the pod of the member after it is created too (one
 //     pod ahead at most), so that pod starts meanwhile. A pod that cannot be scheduled or
 //     started (stuck.go) is never added as a learner, and neither it nor an old pod that does
-//     not go holds back the other ordinals.
+//     not go holds back the other ordinals. Nothing joins while etcd's downgrade is enabled
+//     (etcd refuses any joining member then): rule 8 finishes or cancels it first.
 //  8. Rollout (plan_rollout.go), once the cluster is otherwise whole: labels and annotations
 //     from spec.pod are patched in place first. Then one out-of-date member at a time (its
 //     pod built from an earlier version or template), a member that is down first, else the
@@ -309,8 +310,10 @@ func plan(s State) Decision {
 		return d
 	}
 
-	// Rule 7: scale up or re-add, lowest missing ordinal first.
-	if d := planGrow(s, members); d.Action != nil || d.Progress != "" || d.Blocked != "" {
+	// Rule 7: scale up or re-add, lowest missing ordinal first. Not while etcd's downgrade is
+	// enabled: etcd lets no member join then (plan_downgrade.go), so the downgrade (rule 8)
+	// finishes, or is cancelled, first.
+	if d := planGrow(s, members); s.DowngradeTarget == "" && (d.Action != nil || d.Progress != "" || d.Blocked != "") {
 		return d
 	}
 	// Rule 8: roll out-of-date member pods, one member at a time.

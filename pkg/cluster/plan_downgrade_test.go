@@ -38,7 +38,16 @@ func TestPlanDowngrade(t *testing.T) {
 	backUp := pods(rolled(0, newer, false, hour), rolled(1, newer, false, hour), rolled(2, older, true, hour))
 	withSick := []MemberView{leader(0), voter(1), sick(voter(2))}
 
+	scaledUp := state(older, true, all, toOlder, enabled)
+	scaledUp.Size = 4
+
 	runPlanCases(t, []planCase{
+		{
+			name:     "a scale-up waits for the downgrade: etcd lets no member join while it is enabled",
+			state:    scaledUp,
+			want:     &Action{Kind: ActionRollMember, Ordinal: 2, MemberID: 102},
+			progress: api.ReasonDowngrading,
+		},
 		{
 			name:     "a minor downgrade on claims starts with etcd's downgrade enabled; the pods keep the newer version until then",
 			state:    state(older, true, all, onNewer, notYet),
