@@ -74,7 +74,7 @@ func (c answeringClient) DowngradeEnable(context.Context, string) error {
 	return c.call("DowngradeEnable")
 }
 func (c answeringClient) DowngradeCancel(context.Context) error { return c.call("DowngradeCancel") }
-func (c answeringClient) Close() error { return nil }
+func (c answeringClient) Close() error                          { return nil }
 
 // etcdAnswer wraps a sentinel the way etcdutil returns etcd's errors: wrapped, with etcd's
 // own message.

@@ -119,7 +119,9 @@ func (c fakeEtcdClient) DowngradeValidate(context.Context, string) error {
 func (c fakeEtcdClient) DowngradeEnable(context.Context, string) error {
 	return c.unexpected("DowngradeEnable")
 }
-func (c fakeEtcdClient) DowngradeCancel(context.Context) error { return c.unexpected("DowngradeCancel") }
+func (c fakeEtcdClient) DowngradeCancel(context.Context) error {
+	return c.unexpected("DowngradeCancel")
+}
 func (c fakeEtcdClient) Close() error { return nil }
 
 func (c fakeEtcdClient) unexpected(call string) error {

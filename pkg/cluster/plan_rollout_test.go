@@ -186,4 +186,3 @@ func TestPlanRollout(t *testing.T) {
 		},
 	})
 }
-
