@@ -138,9 +138,8 @@ func (r *Reconciler) lookForeign(ctx context.Context, c *api.EtcdCluster, o *obs
 }
 
 // nextOrdinals are the ordinals without a pod in the cache that a pass may act on next: the
-// members status last listed (a member whose pod seems gone is replaced or removed), and the
-// two lowest below spec.size (the next pod made, and the one made ahead of it). Asking only
-// for those keeps a growing cluster's passes from asking the API for every missing pod.
+// members status last listed (a member whose pod seems gone is replaced or removed), and
+// those below spec.size (the next pod made, and the ones made ahead of it).
 func (o *observation) nextOrdinals() []int {
 	c := o.cluster
 	seen := map[int]bool{}
@@ -156,11 +155,8 @@ func (o *observation) nextOrdinals() []int {
 			add(ord)
 		}
 	}
-	for ord, n := 0, 0; ord < int(c.Spec.Size) && n < 2; ord++ {
-		if _, ok := o.pods[ord]; !ok {
-			add(ord)
-			n++
-		}
+	for ord := 0; ord < int(c.Spec.Size); ord++ {
+		add(ord)
 	}
 	return out
 }

@@ -58,8 +58,8 @@ import (
 //     a removed member's data is replaced first. Its pod is created
 //     first and member-init holds its etcd back; the member is registered as a learner
 //     only once cluster DNS serves the pod's name, so no peer ever caches a negative answer.
-//     While a pod or a learner starts, the pod of the member after it is created too (one
-//     pod ahead at most), so that pod starts meanwhile. A pod that cannot be scheduled or
+//     While a pod or a learner starts, the pods of the members after it are created too,
+//     one per pass, so that they start (and their claims are provisioned) meanwhile. A pod that cannot be scheduled or
 //     started (stuck.go) is never added as a learner, and neither it nor an old pod that does
 //     not go holds back the other ordinals. Nothing joins while etcd's downgrade is enabled
 //     (etcd refuses any joining member then): rule 8 finishes or cancels it first.

@@ -14,30 +14,37 @@ import (
 // Rule 7 of the planner (see plan.go): grow toward spec.size one member at a time, lowest
 // missing ordinal first, with the pod of the next member made ahead while one starts.
 
-// podAhead creates, ahead of time, the pod of the member to be added after the members
-// `members` (the lowest ordinal from `from` on that is not one of them), while a member before
-// it is still starting: the pod is scheduled, gets its IP and its DNS record in the meantime,
-// and member-init holds its etcd back until the member is registered. Nothing if that ordinal
-// already has a pod: at most one pod is made ahead. No membership changes: the member is
-// still added only once the one before it is promoted. The pod's member-init asks the members
-// by name, and dials them only once cluster DNS serves their names, so their records need
-// not be published yet: an early lookup cannot cache a negative answer.
+// podAhead creates, ahead of time, the pods of the members to be added after the members
+// `members` (every ordinal from `from` on, below spec.size, that is not one of them), while a
+// member before them is still starting: each is scheduled, gets its volume provisioned, its IP
+// and its DNS record in the meantime, and member-init holds its etcd back until the member is
+// registered. Each pod's initial cluster counts the ordinals before it as members, since they
+// are added in that order; a pod whose membership turns out otherwise is made again by
+// planGrow. One pod per pass, lowest ordinal first. No membership changes: a member is still
+// added only once the one before it is promoted. The pod's member-init asks the members by
+// name, and dials them only once cluster DNS serves their names, so their records need not be
+// published yet: an early lookup cannot cache a negative answer.
 func podAhead(s State, members []int, from int) (Decision, bool) {
+	want := slices.Clone(members)
 	for o := from; o < s.Size; o++ {
 		if slices.Contains(members, o) {
 			continue
 		}
-		if _, exists := s.Pods[o]; exists {
-			return Decision{}, false
+		want = append(want, o)
+		sort.Ints(want)
+		if p, exists := s.Pods[o]; exists {
+			if p.Terminating {
+				// The ordinals after it would be made for a membership that waits on it.
+				return Decision{}, false
+			}
+			continue
 		}
 		if d, ok := prepareClaim(s, o); ok {
 			// Replacing a claim ahead is fine; waiting for one is not worth saying here.
 			return d, d.Action != nil
 		}
-		want := append(slices.Clone(members), o)
-		sort.Ints(want)
 		return step(s, Action{Kind: ActionCreatePod, Ordinal: o, ClusterState: etcdutil.ClusterStateExisting,
-			InitialCluster: want}, reasonFor(s, o), "creating pod %s ahead of its member", o), true
+			InitialCluster: slices.Clone(want)}, reasonFor(s, o), "creating pod %s ahead of its member", o), true
 	}
 	return Decision{}, false
 }

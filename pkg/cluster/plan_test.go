@@ -92,8 +92,19 @@ func TestPlan(t *testing.T) {
 			progress: api.ReasonBootstrapping,
 		},
 		{
-			name:     "seed pod starting, second pod there: wait",
+			name:     "seed pod starting, second pod there: prepare the third",
 			state:    State{Size: 3, Pods: pods(seedPod(false), joining(1, false, 0, 1))},
+			want:     &Action{Kind: ActionCreatePod, Ordinal: 2, ClusterState: "existing", InitialCluster: []int{0, 1, 2}},
+			progress: api.ReasonBootstrapping,
+		},
+		{
+			name:     "seed pod starting, every pod there: wait",
+			state:    State{Size: 3, Pods: pods(seedPod(false), joining(1, false, 0, 1), joining(2, false, 0, 1, 2))},
+			progress: api.ReasonBootstrapping,
+		},
+		{
+			name:     "seed pod starting, the second pod going: prepare nothing after it",
+			state:    State{Size: 3, Pods: pods(seedPod(false), terminating(joining(1, false, 0, 1)))},
 			progress: api.ReasonBootstrapping,
 		},
 		{
@@ -138,8 +149,14 @@ func TestPlan(t *testing.T) {
 			progress: api.ReasonScalingUp,
 		},
 		{
-			name:     "grow by three: one pod ahead at most",
+			name:     "grow by three: every pod ahead, each counting the ones before it",
 			state:    State{Size: 4, MembersKnown: true, Members: []MemberView{leader(0)}, Pods: pods(running(0), joining(1, false, 0, 1), joining(2, false, 0, 1, 2))},
+			want:     &Action{Kind: ActionCreatePod, Ordinal: 3, ClusterState: "existing", InitialCluster: []int{0, 1, 2, 3}},
+			progress: api.ReasonScalingUp,
+		},
+		{
+			name:     "grow by three: every pod there, wait for the first",
+			state:    State{Size: 4, MembersKnown: true, Members: []MemberView{leader(0)}, Pods: pods(running(0), joining(1, false, 0, 1), joining(2, false, 0, 1, 2), joining(3, false, 0, 1, 2, 3))},
 			progress: api.ReasonScalingUp,
 		},
 		{

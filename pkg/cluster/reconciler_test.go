@@ -192,13 +192,16 @@ func TestSyncWritesStatusOnlyWhenChanged(t *testing.T) {
 		}
 		return len(updates), len(f.actions("create", "pods")) + len(f.actions("create", "services"))
 	}
-	// The first pass creates the second member's pod ahead of its member and says so.
+	// The first two passes create the other members' pods ahead of their members and say so.
 	if writes, creates := pass(); writes != 1 || creates != 1 {
 		t.Fatalf("first pass wrote status %d times and created %d objects, want 1 and 1 (the next pod)", writes, creates)
 	}
-	// The second says the seed is starting.
+	if writes, creates := pass(); writes != 1 || creates != 1 {
+		t.Fatalf("second pass wrote status %d times and created %d objects, want 1 and 1 (the last pod)", writes, creates)
+	}
+	// The third says the seed is starting.
 	if writes, creates := pass(); writes != 1 || creates != 0 {
-		t.Fatalf("second pass wrote status %d times and created %d objects, want 1 and 0", writes, creates)
+		t.Fatalf("third pass wrote status %d times and created %d objects, want 1 and 0", writes, creates)
 	}
 	if writes, creates := pass(); writes != 0 || creates != 0 {
 		t.Errorf("a pass with nothing changed wrote status %d times and created %d objects", writes, creates)
