@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
@@ -18,7 +19,8 @@ func (r *Reconciler) act(ctx context.Context, c *api.EtcdCluster, o *observation
 	switch a.Kind {
 	case ActionCreatePod:
 		res, err = r.control.CreatePod(ctx, c, member.Template{Ordinal: a.Ordinal, ClusterState: a.ClusterState,
-			InitialCluster: a.InitialCluster, Version: o.memberVersion(), MemberID: a.MemberID}, why)
+			InitialCluster: a.InitialCluster, Version: o.memberVersion(), MemberID: a.MemberID,
+			PeerURLs: o.headlessPeerURLs(a.InitialCluster)}, why)
 	case ActionDeletePod:
 		if p := o.pods[a.Ordinal]; p != nil {
 			res, err = r.control.DeletePod(ctx, c, p, why)
@@ -67,6 +69,40 @@ func (r *Reconciler) act(ctx context.Context, c *api.EtcdCluster, o *observation
 		return res.RetryIn, nil
 	}
 	return afterAction, nil
+}
+
+// headlessPeerURLs are the peer URLs, by ordinal, of those of the given members that were
+// added on the headless name, before the member Services: a pod made for them or with them
+// must name each member as etcd lists it. etcd's member list says; when no member answered,
+// the members' pods say what they were made with.
+func (o *observation) headlessPeerURLs(ordinals []int) map[int]string {
+	c := o.cluster
+	out := map[int]string{}
+	if o.membersKnown {
+		for _, m := range o.members {
+			if len(m.PeerURLs) != 1 {
+				continue
+			}
+			name, _ := member.NameFromPeerURL(m.PeerURLs[0])
+			ord, ok := member.Ordinal(c.Name, name)
+			if ok && slices.Contains(ordinals, ord) && m.PeerURLs[0] == member.HeadlessPeerURL(c.Name, c.Namespace, ord) {
+				out[ord] = m.PeerURLs[0]
+			}
+		}
+	} else {
+		for _, p := range o.pods {
+			t, _ := member.ReadTemplate(c.Name, p)
+			for ord, u := range t.PeerURLs {
+				if slices.Contains(ordinals, ord) && u == member.HeadlessPeerURL(c.Name, c.Namespace, ord) {
+					out[ord] = u
+				}
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 // memberVersion is the etcd version member pods are built with: spec.version, unless it is a

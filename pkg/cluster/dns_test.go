@@ -13,6 +13,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
@@ -148,22 +149,56 @@ func memberPod(c *api.EtcdCluster, ordinal int, ip string, phase corev1.PodPhase
 	return pod
 }
 
+// memberSlice is the EndpointSlice of the member Service of pod's member, routing to the pod.
+func memberSlice(c *api.EtcdCluster, pod *corev1.Pod) *discoveryv1.EndpointSlice {
+	return &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: pod.Name + "-abcde", Namespace: c.Namespace, Labels: map[string]string{
+			discoveryv1.LabelServiceName: pod.Name, member.LabelCluster: c.Name, member.LabelMember: pod.Name}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints: []discoveryv1.Endpoint{{
+			Addresses:  []string{pod.Status.PodIP},
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
+		}},
+	}
+}
+
 // growing is a cluster whose seed runs, with the second member's pod created, given its IP
-// and published in the EndpointSlice, its member-init waiting to be added.
+// and routed to by its member Service, its member-init waiting to be added.
 func growing(t *testing.T, joinerCreated time.Time) (*fixture, *fakeEtcd) {
 	c := newCluster(3)
 	c.Status.Size = 1
-	slice := &discoveryv1.EndpointSlice{
+	headless := &discoveryv1.EndpointSlice{
 		ObjectMeta: metav1.ObjectMeta{Name: "demo-abcde", Namespace: c.Namespace, Labels: map[string]string{
-			discoveryv1.LabelServiceName: member.PeerServiceName(c.Name)}},
+			discoveryv1.LabelServiceName: member.PeerServiceName(c.Name), member.LabelCluster: c.Name}},
 		AddressType: discoveryv1.AddressTypeIPv4,
 	}
-	seed := memberPod(c, 0, "10.244.0.9", corev1.PodRunning, time.Now().Add(-time.Minute), slice)
-	joiner := memberPod(c, 1, "10.244.0.10", corev1.PodRunning, joinerCreated, slice)
-	f := newFixture(t, c, seed, joiner, slice, member.PeerService(c), member.ClientService(c))
+	seed := memberPod(c, 0, "10.244.0.9", corev1.PodRunning, time.Now().Add(-time.Minute), headless)
+	joiner := memberPod(c, 1, "10.244.0.10", corev1.PodRunning, joinerCreated, headless)
+	f := newFixture(t, c, seed, joiner, headless, memberSlice(c, seed), memberSlice(c, joiner),
+		member.PeerService(c), member.ClientService(c), member.MemberService(c, 0), member.MemberService(c, 1), member.MemberService(c, 2))
 	etcd := newFakeEtcd(t, c, "10.244.0.9")
 	f.with(func(d *Deps) { d.Etcd = etcd })
 	return f, etcd
+}
+
+// A pod is published only by its own member Service: the headless Service's record, or
+// another member's Service, or an address of an earlier pod, does not count.
+func TestPublishedPods(t *testing.T) {
+	c := newCluster(3)
+	headless := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{
+		discoveryv1.LabelServiceName: member.PeerServiceName(c.Name)}}}
+	p0 := memberPod(c, 0, "10.0.0.1", corev1.PodRunning, time.Now(), headless)
+	p1 := memberPod(c, 1, "10.0.0.2", corev1.PodRunning, time.Now(), headless)
+	p2 := memberPod(c, 2, "10.0.0.3", corev1.PodRunning, time.Now(), headless)
+	stale := memberSlice(c, p1)
+	stale.Endpoints[0].Addresses = []string{"10.0.0.99"}
+	crossed := memberSlice(c, p0)
+	crossed.Labels[discoveryv1.LabelServiceName] = p2.Name
+	got := publishedPods([]*discoveryv1.EndpointSlice{headless, memberSlice(c, p0), stale, crossed},
+		map[int]*corev1.Pod{0: p0, 1: p1, 2: p2})
+	if !got["demo-0"] || got["demo-1"] || got["demo-2"] || len(got) != 1 {
+		t.Errorf("published %v, want demo-0 only", got)
+	}
 }
 
 // A member is added, which makes the leader dial it by name at once, only once cluster DNS
@@ -171,7 +206,7 @@ func growing(t *testing.T, joinerCreated time.Time) (*fixture, *fakeEtcd) {
 // have seen it yet. DNS is asked once per pod, not once per pass.
 func TestSyncWaitsForClusterDNS(t *testing.T) {
 	f, etcd := growing(t, time.Now())
-	dns := &fakeDNS{served: map[string]bool{"demo-0.demo.ns.svc": true}}
+	dns := &fakeDNS{served: map[string]bool{"demo-0.ns.svc": true}}
 	f.with(func(d *Deps) { d.DNS = dns })
 	ctx := context.Background()
 
@@ -186,7 +221,7 @@ func TestSyncWaitsForClusterDNS(t *testing.T) {
 	}
 
 	dns.mu.Lock()
-	dns.served["demo-1.demo.ns.svc"] = true
+	dns.served["demo-1.ns.svc"] = true
 	dns.mu.Unlock()
 	if _, err := f.r.Sync(ctx, "ns", "demo"); err != nil {
 		t.Fatalf("Sync: %v", err)
@@ -233,5 +268,75 @@ func TestSyncTrustsEndpointSliceAfterDNSTimeout(t *testing.T) {
 				t.Errorf("added the member = %v, want %v", got, tc.wantAdded)
 			}
 		})
+	}
+}
+
+// The member Services follow the members: one per ordinal below spec.size, or with a pod or
+// a member; the others go once etcd's member list is known, and a Service of a member name
+// that is not the cluster's is left alone.
+func TestSyncKeepsMemberServices(t *testing.T) {
+	c := newCluster(1)
+	c.Status.Size = 1
+	headless := &discoveryv1.EndpointSlice{}
+	seed := memberPod(c, 0, "10.244.0.9", corev1.PodRunning, time.Now().Add(-time.Minute), headless)
+	// Member 2 was removed and its pod is gone; ordinal 3 has a pod still going.
+	going := memberPod(c, 3, "10.244.0.12", corev1.PodRunning, time.Now().Add(-time.Minute), headless)
+	going.DeletionTimestamp = ptr.To(metav1.NewTime(time.Now()))
+	foreign := member.MemberService(c, 4)
+	foreign.OwnerReferences = nil
+	f := newFixture(t, c, seed, going, member.PeerService(c), member.ClientService(c),
+		member.MemberService(c, 1), member.MemberService(c, 2), member.MemberService(c, 3), foreign)
+	f.with(func(d *Deps) { d.Etcd = newFakeEtcd(t, c, "10.244.0.9") })
+	if _, err := f.r.Sync(context.Background(), "ns", "demo"); err != nil {
+		t.Fatalf("Sync: %v", err)
+	}
+	var created, deleted []string
+	for _, a := range f.actions("create", "services") {
+		created = append(created, a.(k8stesting.CreateAction).GetObject().(*corev1.Service).Name)
+	}
+	for _, a := range f.actions("delete", "services") {
+		deleted = append(deleted, a.(k8stesting.DeleteAction).GetName())
+	}
+	slices.Sort(deleted)
+	if !slices.Equal(created, []string{"demo-0"}) || !slices.Equal(deleted, []string{"demo-1", "demo-2"}) {
+		t.Errorf("created %v and deleted %v, want demo-0 created, demo-1 and demo-2 deleted", created, deleted)
+	}
+
+	// Nobody answers: nothing is deleted, whatever etcd might still list.
+	f2 := newFixture(t, c, seed, member.PeerService(c), member.ClientService(c), member.MemberService(c, 0), member.MemberService(c, 2))
+	f2.with(func(d *Deps) { d.Etcd = &fakeEtcd{t: t, status: map[string]etcdutil.Status{}} })
+	if _, err := f2.r.Sync(context.Background(), "ns", "demo"); err != nil {
+		t.Fatalf("Sync: %v", err)
+	}
+	if got := f2.actions("delete", "services"); len(got) != 0 {
+		t.Errorf("deleted %d services while no member answered", len(got))
+	}
+}
+
+// A pod made for a cluster whose members were added before the member Services names each
+// of them at the headless peer URL etcd lists, and itself at its own Service.
+func TestSyncNamesMembersAsEtcdLists(t *testing.T) {
+	f, etcd := growing(t, time.Now())
+	c, _ := f.cinf.Etcd().V1alpha1().EtcdClusters().Lister().EtcdClusters("ns").Get("demo")
+	etcd.members[0].PeerURLs = []string{member.HeadlessPeerURL(c.Name, c.Namespace, 0)}
+	// The first pass adds the second member (at its Service); while it starts, the next
+	// makes the third pod ahead.
+	for range 2 {
+		if _, err := f.r.Sync(context.Background(), "ns", "demo"); err != nil {
+			t.Fatalf("Sync: %v", err)
+		}
+	}
+	if got := etcd.learnersAdded(); len(got) != 1 || got[0] != member.PeerURL(c.Name, c.Namespace, 1) {
+		t.Fatalf("added %v, want demo-1 at its Service", got)
+	}
+	creates := f.actions("create", "pods")
+	if len(creates) != 1 {
+		t.Fatalf("created %d pods, want the third ahead", len(creates))
+	}
+	p := creates[0].(k8stesting.CreateAction).GetObject().(*corev1.Pod)
+	tmpl, _ := member.ReadTemplate(c.Name, p)
+	want := map[int]string{0: member.HeadlessPeerURL(c.Name, c.Namespace, 0)}
+	if p.Name != "demo-2" || len(tmpl.PeerURLs) != 1 || tmpl.PeerURLs[0] != want[0] {
+		t.Errorf("pod %s made with peer URLs %v, want %v (the others at their Services)", p.Name, tmpl.PeerURLs, want)
 	}
 }

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -37,9 +38,9 @@ type observation struct {
 	foreign []ForeignObject
 	// claimProblems are why unbound claims wait, by ordinal (see claimProblems).
 	claimProblems map[int]string
-	// published holds the pod names whose DNS record (hostname and current IP) is in the
-	// headless Service's EndpointSlices and, unless the operator cannot ask, which cluster
-	// DNS already answers for.
+	// published holds the pod names whose member Service routes to their current IP (the
+	// pod's address is in the Service's EndpointSlices) and, unless the operator cannot ask,
+	// whose Service's name cluster DNS already answers for.
 	published map[string]bool
 	// statuses are the answers of the members reached through their pod IPs, by ordinal.
 	statuses map[int]etcdutil.Status
@@ -93,7 +94,7 @@ func (r *Reconciler) observe(ctx context.Context, c *api.EtcdCluster) (*observat
 		return nil, err
 	}
 	eps, err := r.deps.EndpointSlices.EndpointSlices(c.Namespace).List(labels.SelectorFromSet(labels.Set{
-		discoveryv1.LabelServiceName: member.PeerServiceName(c.Name)}))
+		member.LabelCluster: c.Name}))
 	if err != nil {
 		return nil, fmt.Errorf("listing endpointslices: %w", err)
 	}
@@ -208,10 +209,10 @@ func memberStatuses(ctx context.Context, cli etcdutil.Client, endpoints map[int]
 	return out
 }
 
-// publishedPods reports which pods have a DNS record for their current IP: an endpoint with
-// the pod's hostname and address. A record left from an earlier pod of the same name does
-// not count.
-func publishedPods(slices []*discoveryv1.EndpointSlice, pods map[int]*corev1.Pod) map[string]bool {
+// publishedPods reports which pods their member Service routes to: an endpoint with the
+// pod's current address in an EndpointSlice of the Service of the pod's name. An address left
+// from an earlier pod of the same name does not count.
+func publishedPods(eps []*discoveryv1.EndpointSlice, pods map[int]*corev1.Pod) map[string]bool {
 	ips := map[string]string{}
 	for _, p := range pods {
 		if p.Status.PodIP != "" {
@@ -219,19 +220,18 @@ func publishedPods(slices []*discoveryv1.EndpointSlice, pods map[int]*corev1.Pod
 		}
 	}
 	out := map[string]bool{}
-	for _, s := range slices {
+	for _, s := range eps {
+		name := s.Labels[discoveryv1.LabelServiceName]
+		ip, ok := ips[name]
+		if !ok {
+			continue
+		}
 		for _, ep := range s.Endpoints {
-			if ep.Hostname == nil || (ep.Conditions.Ready != nil && !*ep.Conditions.Ready) {
+			if ep.Conditions.Ready != nil && !*ep.Conditions.Ready {
 				continue
 			}
-			ip, ok := ips[*ep.Hostname]
-			if !ok {
-				continue
-			}
-			for _, a := range ep.Addresses {
-				if a == ip {
-					out[*ep.Hostname] = true
-				}
+			if slices.Contains(ep.Addresses, ip) {
+				out[name] = true
 			}
 		}
 	}
@@ -332,7 +332,7 @@ func (o *observation) memberView(m etcdutil.Member) MemberView {
 	if len(m.PeerURLs) == 1 {
 		if name, ok := member.NameFromPeerURL(m.PeerURLs[0]); ok {
 			if ord, ok := member.Ordinal(o.cluster.Name, name); ok &&
-				m.PeerURLs[0] == member.PeerURL(o.cluster.Name, o.cluster.Namespace, ord) {
+				member.IsPeerURL(o.cluster.Name, o.cluster.Namespace, ord, m.PeerURLs[0]) {
 				v.Ordinal = ord
 			}
 		}

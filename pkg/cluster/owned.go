@@ -3,6 +3,8 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 
@@ -11,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
@@ -36,6 +39,63 @@ func (r *Reconciler) ensureOwned(ctx context.Context, c *api.EtcdCluster) ([]For
 	r.ensureBudget(ctx, c, member.DisruptionBudget(c))
 	r.ensureNetworkPolicy(ctx, c)
 	return foreign, nil
+}
+
+// ensureMemberServices keeps a member Service (member.MemberService) for every ordinal below
+// spec.size and every ordinal that has a pod or a member, so that a member's address exists
+// before its pod does and outlives it; a Service of such a name that is not the cluster's is
+// reported, and the member it stands for is never added (its pod is never published). The
+// cluster's member Services of other ordinals are deleted, but only once etcd's member list
+// is known: a member that etcd still lists keeps its address until it is removed.
+func (r *Reconciler) ensureMemberServices(ctx context.Context, c *api.EtcdCluster, o *observation) error {
+	want := map[int]bool{}
+	for ord := 0; ord < int(c.Spec.Size); ord++ {
+		want[ord] = true
+	}
+	for ord := range o.pods {
+		want[ord] = true
+	}
+	for _, m := range o.members {
+		if len(m.PeerURLs) != 1 {
+			continue
+		}
+		name, _ := member.NameFromPeerURL(m.PeerURLs[0])
+		if ord, ok := member.Ordinal(c.Name, name); ok {
+			want[ord] = true
+		}
+	}
+	for _, ord := range slices.Sorted(maps.Keys(want)) {
+		f, err := r.ensureService(ctx, c, member.MemberService(c, ord))
+		if err != nil {
+			return err
+		}
+		if f != nil {
+			o.foreign = append(o.foreign, *f)
+		}
+	}
+	if !o.membersKnown {
+		return nil
+	}
+	have, err := r.deps.Services.Services(c.Namespace).List(labels.SelectorFromSet(labels.Set{member.LabelCluster: c.Name}))
+	if err != nil {
+		return fmt.Errorf("listing services: %w", err)
+	}
+	for _, svc := range have {
+		ord, ok := member.MemberServiceOrdinal(c.Name, svc)
+		if !ok || want[ord] || !metav1.IsControlledBy(svc, c) {
+			continue
+		}
+		err := r.deps.Kube.CoreV1().Services(c.Namespace).Delete(ctx, svc.Name, metav1.DeleteOptions{
+			Preconditions: &metav1.Preconditions{UID: &svc.UID}})
+		switch {
+		case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+		case err != nil:
+			return fmt.Errorf("deleting service %s: %w", svc.Name, err)
+		default:
+			r.log(c).WithField("service", svc.Name).Info("deleted the service of a member no longer wanted")
+		}
+	}
+	return nil
 }
 
 // ensureService creates or repairs one of the cluster's Services; a Service of that name that

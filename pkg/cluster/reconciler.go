@@ -143,6 +143,11 @@ func (r *Reconciler) Sync(ctx context.Context, namespace, name string) (time.Dur
 	if err != nil {
 		return 0, err
 	}
+	if !c.Spec.Paused {
+		if err := r.ensureMemberServices(ctx, c, obs); err != nil {
+			return 0, err
+		}
+	}
 	obs.foreign = append(obs.foreign, foreign...)
 	r.reportForeign(c, obs.foreign)
 	if !c.Spec.Paused {

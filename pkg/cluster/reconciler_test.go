@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -132,9 +133,13 @@ func TestSyncBootstrapsSeed(t *testing.T) {
 	if _, err := f.r.Sync(context.Background(), "ns", "demo"); err != nil {
 		t.Fatalf("Sync: %v", err)
 	}
-	svcs := f.actions("create", "services")
-	if len(svcs) != 2 {
-		t.Fatalf("created %d services, want 2 (peer and client)", len(svcs))
+	var names []string
+	for _, a := range f.actions("create", "services") {
+		names = append(names, a.(k8stesting.CreateAction).GetObject().(*corev1.Service).Name)
+	}
+	// Every member's address exists before its pod: the member Services come first.
+	if !slices.Equal(names, []string{"demo", "demo-client", "demo-0", "demo-1", "demo-2"}) {
+		t.Fatalf("created services %v, want peer, client and one per member", names)
 	}
 	creates := f.actions("create", "pods")
 	if len(creates) != 1 {
@@ -165,15 +170,16 @@ func TestSyncBootstrapsSeed(t *testing.T) {
 	if n := len(f.actions("create", "poddisruptionbudgets")); n != 1 {
 		t.Errorf("created %d disruption budgets, want 1", n)
 	}
-	if n := len(f.recorder.Events); n != 4 {
-		t.Errorf("recorded %d events, want 4 (two services, the budget, one pod)", n)
+	if n := len(f.recorder.Events); n != 7 {
+		t.Errorf("recorded %d events, want 7 (five services, the budget, one pod)", n)
 	}
 }
 
 func TestSyncWritesStatusOnlyWhenChanged(t *testing.T) {
 	c := newCluster(3)
 	seed := member.Pod(c, member.Template{Ordinal: 0, ClusterState: etcdutil.ClusterStateNew, InitialCluster: []int{0}}, "x")
-	f := newFixture(t, c, seed, member.PeerService(c), member.ClientService(c))
+	f := newFixture(t, c, seed, member.PeerService(c), member.ClientService(c),
+		member.MemberService(c, 0), member.MemberService(c, 1), member.MemberService(c, 2))
 	// pass runs a pass and feeds what it wrote back into the caches, as the informers would;
 	// it returns the number of status writes and of objects created.
 	pass := func() (statusWrites, creates int) {

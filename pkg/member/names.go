@@ -5,6 +5,8 @@ package member
 
 import (
 	"fmt"
+	"net"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -78,19 +80,49 @@ func Ordinal(cluster, member string) (ordinal int, ok bool) {
 	return n, true
 }
 
-// MemberHost is the member's stable DNS name through the headless Service.
+// MemberServiceName is the member's own Service: a virtual IP in front of whichever pod the
+// member has, which keeps the member's address when its pod is made again.
+func MemberServiceName(cluster string, ordinal int) string { return Name(cluster, ordinal) }
+
+// Host is the member's stable DNS name: its own Service's. Cluster DNS answers it with the
+// same address for the Service's life, so a peer never meets a stale or negative answer for
+// a member whose pod was made again (it would keep either for up to CoreDNS's 30 s TTL).
 func Host(cluster, namespace string, ordinal int) string {
+	return fmt.Sprintf("%s.%s.svc", MemberServiceName(cluster, ordinal), namespace)
+}
+
+// HeadlessHost is the member's name through the headless Service: the pod's own record.
+// Members added before the member Services keep it in their peer URL.
+func HeadlessHost(cluster, namespace string, ordinal int) string {
 	return fmt.Sprintf("%s.%s.%s.svc", Name(cluster, ordinal), PeerServiceName(cluster), namespace)
 }
 
-// PeerURL is the URL other members dial to reach the member.
+// PeerURL is the URL other members dial to reach a member the operator adds.
 func PeerURL(cluster, namespace string, ordinal int) string {
 	return fmt.Sprintf("http://%s:%d", Host(cluster, namespace, ordinal), PeerPort)
 }
 
-// ClientURL is the URL the member advertises to clients.
-func ClientURL(cluster, namespace string, ordinal int) string {
-	return fmt.Sprintf("http://%s:%d", Host(cluster, namespace, ordinal), ClientPort)
+// HeadlessPeerURL is the peer URL of a member added before the member Services.
+func HeadlessPeerURL(cluster, namespace string, ordinal int) string {
+	return fmt.Sprintf("http://%s:%d", HeadlessHost(cluster, namespace, ordinal), PeerPort)
+}
+
+// IsPeerURL reports whether u is a peer URL the operator gives the member: PeerURL, or the
+// HeadlessPeerURL of a member added before the member Services.
+func IsPeerURL(cluster, namespace string, ordinal int, u string) bool {
+	return u == PeerURL(cluster, namespace, ordinal) || u == HeadlessPeerURL(cluster, namespace, ordinal)
+}
+
+// ClientURLOf is the client URL on the host of a member's peer URL: a member reached by its
+// own Service for peers is reached by it for clients too, and one on the headless name keeps
+// that.
+func ClientURLOf(peerURL string) string {
+	u, err := url.Parse(peerURL)
+	if err != nil {
+		return peerURL
+	}
+	u.Host = net.JoinHostPort(u.Hostname(), strconv.Itoa(int(ClientPort)))
+	return u.String()
 }
 
 // ServiceClientURL is the URL of the client Service.

@@ -72,6 +72,10 @@ type Template struct {
 	// AnnotationMemberID, from which member-init learns that the member's data dir must not
 	// be empty.
 	MemberID uint64
+	// PeerURLs are the peer URLs etcd lists for members of InitialCluster (by ordinal) that
+	// are not PeerURL: members added before the member Services, on the headless name. Every
+	// other member (and every member the operator adds from now on) is at PeerURL.
+	PeerURLs map[int]string
 	// ForceNewCluster starts etcd with --force-new-cluster: the member, on its own data,
 	// becomes a cluster of one, every other member dropped from its membership. Only for the
 	// one survivor of a quorum lost for good, and only until it has started so: a restart
@@ -240,20 +244,28 @@ func etcdContainer(c *api.EtcdCluster, t Template, policy *api.PodPolicy, versio
 	}
 }
 
+// peerURL is the peer URL of the member with the given ordinal, as the template knows it.
+func (t Template) peerURL(c *api.EtcdCluster, ordinal int) string {
+	if u, ok := t.PeerURLs[ordinal]; ok {
+		return u
+	}
+	return PeerURL(c.Name, c.Namespace, ordinal)
+}
+
 // etcdArgs are the flags of the member's etcd.
 func etcdArgs(c *api.EtcdCluster, t Template) []string {
-	ns := c.Namespace
 	initial := make([]string, 0, len(t.InitialCluster))
 	for _, o := range t.InitialCluster {
-		initial = append(initial, Name(c.Name, o)+"="+PeerURL(c.Name, ns, o))
+		initial = append(initial, Name(c.Name, o)+"="+t.peerURL(c, o))
 	}
+	self := t.peerURL(c, t.Ordinal)
 	args := []string{
 		"--name=" + Name(c.Name, t.Ordinal),
 		"--data-dir=" + DataDir,
 		fmt.Sprintf("--listen-peer-urls=http://0.0.0.0:%d", PeerPort),
 		fmt.Sprintf("--listen-client-urls=http://0.0.0.0:%d", ClientPort),
-		"--advertise-client-urls=" + ClientURL(c.Name, ns, t.Ordinal),
-		"--initial-advertise-peer-urls=" + PeerURL(c.Name, ns, t.Ordinal),
+		"--advertise-client-urls=" + ClientURLOf(self),
+		"--initial-advertise-peer-urls=" + self,
 		initialClusterFlag + strings.Join(initial, ","),
 		"--initial-cluster-state=" + string(t.ClusterState),
 		"--initial-cluster-token=" + ClusterToken(c),
@@ -279,17 +291,16 @@ const forceNewClusterFlag = "--force-new-cluster"
 // t.InitialCluster, answers the liveness probe while it waits, and execs etcd when the member
 // is listed, or at once when the data dir already holds the member.
 func wrapInMemberInit(c *api.EtcdCluster, t Template, pod *corev1.Pod, initImage, livePath string) {
-	ns := c.Namespace
 	var endpoints []string
 	for _, o := range t.InitialCluster {
 		if o != t.Ordinal {
-			endpoints = append(endpoints, ClientURL(c.Name, ns, o))
+			endpoints = append(endpoints, ClientURLOf(t.peerURL(c, o)))
 		}
 	}
 	etcd := &pod.Spec.Containers[0]
 	wait := memberinit.Options{
 		DataDir:      DataDir,
-		PeerURL:      PeerURL(c.Name, ns, t.Ordinal),
+		PeerURL:      t.peerURL(c, t.Ordinal),
 		ClusterState: t.ClusterState,
 		Endpoints:    endpoints,
 		PollInterval: memberinit.DefaultPollInterval,
@@ -356,9 +367,17 @@ func ReadTemplate(cluster string, p *corev1.Pod) (t Template, ok bool) {
 				continue
 			}
 			for _, kv := range strings.Split(list, ",") {
-				name, _, _ := strings.Cut(kv, "=")
-				if o, ok := Ordinal(cluster, name); ok {
-					t.InitialCluster = append(t.InitialCluster, o)
+				name, u, _ := strings.Cut(kv, "=")
+				o, ok := Ordinal(cluster, name)
+				if !ok {
+					continue
+				}
+				t.InitialCluster = append(t.InitialCluster, o)
+				if u != PeerURL(cluster, p.Namespace, o) {
+					if t.PeerURLs == nil {
+						t.PeerURLs = map[int]string{}
+					}
+					t.PeerURLs[o] = u
 				}
 			}
 			slices.Sort(t.InitialCluster)

@@ -1,6 +1,7 @@
 package member
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -69,10 +70,10 @@ func TestPodJoining(t *testing.T) {
 	if err != nil {
 		t.Fatalf("member-init refuses the pod's arguments: %v", err)
 	}
-	if o.ClusterState != etcdutil.ClusterStateExisting || o.PeerURL != "http://demo-2.demo.prod.svc:2380" || o.DataDir != DataDir {
+	if o.ClusterState != etcdutil.ClusterStateExisting || o.PeerURL != "http://demo-2.prod.svc:2380" || o.DataDir != DataDir {
 		t.Errorf("member-init options %+v", o)
 	}
-	if !slices.Equal(o.Endpoints, []string{"http://demo-0.demo.prod.svc:2379", "http://demo-1.demo.prod.svc:2379"}) {
+	if !slices.Equal(o.Endpoints, []string{"http://demo-0.prod.svc:2379", "http://demo-1.prod.svc:2379"}) {
 		t.Errorf("member-init endpoints %v: the joining member asks the others, never itself", o.Endpoints)
 	}
 	if o.LivenessAddr != ":2379" || o.LivenessPath != etcd.LivenessProbe.HTTPGet.Path {
@@ -85,9 +86,9 @@ func TestPodJoining(t *testing.T) {
 	wantArgs := map[string]string{
 		"--name":                        "demo-2",
 		"--initial-cluster-state":       "existing",
-		"--initial-advertise-peer-urls": "http://demo-2.demo.prod.svc:2380",
-		"--advertise-client-urls":       "http://demo-2.demo.prod.svc:2379",
-		"--initial-cluster":             "demo-0=http://demo-0.demo.prod.svc:2380,demo-1=http://demo-1.demo.prod.svc:2380,demo-2=http://demo-2.demo.prod.svc:2380",
+		"--initial-advertise-peer-urls": "http://demo-2.prod.svc:2380",
+		"--advertise-client-urls":       "http://demo-2.prod.svc:2379",
+		"--initial-cluster":             "demo-0=http://demo-0.prod.svc:2380,demo-1=http://demo-1.prod.svc:2380,demo-2=http://demo-2.prod.svc:2380",
 		"--initial-cluster-token":       "demo-u1",
 	}
 	for flag, want := range wantArgs {
@@ -186,7 +187,7 @@ func TestPodSeedAndOldVersion(t *testing.T) {
 		t.Errorf("image %s: a leading v in spec.version must not double", etcd.Image)
 	}
 	argv := etcdArgv(etcd)
-	if got, _ := argValue(argv, "--initial-cluster"); got != "demo-0=http://demo-0.demo.prod.svc:2380" {
+	if got, _ := argValue(argv, "--initial-cluster"); got != "demo-0=http://demo-0.prod.svc:2380" {
 		t.Errorf("seed --initial-cluster = %q", got)
 	}
 	// The seed runs member-init too, which refuses to bootstrap again on an empty data dir
@@ -303,5 +304,106 @@ func TestServices(t *testing.T) {
 	}
 	if !ClusterSelector("demo").Matches(labels.Set(peer.Spec.Selector)) {
 		t.Errorf("selector %v does not match the cluster selector", peer.Spec.Selector)
+	}
+}
+
+// A pod names each member at the peer URL etcd lists for it: members added before the member
+// Services stay on their headless name, and a pod of such a member is made exactly as it was
+// before, so that it reads back the same and is not rolled for it.
+func TestPodOfMembersOnHeadlessNames(t *testing.T) {
+	c := testCluster()
+	headless := map[int]string{}
+	for o := range 3 {
+		headless[o] = HeadlessPeerURL(c.Name, c.Namespace, o)
+	}
+	// Every member on its headless name: the flags the operator gave such a pod before.
+	old := Pod(c, Template{Ordinal: 2, ClusterState: etcdutil.ClusterStateExisting, InitialCluster: []int{0, 1, 2}, PeerURLs: headless}, "op:1")
+	opts, err := memberinit.Parse(old.Spec.Containers[0].Args[1:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantArgs := map[string]string{
+		"--initial-advertise-peer-urls": "http://demo-2.demo.prod.svc:2380",
+		"--advertise-client-urls":       "http://demo-2.demo.prod.svc:2379",
+		"--initial-cluster":             "demo-0=http://demo-0.demo.prod.svc:2380,demo-1=http://demo-1.demo.prod.svc:2380,demo-2=http://demo-2.demo.prod.svc:2380",
+	}
+	for flag, want := range wantArgs {
+		if got, _ := argValue(opts.Exec[1:], flag); got != want {
+			t.Errorf("etcd %s = %q, want %q", flag, got, want)
+		}
+	}
+	if opts.PeerURL != "http://demo-2.demo.prod.svc:2380" ||
+		!slices.Equal(opts.Endpoints, []string{"http://demo-0.demo.prod.svc:2379", "http://demo-1.demo.prod.svc:2379"}) {
+		t.Errorf("member-init peer URL %s endpoints %v, want the headless names", opts.PeerURL, opts.Endpoints)
+	}
+	back, ok := ReadTemplate(c.Name, old)
+	if !ok || !maps.Equal(back.PeerURLs, headless) {
+		t.Errorf("read back peer URLs %v, want %v", back.PeerURLs, headless)
+	}
+	if !UpToDate(c, old, c.Spec.Version, "op:1") {
+		t.Error("a pod of members on their headless names is out of date: it would be rolled for nothing")
+	}
+
+	// A member added now, in a cluster whose others are on their headless names.
+	mixed := Pod(c, Template{Ordinal: 2, ClusterState: etcdutil.ClusterStateExisting, InitialCluster: []int{0, 1, 2},
+		PeerURLs: map[int]string{0: headless[0], 1: headless[1]}}, "op:1")
+	opts, err = memberinit.Parse(mixed.Spec.Containers[0].Args[1:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := argValue(opts.Exec[1:], "--initial-cluster"); got != "demo-0=http://demo-0.demo.prod.svc:2380,demo-1=http://demo-1.demo.prod.svc:2380,demo-2=http://demo-2.prod.svc:2380" {
+		t.Errorf("--initial-cluster = %q", got)
+	}
+	if got, _ := argValue(opts.Exec[1:], "--advertise-client-urls"); got != "http://demo-2.prod.svc:2379" || opts.PeerURL != "http://demo-2.prod.svc:2380" {
+		t.Errorf("advertised client URL %q, member-init peer URL %q: want the member's own Service", got, opts.PeerURL)
+	}
+	back, _ = ReadTemplate(c.Name, mixed)
+	if len(back.PeerURLs) != 2 || back.PeerURLs[2] != "" {
+		t.Errorf("read back peer URLs %v, want the two headless ones only", back.PeerURLs)
+	}
+	if !UpToDate(c, mixed, c.Spec.Version, "op:1") {
+		t.Error("a pod in a mixed cluster is out of date")
+	}
+}
+
+func TestMemberService(t *testing.T) {
+	c := testCluster()
+	s := MemberService(c, 1)
+	if s.Name != "demo-1" || s.Spec.Type != corev1.ServiceTypeClusterIP || s.Spec.ClusterIP != "" || !s.Spec.PublishNotReadyAddresses {
+		t.Errorf("member service %s type %s clusterIP %q publishNotReady %v: want a virtual IP that routes before the member is ready",
+			s.Name, s.Spec.Type, s.Spec.ClusterIP, s.Spec.PublishNotReadyAddresses)
+	}
+	p := Pod(c, Template{Ordinal: 1, ClusterState: etcdutil.ClusterStateExisting, InitialCluster: []int{0, 1}}, "op:1")
+	if !labels.SelectorFromSet(s.Spec.Selector).Matches(labels.Set(p.Labels)) {
+		t.Errorf("selector %v does not select the member's pod (labels %v)", s.Spec.Selector, p.Labels)
+	}
+	other := Pod(c, Template{Ordinal: 2, ClusterState: etcdutil.ClusterStateExisting, InitialCluster: []int{0, 1, 2}}, "op:1")
+	if labels.SelectorFromSet(s.Spec.Selector).Matches(labels.Set(other.Labels)) {
+		t.Errorf("selector %v selects another member's pod", s.Spec.Selector)
+	}
+	if o, ok := MemberServiceOrdinal(c.Name, s); !ok || o != 1 {
+		t.Errorf("MemberServiceOrdinal = %d, %v", o, ok)
+	}
+	for _, other := range []*corev1.Service{PeerService(c), ClientService(c)} {
+		if _, ok := MemberServiceOrdinal(c.Name, other); ok {
+			t.Errorf("%s taken for a member Service", other.Name)
+		}
+	}
+	if got := "http://" + Host(c.Name, c.Namespace, 1) + ":2380"; got != PeerURL(c.Name, c.Namespace, 1) {
+		t.Errorf("peer URL %s is not on the member Service's name %s", PeerURL(c.Name, c.Namespace, 1), got)
+	}
+	for _, u := range []string{PeerURL(c.Name, c.Namespace, 1), HeadlessPeerURL(c.Name, c.Namespace, 1)} {
+		if !IsPeerURL(c.Name, c.Namespace, 1, u) {
+			t.Errorf("IsPeerURL(%s) = false", u)
+		}
+		if name, ok := NameFromPeerURL(u); !ok || name != "demo-1" {
+			t.Errorf("NameFromPeerURL(%s) = %q", u, name)
+		}
+	}
+	if IsPeerURL(c.Name, c.Namespace, 1, "http://demo-1.other.svc:2380") || IsPeerURL(c.Name, c.Namespace, 2, PeerURL(c.Name, c.Namespace, 1)) {
+		t.Error("IsPeerURL accepts another namespace's or another member's URL")
+	}
+	if got := ClientURLOf("http://demo-1.prod.svc:2380"); got != "http://demo-1.prod.svc:2379" {
+		t.Errorf("ClientURLOf = %s", got)
 	}
 }

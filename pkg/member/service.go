@@ -26,6 +26,39 @@ func PeerService(c *api.EtcdCluster) *corev1.Service {
 	}
 }
 
+// MemberService is the member's own Service (MemberServiceName), whose name is the member's
+// Host: a virtual IP that routes to the member's pod, whichever pod that is, ready or not (a
+// member must be reachable by its peers while it is still joining). Peers dial a member
+// through it, so a pod made again is reached as soon as it has an address, with no DNS
+// answer to wait out.
+func MemberService(c *api.EtcdCluster, ordinal int) *corev1.Service {
+	meta := ownedMeta(c, MemberServiceName(c.Name, ordinal))
+	meta.Labels[LabelMember] = Name(c.Name, ordinal)
+	selector := selectorLabels(c.Name)
+	selector[LabelMember] = Name(c.Name, ordinal)
+	return &corev1.Service{
+		ObjectMeta: meta,
+		Spec: corev1.ServiceSpec{
+			Type:                     corev1.ServiceTypeClusterIP,
+			PublishNotReadyAddresses: true,
+			Selector:                 selector,
+			Ports: []corev1.ServicePort{
+				servicePort("client", ClientPort),
+				servicePort("peer", PeerPort),
+			},
+		},
+	}
+}
+
+// MemberServiceOrdinal is the ordinal of one of the cluster's member Services; ok is false
+// for any other Service.
+func MemberServiceOrdinal(cluster string, s *corev1.Service) (ordinal int, ok bool) {
+	if s.Labels[LabelMember] == "" || s.Labels[LabelMember] != s.Name {
+		return 0, false
+	}
+	return Ordinal(cluster, s.Name)
+}
+
 // ClientService is the Service clients use; it routes only to ready members.
 func ClientService(c *api.EtcdCluster) *corev1.Service {
 	return &corev1.Service{

@@ -26,6 +26,8 @@ func TestRBACInstalledIsLeastPrivilege(t *testing.T) {
 		{"watch", "pods", "", "yes"},
 		{"delete", "persistentvolumeclaims", "", "yes"},
 		{"update", "services", "", "yes"},
+		// delete: the Service of a member no longer wanted (scaled down).
+		{"delete", "services", "", "yes"},
 		{"create", "poddisruptionbudgets.policy", "", "yes"},
 		{"patch", "etcdclusters.etcd.operator.dev", "", "yes"},
 		{"update", "etcdclusters.etcd.operator.dev", "status", "yes"},
@@ -36,7 +38,6 @@ func TestRBACInstalledIsLeastPrivilege(t *testing.T) {
 		{"create", "leases.coordination.k8s.io", "", "yes"},
 
 		{"delete", "leases.coordination.k8s.io", "", "no"},
-		{"delete", "services", "", "no"},
 		{"patch", "services", "", "no"},
 		{"patch", "etcdclusters.etcd.operator.dev", "status", "no"},
 		{"update", "etcdclusters.etcd.operator.dev", "", "no"},

@@ -102,7 +102,9 @@ var failedLookup = regexp.MustCompile(`failed to resolve URL Host|no such host|s
 // report a failed DNS lookup of a member of cluster. Such a lookup is what makes cluster DNS
 // cache a "no such host" for 30 s: the operator orders its steps so that none happens.
 func (f *Framework) FailedLookups(cluster string, pods ...string) ([]string, error) {
-	suffix := "." + cluster + "." + f.Namespace + ".svc"
+	// A member's name: its own Service's, or its pod's through the headless Service.
+	name := regexp.MustCompile(regexp.QuoteMeta(cluster) + `-[0-9]+\.(` + regexp.QuoteMeta(cluster) + `\.)?` +
+		regexp.QuoteMeta(f.Namespace) + `\.svc`)
 	var out []string
 	for _, pod := range pods {
 		logs, err := f.NS("logs", pod, "--all-containers", "--prefix")
@@ -110,7 +112,7 @@ func (f *Framework) FailedLookups(cluster string, pods ...string) ([]string, err
 			return nil, err
 		}
 		for _, line := range strings.Split(logs, "\n") {
-			if failedLookup.MatchString(line) && strings.Contains(line, suffix) {
+			if failedLookup.MatchString(line) && name.MatchString(line) {
 				out = append(out, line)
 			}
 		}
