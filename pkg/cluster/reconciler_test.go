@@ -3,8 +3,8 @@ package cluster
 import (
 	"context"
 	"errors"
-	"strings"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
