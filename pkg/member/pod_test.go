@@ -41,6 +41,16 @@ func argValue(args []string, flag string) (string, bool) {
 	return "", false
 }
 
+// expectArgs checks the values etcd's flags have in args.
+func expectArgs(t *testing.T, args []string, want map[string]string) {
+	t.Helper()
+	for flag, w := range want {
+		if got, _ := argValue(args, flag); got != w {
+			t.Errorf("etcd %s = %q, want %q", flag, got, w)
+		}
+	}
+}
+
 func TestPodJoining(t *testing.T) {
 	c := testCluster()
 	p := Pod(c, Template{Ordinal: 2, ClusterState: etcdutil.ClusterStateExisting, InitialCluster: []int{0, 1, 2}}, "op:1")
@@ -83,19 +93,14 @@ func TestPodJoining(t *testing.T) {
 	if len(o.Exec) == 0 || o.Exec[0] != EtcdBinary {
 		t.Fatalf("member-init execs %v, want etcd", o.Exec)
 	}
-	wantArgs := map[string]string{
+	expectArgs(t, o.Exec[1:], map[string]string{
 		"--name":                        "demo-2",
 		"--initial-cluster-state":       "existing",
 		"--initial-advertise-peer-urls": "http://demo-2.prod.svc:2380",
 		"--advertise-client-urls":       "http://demo-2.prod.svc:2379",
 		"--initial-cluster":             "demo-0=http://demo-0.prod.svc:2380,demo-1=http://demo-1.prod.svc:2380,demo-2=http://demo-2.prod.svc:2380",
 		"--initial-cluster-token":       "demo-u1",
-	}
-	for flag, want := range wantArgs {
-		if got, _ := argValue(o.Exec[1:], flag); got != want {
-			t.Errorf("etcd %s = %q, want %q", flag, got, want)
-		}
-	}
+	})
 	var env []string
 	for _, e := range etcd.Env {
 		env = append(env, e.Name)
@@ -322,16 +327,11 @@ func TestPodOfMembersOnHeadlessNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantArgs := map[string]string{
+	expectArgs(t, opts.Exec[1:], map[string]string{
 		"--initial-advertise-peer-urls": "http://demo-2.demo.prod.svc:2380",
 		"--advertise-client-urls":       "http://demo-2.demo.prod.svc:2379",
 		"--initial-cluster":             "demo-0=http://demo-0.demo.prod.svc:2380,demo-1=http://demo-1.demo.prod.svc:2380,demo-2=http://demo-2.demo.prod.svc:2380",
-	}
-	for flag, want := range wantArgs {
-		if got, _ := argValue(opts.Exec[1:], flag); got != want {
-			t.Errorf("etcd %s = %q, want %q", flag, got, want)
-		}
-	}
+	})
 	if opts.PeerURL != "http://demo-2.demo.prod.svc:2380" ||
 		!slices.Equal(opts.Endpoints, []string{"http://demo-0.demo.prod.svc:2379", "http://demo-1.demo.prod.svc:2379"}) {
 		t.Errorf("member-init peer URL %s endpoints %v, want the headless names", opts.PeerURL, opts.Endpoints)
