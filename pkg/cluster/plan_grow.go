@@ -133,7 +133,7 @@ func planGrow(s State, members map[int]MemberView) Decision {
 			if d, ok := podAhead(s, want, o+1); ok {
 				return d
 			}
-			return waiting(s, reasonFor(s, o), "waiting for pod %s to start and be published in DNS", o)
+			return waiting(s, reasonFor(s, o), "waiting for pod %s to start and be reachable at its Service's name", o)
 		}
 	}
 	switch {
