@@ -80,11 +80,7 @@ func (o *observation) headlessPeerURLs(ordinals []int) map[int]string {
 	out := map[int]string{}
 	if o.membersKnown {
 		for _, m := range o.members {
-			if len(m.PeerURLs) != 1 {
-				continue
-			}
-			name, _ := member.NameFromPeerURL(m.PeerURLs[0])
-			ord, ok := member.Ordinal(c.Name, name)
+			ord, ok := o.memberOrdinal(m)
 			if ok && slices.Contains(ordinals, ord) && m.PeerURLs[0] == member.HeadlessPeerURL(c.Name, c.Namespace, ord) {
 				out[ord] = m.PeerURLs[0]
 			}

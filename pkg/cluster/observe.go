@@ -36,6 +36,9 @@ type observation struct {
 	// foreign are the objects with the name of one of the cluster's objects that are not
 	// the cluster's (foreign.go).
 	foreign []ForeignObject
+	// refusedServices are the cluster's Services the API server refused to create this pass
+	// (see State.RefusedServices).
+	refusedServices []string
 	// claimProblems are why unbound claims wait, by ordinal (see claimProblems).
 	claimProblems map[int]string
 	// published holds the pod names whose member Service routes to their current IP (the
@@ -256,6 +259,7 @@ func (o *observation) state(now time.Time) State {
 		Statuses:           o.statuses,
 		Recovery:           quorumLossView(c),
 		Foreign:            o.foreign,
+		RefusedServices:    o.refusedServices,
 		Now:                now,
 		TargetVersion:      o.memberVersion(),
 		SpecVersion:        member.NormalizeVersion(c.Spec.Version),
@@ -327,15 +331,24 @@ func (o *observation) podView(ord int, p *corev1.Pod) PodView {
 	return v
 }
 
+// memberOrdinal is the ordinal of an etcd member whose one peer URL is one the operator
+// gives that ordinal's member (member.IsPeerURL); ok is false for any other member.
+func (o *observation) memberOrdinal(m etcdutil.Member) (int, bool) {
+	if len(m.PeerURLs) != 1 {
+		return 0, false
+	}
+	name, _ := member.NameFromPeerURL(m.PeerURLs[0])
+	ord, ok := member.Ordinal(o.cluster.Name, name)
+	if !ok || !member.IsPeerURL(o.cluster.Name, o.cluster.Namespace, ord, m.PeerURLs[0]) {
+		return 0, false
+	}
+	return ord, true
+}
+
 func (o *observation) memberView(m etcdutil.Member) MemberView {
 	v := MemberView{Ordinal: -1, ID: m.ID, Name: m.Name, Learner: m.IsLearner, Leader: m.ID == o.leader}
-	if len(m.PeerURLs) == 1 {
-		if name, ok := member.NameFromPeerURL(m.PeerURLs[0]); ok {
-			if ord, ok := member.Ordinal(o.cluster.Name, name); ok &&
-				member.IsPeerURL(o.cluster.Name, o.cluster.Namespace, ord, m.PeerURLs[0]) {
-				v.Ordinal = ord
-			}
-		}
+	if ord, ok := o.memberOrdinal(m); ok {
+		v.Ordinal = ord
 	}
 	if st, ok := o.statuses[v.Ordinal]; ok && v.Ordinal >= 0 && st.ID == m.ID {
 		v.Healthy = true

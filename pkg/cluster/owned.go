@@ -24,13 +24,17 @@ import (
 // missing (the headless peer Service, the client Service, the disruption budget, the network
 // policy spec.networkPolicy asks for), and puts back the fields the operator depends on when
 // someone changed them. A Service of one of those names that is not the cluster's is
-// returned, left alone: the pass reports it and goes on.
-func (r *Reconciler) ensureOwned(ctx context.Context, c *api.EtcdCluster) ([]ForeignObject, error) {
-	var foreign []ForeignObject
+// returned, left alone: the pass reports it and goes on; so is one the API server refuses
+// to create ("service NAME: message"), which status reports.
+func (r *Reconciler) ensureOwned(ctx context.Context, c *api.EtcdCluster) (foreign []ForeignObject, refused []string, err error) {
 	for _, want := range []*corev1.Service{member.PeerService(c), member.ClientService(c)} {
 		f, err := r.ensureService(ctx, c, want)
+		if msg, ok := refusedByAPIServer(err); ok {
+			refused = append(refused, "service "+want.Name+": "+msg)
+			continue
+		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if f != nil {
 			foreign = append(foreign, *f)
@@ -38,7 +42,7 @@ func (r *Reconciler) ensureOwned(ctx context.Context, c *api.EtcdCluster) ([]For
 	}
 	r.ensureBudget(ctx, c, member.DisruptionBudget(c))
 	r.ensureNetworkPolicy(ctx, c)
-	return foreign, nil
+	return foreign, refused, nil
 }
 
 // ensureMemberServices keeps a member Service (member.MemberService) for every ordinal below
@@ -56,16 +60,19 @@ func (r *Reconciler) ensureMemberServices(ctx context.Context, c *api.EtcdCluste
 		want[ord] = true
 	}
 	for _, m := range o.members {
-		if len(m.PeerURLs) != 1 {
-			continue
-		}
-		name, _ := member.NameFromPeerURL(m.PeerURLs[0])
-		if ord, ok := member.Ordinal(c.Name, name); ok {
+		if ord, ok := o.memberOrdinal(m); ok {
 			want[ord] = true
 		}
 	}
 	for _, ord := range slices.Sorted(maps.Keys(want)) {
-		f, err := r.ensureService(ctx, c, member.MemberService(c, ord))
+		svc := member.MemberService(c, ord)
+		f, err := r.ensureService(ctx, c, svc)
+		if msg, refused := refusedByAPIServer(err); refused {
+			// The other members go on; status names the refusal, and the member behind the
+			// Service is never added (its pod is never published).
+			o.refusedServices = append(o.refusedServices, "service "+svc.Name+": "+msg)
+			continue
+		}
 		if err != nil {
 			return err
 		}

@@ -218,6 +218,9 @@ type State struct {
 	// Foreign are the objects with the name of one of the cluster's objects that are not
 	// the cluster's (foreign.go).
 	Foreign []ForeignObject
+	// RefusedServices are the API server's refusals of the cluster's Services this pass, one
+	// "service NAME: message" each (a ResourceQuota on Services, an admission policy).
+	RefusedServices []string
 	// TargetVersion is the version member pods are built with now: spec.version, or the
 	// version the cluster runs while spec.version is a step the operator does not take (or
 	// a downgrade etcd has not enabled yet). SpecVersion is spec.version, normalized.

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -129,34 +130,12 @@ func (r *Reconciler) Sync(ctx context.Context, namespace, name string) (time.Dur
 		// Another installation of the operator drives the cluster (installation.go).
 		return whenSteady, err
 	}
-	var foreign []ForeignObject
-
-	if !c.Spec.Paused {
-		if patched, err := r.ensureStorage(ctx, c); err != nil || patched {
-			return afterAction, err
-		}
-		if foreign, err = r.ensureOwned(ctx, c); err != nil {
-			return 0, err
-		}
-	}
-	obs, err := r.observe(ctx, c)
-	if err != nil {
+	obs, patched, err := r.observeOwned(ctx, c)
+	switch {
+	case err != nil:
 		return 0, err
-	}
-	if !c.Spec.Paused {
-		if err := r.ensureMemberServices(ctx, c, obs); err != nil {
-			return 0, err
-		}
-	}
-	obs.foreign = append(obs.foreign, foreign...)
-	r.reportForeign(c, obs.foreign)
-	if !c.Spec.Paused {
-		if err := r.syncClaims(ctx, c, obs); err != nil {
-			return 0, err
-		}
-		if err := r.clearRecoverQuorum(ctx, c, obs); err != nil {
-			return 0, err
-		}
+	case patched:
+		return afterAction, nil
 	}
 	state := obs.state(r.now())
 	decision := Plan(state)
@@ -178,6 +157,12 @@ func (r *Reconciler) Sync(ctx context.Context, namespace, name string) (time.Dur
 	case decision.Progress != "":
 		requeue = whileWaiting
 	}
+	if len(state.RefusedServices) > 0 && decision.Action == nil {
+		// Waiting passes would ask for the refused Services every time; a change of the
+		// cluster's objects still starts a pass at once.
+		log.WithField("services", strings.Join(state.RefusedServices, "; ")).Warn("the API server refuses services")
+		requeue = max(requeue, whileRefused)
+	}
 
 	if err := r.updateStatus(ctx, cached, state, decision); err != nil {
 		switch {
@@ -191,6 +176,42 @@ func (r *Reconciler) Sync(ctx context.Context, namespace, name string) (time.Dur
 		}
 	}
 	return requeue, actErr
+}
+
+// observeOwned puts the objects the cluster owns in place (unless it is paused) around
+// observing it: spec.storage filled in (patched: the pass ends there, the cluster changed),
+// its Services and budget, its claims, and the recover-quorum annotation cleared once done.
+func (r *Reconciler) observeOwned(ctx context.Context, c *api.EtcdCluster) (obs *observation, patched bool, err error) {
+	var foreign []ForeignObject
+	var refused []string
+	if !c.Spec.Paused {
+		if patched, err := r.ensureStorage(ctx, c); err != nil || patched {
+			return nil, patched, err
+		}
+		if foreign, refused, err = r.ensureOwned(ctx, c); err != nil {
+			return nil, false, err
+		}
+	}
+	if obs, err = r.observe(ctx, c); err != nil {
+		return nil, false, err
+	}
+	obs.refusedServices = refused
+	if !c.Spec.Paused {
+		if err := r.ensureMemberServices(ctx, c, obs); err != nil {
+			return nil, false, err
+		}
+	}
+	obs.foreign = append(obs.foreign, foreign...)
+	r.reportForeign(c, obs.foreign)
+	if !c.Spec.Paused {
+		if err := r.syncClaims(ctx, c, obs); err != nil {
+			return nil, false, err
+		}
+		if err := r.clearRecoverQuorum(ctx, c, obs); err != nil {
+			return nil, false, err
+		}
+	}
+	return obs, false, nil
 }
 
 func (r *Reconciler) event(c *api.EtcdCluster, eventType string, reason EventReason, format string, args ...any) {

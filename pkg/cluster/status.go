@@ -202,6 +202,9 @@ func degraded(s State, d Decision, specVersion, running string) condition {
 		return condition{metav1.ConditionTrue, reason, msg}
 	case len(s.Foreign) > 0:
 		return condition{metav1.ConditionTrue, api.ReasonForeignObject, foreignMessage(s.Foreign)}
+	case len(s.RefusedServices) > 0:
+		return condition{metav1.ConditionTrue, api.ReasonPodRefused,
+			"the API server refuses " + strings.Join(s.RefusedServices, "; ")}
 	case pendingClaims(s) != "":
 		// Before the pods: a pod waiting on its claim says less than the claim's Event.
 		return condition{metav1.ConditionTrue, api.ReasonClaimPending, pendingClaims(s)}

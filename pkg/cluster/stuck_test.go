@@ -227,6 +227,23 @@ func TestPodProblem(t *testing.T) {
 	}
 }
 
+// expectRefused checks the one status write of a pass: Degraded PodRefused, naming what and
+// quoting the API server's quota message. It returns the written cluster.
+func expectRefused(t *testing.T, f *fixture, what string) *api.EtcdCluster {
+	t.Helper()
+	updates := f.actions("update", "etcdclusters")
+	if len(updates) != 1 {
+		t.Fatalf("%d status writes, want 1", len(updates))
+	}
+	written := updates[0].(k8stesting.UpdateAction).GetObject().(*api.EtcdCluster)
+	deg := meta.FindStatusCondition(written.Status.Conditions, string(api.ConditionDegraded))
+	if deg == nil || deg.Status != metav1.ConditionTrue || deg.Reason != string(api.ReasonPodRefused) ||
+		!strings.Contains(deg.Message, what) || !strings.Contains(deg.Message, "exceeded quota: q") {
+		t.Errorf("Degraded = %+v, want PodRefused naming %q with the API server's message", deg, what)
+	}
+	return written
+}
+
 // A pod the API server refuses is reported (Degraded PodRefused with the API server's words,
 // one Warning), and the pass does not hot-loop on it.
 func TestSyncPodRefused(t *testing.T) {
@@ -245,16 +262,7 @@ func TestSyncPodRefused(t *testing.T) {
 	if requeue < whileRefused {
 		t.Errorf("requeue in %s after a refusal, want at least %s", requeue, whileRefused)
 	}
-	updates := f.actions("update", "etcdclusters")
-	if len(updates) != 1 {
-		t.Fatalf("%d status writes, want 1", len(updates))
-	}
-	written := updates[0].(k8stesting.UpdateAction).GetObject().(*api.EtcdCluster)
-	deg := meta.FindStatusCondition(written.Status.Conditions, string(api.ConditionDegraded))
-	if deg == nil || deg.Status != metav1.ConditionTrue || deg.Reason != string(api.ReasonPodRefused) ||
-		!strings.Contains(deg.Message, "creating seed member demo-0") || !strings.Contains(deg.Message, "exceeded quota: q") {
-		t.Errorf("Degraded = %+v, want PodRefused with the API server's message", deg)
-	}
+	written := expectRefused(t, f, "creating seed member demo-0")
 	warnings := func() int {
 		n := 0
 		for len(f.recorder.Events) > 0 {
@@ -383,5 +391,60 @@ func TestSyncReplacesCrashLoopingMember(t *testing.T) {
 	}
 	if !said {
 		t.Error("no MemberRemoved Event says the member's pod crash-loops, with its last words")
+	}
+}
+
+// A member Service the API server refuses (a quota on Services) stops neither the pass nor
+// the other members: the seed's pod is made, Degraded says which Service is refused and
+// why, and waiting passes do not ask again before whileRefused.
+func TestSyncMemberServiceRefused(t *testing.T) {
+	c := newCluster(3)
+	f := newFixture(t, c, member.PeerService(c), member.ClientService(c))
+	f.kube.PrependReactor("create", "services", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.(k8stesting.CreateAction).GetObject().(*corev1.Service).Name != "demo-2" {
+			return false, nil, nil
+		}
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "services"}, "demo-2",
+			errorString(`exceeded quota: q, requested: services=1, used: services=4, limited: services=4`))
+	})
+	if _, err := f.r.Sync(context.Background(), "ns", "demo"); err != nil {
+		t.Fatalf("Sync: %v; a refused Service is reported, not retried as an error", err)
+	}
+	if pods := f.actions("create", "pods"); len(pods) != 1 {
+		t.Errorf("created %d pods, want the seed's", len(pods))
+	}
+	written := expectRefused(t, f, "service demo-2")
+
+	// A waiting pass (the seed's pod made, nothing to do until it starts) backs off.
+	_ = f.cinf.Etcd().V1alpha1().EtcdClusters().Informer().GetIndexer().Update(written)
+	for _, a := range f.actions("create", "pods") {
+		_ = f.kinf.Core().V1().Pods().Informer().GetIndexer().Add(a.(k8stesting.CreateAction).GetObject())
+	}
+	for _, a := range f.actions("create", "services") {
+		if svc := a.(k8stesting.CreateAction).GetObject().(*corev1.Service); svc.Name != "demo-2" {
+			_ = f.kinf.Core().V1().Services().Informer().GetIndexer().Add(svc)
+		}
+	}
+	f.kube.ClearActions()
+	for range 2 { // the second pod is made ahead, then the pass waits
+		requeue, err := f.r.Sync(context.Background(), "ns", "demo")
+		if err != nil {
+			t.Fatalf("Sync: %v", err)
+		}
+		for _, a := range f.actions("create", "pods") {
+			_ = f.kinf.Core().V1().Pods().Informer().GetIndexer().Add(a.(k8stesting.CreateAction).GetObject())
+		}
+		f.kube.ClearActions()
+		_ = requeue
+	}
+	requeue, err := f.r.Sync(context.Background(), "ns", "demo")
+	if err != nil {
+		t.Fatalf("Sync: %v", err)
+	}
+	if n := len(f.actions("create", "pods")); n != 0 {
+		t.Fatalf("the last pass created %d pods, want a waiting pass", n)
+	}
+	if requeue < whileRefused {
+		t.Errorf("a waiting pass with a refused Service requeues in %s, want at least %s", requeue, whileRefused)
 	}
 }
