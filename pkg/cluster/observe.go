@@ -67,28 +67,8 @@ func (r *Reconciler) observe(ctx context.Context, c *api.EtcdCluster) (*observat
 		statuses:  map[int]etcdutil.Status{},
 		initImage: r.deps.MemberInitImage,
 	}
-	pods, err := r.deps.Pods.Pods(c.Namespace).List(member.ClusterSelector(c.Name))
-	if err != nil {
-		return nil, fmt.Errorf("listing pods: %w", err)
-	}
-	for _, p := range pods {
-		ord, ok := member.Ordinal(c.Name, p.Name)
-		switch {
-		case !ok:
-		case metav1.IsControlledBy(p, c):
-			o.pods[ord] = p
-		case member.Adoptable(c, p):
-			if c.Spec.Paused {
-				continue
-			}
-			adopted, err := r.adoptPod(ctx, c, p)
-			if err != nil {
-				return nil, err
-			}
-			o.pods[ord] = adopted
-		default:
-			o.foreign = append(o.foreign, foreignObject(ForeignPod, p, ord))
-		}
+	if err := r.observePods(ctx, c, o); err != nil {
+		return nil, err
 	}
 	if err := r.observeClaims(ctx, c, o); err != nil {
 		return nil, err
@@ -210,6 +190,35 @@ func memberStatuses(ctx context.Context, cli etcdutil.Client, endpoints map[int]
 	}
 	wg.Wait()
 	return out
+}
+
+// observePods reads the cluster's member pods from the cache into o.pods, adopting those it
+// may (not while paused) and recording the others of a member's name as foreign.
+func (r *Reconciler) observePods(ctx context.Context, c *api.EtcdCluster, o *observation) error {
+	pods, err := r.deps.Pods.Pods(c.Namespace).List(member.ClusterSelector(c.Name))
+	if err != nil {
+		return fmt.Errorf("listing pods: %w", err)
+	}
+	for _, p := range pods {
+		ord, ok := member.Ordinal(c.Name, p.Name)
+		switch {
+		case !ok:
+		case metav1.IsControlledBy(p, c):
+			o.pods[ord] = p
+		case member.Adoptable(c, p):
+			if c.Spec.Paused {
+				continue
+			}
+			adopted, err := r.adoptPod(ctx, c, p)
+			if err != nil {
+				return err
+			}
+			o.pods[ord] = adopted
+		default:
+			o.foreign = append(o.foreign, foreignObject(ForeignPod, p, ord))
+		}
+	}
+	return nil
 }
 
 // publishedPods reports which pods their member Service routes to: an endpoint with the
