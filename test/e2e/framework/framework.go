@@ -14,6 +14,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"regexp"
@@ -180,13 +181,26 @@ func (f *Framework) Delete(resources ...string) {
 	f.MustNS(append([]string{"delete", "--wait=false"}, resources...)...)
 }
 
-// GetJSON decodes `kubectl get resource -o json` in the test namespace into out.
+// GetJSON decodes resource (KIND or KIND/NAME, as kubectl takes it) of the test namespace,
+// as `kubectl get resource -o json` prints it, into out. The kinds tests poll by name are
+// read through the suite's API proxy (api.go), the rest with kubectl.
 func (f *Framework) GetJSON(resource string, out any) error {
-	s, err := f.NS("get", resource, "-o", "json")
-	if err != nil {
-		return err
+	var s []byte
+	kind, name, _ := strings.Cut(resource, "/")
+	if path, ok := apiPaths[kind]; ok && name != "" {
+		b, err := f.apiGet(fmt.Sprintf(path, url.PathEscape(f.Namespace), url.PathEscape(name)))
+		if err != nil {
+			return err
+		}
+		s = b
+	} else {
+		text, err := f.NS("get", resource, "-o", "json")
+		if err != nil {
+			return err
+		}
+		s = []byte(text)
 	}
-	if err := json.Unmarshal([]byte(s), out); err != nil {
+	if err := json.Unmarshal(s, out); err != nil {
 		return fmt.Errorf("decoding %s: %w", resource, err)
 	}
 	return nil

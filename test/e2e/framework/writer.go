@@ -146,7 +146,7 @@ func (w *Writer) Stop() WriteLog {
 	}
 	var log WriteLog
 	w.f.Eventually("writer "+w.Pod+" done", time.Minute, func() (bool, error) {
-		out, err := w.f.NS("logs", w.Pod)
+		out, err := w.f.podLog(w.Pod)
 		if err != nil {
 			return false, nil
 		}
@@ -201,7 +201,7 @@ func (w *Writer) Verify(log WriteLog, memberPod string) {
 }
 
 func (w *Writer) log() (WriteLog, error) {
-	out, err := w.f.NS("logs", w.Pod)
+	out, err := w.f.podLog(w.Pod)
 	if err != nil {
 		return WriteLog{}, err
 	}

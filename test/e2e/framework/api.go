@@ -1,0 +1,120 @@
+package framework
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+)
+
+// The suite's tests poll: an EtcdCluster's status, a pod, the writer's log, twice a second
+// each, several tests at a time. A kubectl process per check costs a Go binary's start and a
+// read of its discovery cache, and with a few tests in parallel those processes alone kept
+// both of the machine's cores busy, slowing the clusters under test. So reads that are polled
+// go through one `kubectl proxy` per test binary, on a loopback port, as plain HTTP GETs;
+// everything a user does (apply, patch, scale, delete, exec) still runs kubectl.
+
+// apiProxy is the suite's `kubectl proxy`, started on first use and stopped by StopAPIProxy.
+var apiProxy struct {
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	base   string
+	cancel context.CancelFunc
+}
+
+var apiClient = &http.Client{Timeout: 30 * time.Second}
+
+// proxyBase returns the URL of the running proxy, starting one if none runs.
+func (f *Framework) proxyBase() (string, error) {
+	apiProxy.mu.Lock()
+	defer apiProxy.mu.Unlock()
+	if apiProxy.cmd != nil && apiProxy.cmd.ProcessState == nil {
+		return apiProxy.base, nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, f.kubectl, "proxy", "--address=127.0.0.1", "--port=0")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		cancel()
+		return "", err
+	}
+	if err := cmd.Start(); err != nil {
+		cancel()
+		return "", fmt.Errorf("starting kubectl proxy: %w", err)
+	}
+	// kubectl prints "Starting to serve on 127.0.0.1:PORT" once it listens.
+	line, err := bufio.NewReader(out).ReadString('\n')
+	_, addr, found := strings.Cut(strings.TrimSpace(line), "Starting to serve on ")
+	if err != nil || !found {
+		cancel()
+		_ = cmd.Wait()
+		return "", fmt.Errorf("kubectl proxy did not start: %q %v", line, err)
+	}
+	go func() {
+		// Reap it when it exits, so that ProcessState says so and the next read starts another.
+		_, _ = io.Copy(io.Discard, out)
+		_ = cmd.Wait()
+	}()
+	apiProxy.cmd, apiProxy.base, apiProxy.cancel = cmd, "http://"+addr, cancel
+	return apiProxy.base, nil
+}
+
+// StopAPIProxy ends the suite's `kubectl proxy`, if one runs (TestMain calls it last).
+func StopAPIProxy() {
+	apiProxy.mu.Lock()
+	defer apiProxy.mu.Unlock()
+	if apiProxy.cancel != nil {
+		apiProxy.cancel()
+	}
+	apiProxy.cmd = nil
+}
+
+// apiPaths maps the kinds tests read by name to their API paths in the test's namespace.
+var apiPaths = map[string]string{
+	"etcdcluster":   "/apis/etcd.operator.dev/v1alpha1/namespaces/%s/etcdclusters/%s",
+	"pod":           "/api/v1/namespaces/%s/pods/%s",
+	"pvc":           "/api/v1/namespaces/%s/persistentvolumeclaims/%s",
+	"networkpolicy": "/apis/networking.k8s.io/v1/namespaces/%s/networkpolicies/%s",
+}
+
+// apiGet reads path through the proxy. An object that does not exist is an error that says
+// NotFound, as kubectl's does.
+func (f *Framework) apiGet(path string) ([]byte, error) {
+	base, err := f.proxyBase()
+	if err != nil {
+		return nil, err
+	}
+	resp, err := apiClient.Get(base + path)
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: %w", path, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: %w", path, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		var status struct {
+			Reason  string `json:"reason"`
+			Message string `json:"message"`
+		}
+		if json.Unmarshal(body, &status) == nil && status.Reason != "" {
+			return nil, fmt.Errorf("GET %s: %s: %s", path, status.Reason, status.Message)
+		}
+		return nil, fmt.Errorf("GET %s: %s: %s", path, resp.Status, strings.TrimSpace(string(body)))
+	}
+	return body, nil
+}
+
+// podLog is the log of pod's only (or first) container, as `kubectl logs POD` prints it.
+func (f *Framework) podLog(pod string) (string, error) {
+	body, err := f.apiGet(fmt.Sprintf("/api/v1/namespaces/%s/pods/%s/log", url.PathEscape(f.Namespace), url.PathEscape(pod)))
+	return string(body), err
+}
