@@ -266,9 +266,9 @@ func benchRepairs(t *testing.T, f *framework.Framework, name, storage string) {
 // checker writes through them: a change of spec.pod (a new resource request, which a new
 // patch release rolls the same way: each pod is made again from the new template), on claims
 // each member restarted on its data, on emptyDir each replaced; and on claims a minor
-// upgrade 3.6 -> 3.7 (each member replaced) and the downgrade back through etcd's
-// downgrade API (each restarted on its data). The node holds one patch release per minor, so the pod change stands for a
-// patch rollout.
+// downgrade 3.7 -> 3.6 through etcd's downgrade API (each restarted on its data) and the
+// upgrade back (each member replaced). The node holds one patch release per minor, so the
+// pod change stands for a patch rollout.
 func benchRollouts(t *testing.T, f *framework.Framework, name, storage string) {
 	t.Helper()
 	writer := f.StartWriter(name)
@@ -276,11 +276,11 @@ func benchRollouts(t *testing.T, f *framework.Framework, name, storage string) {
 	type rollout struct {
 		desc, patch, version string
 	}
-	steps := []rollout{{"pod change (cpu request)", `{"spec":{"pod":{"resources":{"requests":{"cpu":"60m","memory":"128Mi"}}}}}`, framework.Version36}}
+	steps := []rollout{{"pod change (cpu request)", `{"spec":{"pod":{"resources":{"requests":{"cpu":"60m","memory":"128Mi"}}}}}`, framework.Version37}}
 	if storage == "claims" {
 		steps = append(steps,
-			rollout{"upgrade 3.6 -> 3.7", fmt.Sprintf(`{"spec":{"version":%q}}`, framework.Version37), framework.Version37},
-			rollout{"downgrade 3.7 -> 3.6", fmt.Sprintf(`{"spec":{"version":%q}}`, framework.Version36), framework.Version36})
+			rollout{"downgrade 3.7 -> 3.6", fmt.Sprintf(`{"spec":{"version":%q}}`, framework.Version36), framework.Version36},
+			rollout{"upgrade 3.6 -> 3.7", fmt.Sprintf(`{"spec":{"version":%q}}`, framework.Version37), framework.Version37})
 	}
 	for _, r := range steps {
 		waitSettled(t, f, name)

@@ -27,6 +27,7 @@ var schemaDigests = map[int]string{
 	4: "7310af01a93921baaf7258a16125b377f81c1bbfd2a5d2e0e40eea7a127c32a8",
 	5: "5fd1b0f97de4b71be444d806e065a738b602cb228136ef926f9277b57c537eda",
 	6: "274255b1ed6e240cb6469b8ef0a3266816cd30e1983a0d585fcf87bba986c714",
+	7: "5fd1b0f97de4b71be444d806e065a738b602cb228136ef926f9277b57c537eda",
 }
 
 // TestCRDSchemaRevisionFollowsTheSchema fails when the CRD's schema changed and its revision

@@ -11,7 +11,7 @@ const (
 	// DefaultRepository is the image repository of the upstream etcd images.
 	DefaultRepository = "gcr.io/etcd-development/etcd"
 	// DefaultVersion is the etcd version a cluster runs when spec.version is unset.
-	DefaultVersion = "3.6.16"
+	DefaultVersion = "3.7.3"
 	// DefaultSize is the member count of a cluster whose spec.size is unset.
 	DefaultSize int32 = 3
 	// MaxSize is the largest member count the schema accepts. Clusters above seven members
@@ -33,7 +33,7 @@ const (
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:path=etcdclusters,singular=etcdcluster,shortName=etcd,scope=Namespaced
-// +kubebuilder:metadata:annotations="etcd.operator.dev/schema-revision=6"
+// +kubebuilder:metadata:annotations="etcd.operator.dev/schema-revision=7"
 // +kubebuilder:subresource:status
 // +kubebuilder:subresource:scale:specpath=.spec.size,statuspath=.status.size,selectorpath=.status.selector
 // +kubebuilder:printcolumn:name="Size",type=integer,JSONPath=`.spec.size`,description="Desired number of members"
@@ -71,7 +71,7 @@ type EtcdClusterSpec struct {
 
 	// Version is the etcd version the members run, as MAJOR.MINOR.PATCH with an optional
 	// leading "v" (for example 3.6.16). The member image is <repository>:v<version>.
-	// +kubebuilder:default="3.6.16"
+	// +kubebuilder:default="3.7.3"
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:XValidation:rule="self.matches('^v?[0-9]+[.][0-9]+[.][0-9]+$')",message="version must be an etcd release as MAJOR.MINOR.PATCH with an optional leading v, for example 3.6.16"
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^v?[0-9]+[.][0-9]+[.][0-9]+$') || self.matches('^v?3[.](5[.](3[2-9]|[4-9][0-9]|[1-9][0-9][0-9]+)|[67][.][0-9]+)$')",message="version must be an etcd release the operator supports: 3.5.32 or a later 3.5 release (etcd's upgrade guide requires it before 3.6), 3.6.x or 3.7.x"
