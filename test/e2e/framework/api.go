@@ -23,9 +23,10 @@ import (
 
 // apiProxy is the suite's `kubectl proxy`, started on first use and stopped by StopAPIProxy.
 var apiProxy struct {
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	base   string
+	mu   sync.Mutex
+	base string
+	// done is closed once the running proxy has exited; nil before the first start.
+	done   chan struct{}
 	cancel context.CancelFunc
 }
 
@@ -35,8 +36,13 @@ var apiClient = &http.Client{Timeout: 30 * time.Second}
 func (f *Framework) proxyBase() (string, error) {
 	apiProxy.mu.Lock()
 	defer apiProxy.mu.Unlock()
-	if apiProxy.cmd != nil && apiProxy.cmd.ProcessState == nil {
-		return apiProxy.base, nil
+	if apiProxy.done != nil {
+		select {
+		case <-apiProxy.done:
+			// It exited (killed, or the API server went away): start another.
+		default:
+			return apiProxy.base, nil
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, f.kubectl, "proxy", "--address=127.0.0.1", "--port=0")
@@ -57,12 +63,13 @@ func (f *Framework) proxyBase() (string, error) {
 		_ = cmd.Wait()
 		return "", fmt.Errorf("kubectl proxy did not start: %q %v", line, err)
 	}
+	done := make(chan struct{})
 	go func() {
-		// Reap it when it exits, so that ProcessState says so and the next read starts another.
 		_, _ = io.Copy(io.Discard, out)
 		_ = cmd.Wait()
+		close(done)
 	}()
-	apiProxy.cmd, apiProxy.base, apiProxy.cancel = cmd, "http://"+addr, cancel
+	apiProxy.done, apiProxy.base, apiProxy.cancel = done, "http://"+addr, cancel
 	return apiProxy.base, nil
 }
 
@@ -72,8 +79,9 @@ func StopAPIProxy() {
 	defer apiProxy.mu.Unlock()
 	if apiProxy.cancel != nil {
 		apiProxy.cancel()
+		<-apiProxy.done
 	}
-	apiProxy.cmd = nil
+	apiProxy.done, apiProxy.cancel = nil, nil
 }
 
 // apiPaths maps the kinds tests read by name to their API paths in the test's namespace.
