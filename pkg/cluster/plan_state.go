@@ -1,0 +1,178 @@
+package cluster
+
+// What the planner decides from (State, with its views of members and pods) and what it
+// decides (a Decision of at most one Action). plan.go holds the rules.
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
+)
+
+// ActionKind is the kind of change a pass makes.
+type ActionKind string
+
+// The actions a pass can take, at most one per pass.
+const (
+	ActionCreatePod    ActionKind = "CreatePod"
+	ActionDeletePod    ActionKind = "DeletePod"
+	ActionAddLearner   ActionKind = "AddLearner"
+	ActionPromote      ActionKind = "PromoteLearner"
+	ActionRemoveMember ActionKind = "RemoveMember"
+	ActionMoveLeader   ActionKind = "MoveLeader"
+	ActionDeleteClaim  ActionKind = "DeleteClaim"
+	// ActionChooseSurvivor writes the survivor to recover a quorum lost for good from in the
+	// cluster's AnnotationRecoverQuorum, in place of "highest".
+	ActionChooseSurvivor ActionKind = "ChooseSurvivor"
+	// ActionForceNewCluster restarts the survivor with --force-new-cluster: its pod is
+	// deleted, then made again with the flag.
+	ActionForceNewCluster ActionKind = "ForceNewCluster"
+)
+
+// Action is one change to the world.
+type Action struct {
+	Kind ActionKind
+	// Ordinal of the member or pod the action is about.
+	Ordinal int
+	// MemberID is the etcd member acted on (AddLearner: none yet); for CreatePod, the member
+	// the pod restarts, when it is known to have started.
+	MemberID uint64
+	// Transferee is the member that receives leadership (MoveLeader).
+	Transferee uint64
+	// ClusterState and InitialCluster describe the pod to create (CreatePod).
+	ClusterState   etcdutil.ClusterState
+	InitialCluster []int
+	// RaftIndex is the survivor's raft index (ChooseSurvivor, ForceNewCluster), 0 when it
+	// does not answer.
+	RaftIndex uint64
+	// Version is the release etcd's downgrade is enabled for (EnableDowngrade).
+	Version string
+}
+
+// Decision is what the planner concluded.
+type Decision struct {
+	// Action is nil when nothing is to be done now.
+	Action *Action
+	// Progress is the Progressing reason while the cluster is being changed; empty when the
+	// cluster matches its spec.
+	Progress api.ConditionReason
+	// Blocked is set when a needed step is refused or impossible; Message says why.
+	Blocked api.ConditionReason
+	// Message explains Progress or Blocked to a human.
+	Message string
+	// Report, when set, is what the Degraded condition says about Blocked while Message says
+	// what the step under way does (a quorum lost for good, being recovered).
+	Report string
+}
+
+// MemberView is one etcd member as a pass saw it.
+type MemberView struct {
+	// Ordinal parsed from the peer URL; -1 when the peer URL was not built by the operator.
+	Ordinal int
+	ID      uint64
+	// Name is empty until the member has started.
+	Name    string
+	Learner bool
+	// Healthy: the member answered a status request through its pod IP.
+	Healthy bool
+	Leader  bool
+}
+
+// PodView is one member pod as a pass saw it.
+type PodView struct {
+	Ordinal     int
+	Phase       corev1.PodPhase
+	Terminating bool
+	IP          string
+	// Published: the pod's DNS record is in the headless Service's EndpointSlices and cluster
+	// DNS answers for its name: a lookup of it now cannot cache a negative answer.
+	Published bool
+	// Unschedulable: the scheduler found no node for the pod.
+	Unschedulable bool
+	// Node is the node the pod was scheduled to; empty until it is.
+	Node string
+	// ClusterState and InitialCluster are what the pod's etcd was started with.
+	ClusterState   etcdutil.ClusterState
+	InitialCluster []int
+	// DataLost: member-init refused to start etcd, because the member has started before
+	// and its data dir is empty.
+	DataLost bool
+	// ForceNewCluster: the pod's etcd starts with --force-new-cluster.
+	ForceNewCluster bool
+	// MemberID is the member the pod was marked with once it had started (0: none).
+	MemberID uint64
+	// Problem is why the pod does not start, when the kubelet or the scheduler says so; nil
+	// otherwise (see stuck.go).
+	Problem *PodProblem
+	// DeletionDeadline is the pod's deletion timestamp: the end of its grace period.
+	DeletionDeadline time.Time
+	// Outdated: the pod was built from an earlier spec or template than the spec builds now
+	// (see member.UpToDate); StaleMetadata: its labels and annotations from spec.pod are not
+	// those of the spec.
+	Outdated      bool
+	StaleMetadata bool
+	// Version is the etcd version the pod runs; Created is when the pod was made; Waiting
+	// is why its etcd container is not running, as the kubelet says (ImagePullBackOff).
+	Version string
+	Created time.Time
+	Waiting string
+}
+
+// State is everything the planner decides from.
+type State struct {
+	// Name is the cluster's name; members are named <Name>-<ordinal>. Namespace is its
+	// namespace, for the commands messages give.
+	Name      string
+	Namespace string
+	// Size is spec.size.
+	Size int
+	// Bootstrapped is true once the cluster has ever reported a member (status.size > 0):
+	// from then on a missing member list means lost members, never "create a new cluster".
+	Bootstrapped bool
+	// MembersKnown is false when no member answered.
+	MembersKnown bool
+	Members      []MemberView
+	Pods         map[int]PodView
+	// Replaced names the ordinals that status reported as members before, so re-adding one
+	// is reported as a replacement rather than a scale-up.
+	Replaced map[int]bool
+	// Version is the oldest etcd version a member reports (the one the cluster speaks); empty
+	// when no member answered.
+	Version string
+	// Persistent: members keep their data on claims, Claims by ordinal (the cluster's claims
+	// that exist). DeleteScaledClaims: whenScaled is Delete.
+	Persistent         bool
+	DeleteScaledClaims bool
+	Claims             map[int]ClaimView
+	// LastMembers are the members status last listed (empty for a cluster applied again
+	// over retained claims), and Statuses the answers of the members reached this pass, by
+	// ordinal: with no member list they are all the planner knows of the members.
+	LastMembers []LastMember
+	Statuses    map[int]etcdutil.Status
+	// Foreign are the objects with the name of one of the cluster's objects that are not
+	// the cluster's (foreign.go).
+	Foreign []ForeignObject
+	// RefusedServices are the API server's refusals of the cluster's Services this pass, one
+	// "service NAME: message" each (a ResourceQuota on Services, an admission policy).
+	RefusedServices []string
+	// TargetVersion is the version member pods are built with now: spec.version, or the
+	// version the cluster runs while spec.version is a step the operator does not take (or
+	// a downgrade etcd has not enabled yet). SpecVersion is spec.version, normalized.
+	TargetVersion string
+	SpecVersion   string
+	// DowngradeTarget is the version etcd's downgrade API is enabled for, as a member
+	// reports it; empty when no downgrade is in progress (plan_downgrade.go).
+	DowngradeTarget string
+	// Recovery is how a quorum lost for good is recovered; Now is the time of the pass.
+	Recovery QuorumLossView
+	Now      time.Time
+	// ElectingSince is when the pass first found members answering without a member list
+	// (the Progressing condition's lastTransitionTime while its reason is ElectingLeader);
+	// zero when it is not reported.
+	ElectingSince time.Time
+	// Alarms are the alarms etcd reports, by member (see alarms.go).
+	Alarms []AlarmView
+}
