@@ -225,9 +225,11 @@ func etcdContainer(c *api.EtcdCluster, t Template, policy *api.PodPolicy, versio
 		},
 		Resources:    resources(policy.Resources),
 		VolumeMounts: []corev1.VolumeMount{{Name: DataVolumeName, MountPath: DataMountPath}},
+		// Probed every second: a member's comeback (after a restart, and before a rollout's
+		// next member) waits for it.
 		ReadinessProbe: &corev1.Probe{
 			ProbeHandler:     httpProbe(readyPath),
-			PeriodSeconds:    2,
+			PeriodSeconds:    1,
 			TimeoutSeconds:   2,
 			FailureThreshold: 3,
 		},
