@@ -44,6 +44,10 @@ func (r *Reconciler) act(ctx context.Context, c *api.EtcdCluster, o *observation
 		if p := o.pods[a.Ordinal]; p != nil {
 			res, err = r.rollMember(ctx, c, p, why)
 		}
+	case ActionRestartInPlace:
+		if p := o.pods[a.Ordinal]; p != nil {
+			res, err = r.restartInPlace(ctx, c, p, o.memberVersion(), why)
+		}
 	case ActionPatchPod:
 		if p := o.pods[a.Ordinal]; p != nil {
 			res, err = r.patchPodMetadata(ctx, c, p)

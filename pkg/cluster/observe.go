@@ -290,6 +290,9 @@ func (o *observation) state(now time.Time) State {
 	for ord, p := range o.pods {
 		pv := o.podView(ord, p)
 		pv.Outdated = !member.UpToDate(c, p, s.TargetVersion, o.initImage)
+		if pv.Outdated {
+			_, _, pv.ImageOnly = member.ImageChange(c, p, s.TargetVersion, o.initImage)
+		}
 		pv.StaleMetadata = !member.PolicyMetadataPatch(c, p).Empty()
 		s.Pods[ord] = pv
 		if pv.MemberID != 0 {
@@ -333,6 +336,11 @@ func (o *observation) podView(ord int, p *corev1.Pod) PodView {
 		Version:         t.Version,
 		Created:         p.CreationTimestamp.Time,
 		Waiting:         etcdWaiting(p),
+		RestartPending:  member.RestartPending(p),
+		NotReady:        !podReady(p),
+	}
+	if at, err := time.Parse(time.RFC3339, p.Annotations[member.AnnotationRestartedAt]); err == nil {
+		v.RestartedAt = at
 	}
 	if p.DeletionTimestamp != nil {
 		v.DeletionDeadline = p.DeletionTimestamp.Time
@@ -430,4 +438,14 @@ func electingSince(c *api.EtcdCluster) time.Time {
 		return time.Time{}
 	}
 	return meta.FindStatusCondition(c.Status.Conditions, string(api.ConditionProgressing)).LastTransitionTime.Time
+}
+
+// podReady: the pod's Ready condition is True.
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }

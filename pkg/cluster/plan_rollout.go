@@ -22,10 +22,15 @@ const (
 	// ActionRollMember deletes an out-of-date member pod, for the member to be restarted on
 	// its data (claims) or replaced (emptyDir) on the current template.
 	ActionRollMember ActionKind = "RollMember"
+	// ActionRestartInPlace changes the etcd image of a member pod that is out of date in that
+	// image alone: the kubelet restarts the container in the same pod, on the same data
+	// (claim or emptyDir) and address.
+	ActionRestartInPlace ActionKind = "RestartInPlace"
 )
 
 const (
-	// comebackBound is how long a rolled member has, from the creation of its new pod, to be
+	// comebackBound is how long a rolled member has, from the creation of its new pod (or the
+	// change of its image in place), to be
 	// started, healthy, voting, on the new version and caught up: room for pulling a new image
 	// and replaying the member's log. Past it the rollout stops and says why.
 	comebackBound = 2 * time.Minute
@@ -57,10 +62,10 @@ func planRollout(s State) Decision {
 			outdated = append(outdated, m)
 		}
 	}
-	if len(outdated) == 0 {
-		return Decision{}
-	}
 	reason := rolloutReason(s)
+	if len(outdated) == 0 {
+		return waitForRestartedInPlace(s, reason)
+	}
 	done := len(s.Members) - len(outdated)
 	// A member that is down anyway goes first: rolling it costs no quorum, and a member stuck
 	// on a bad version is rolled back this way once spec.version is set back.
@@ -79,7 +84,7 @@ func planRollout(s State) Decision {
 			continue
 		}
 		p := s.Pods[m.Ordinal]
-		if !p.Outdated && s.Now.Sub(p.Created) > comebackBound {
+		if !p.Outdated && s.Now.Sub(p.rolledAt()) > comebackBound {
 			return Decision{Blocked: api.ReasonRolloutStuck, Message: fmt.Sprintf(
 				"the rollout is stopped: member %s did not come back on %s within %s (%s); no other member is touched. Set spec.version back to roll it back",
 				member.Name(s.Name, m.Ordinal), p.Version, comebackBound, why)}
@@ -97,9 +102,32 @@ func planRollout(s State) Decision {
 	return rollMember(s, next, reason, done)
 }
 
-// rollMember deletes the pod of member m (restarted on its claim by rule 2, replaced by
-// rules 5 and 7 on emptyDir), first moving leadership away if it leads, and only if the
-// members left keep a healthy majority.
+// waitForRestartedInPlace is the end of a rollout whose last member was restarted in place:
+// its pod is current once its image is changed, and the rollout waits for it to come back,
+// as for any other member (a pod made again is waited for by the rules that make it).
+func waitForRestartedInPlace(s State, reason api.ConditionReason) Decision {
+	leader, hasLeader := leaderMember(s.Members)
+	for _, m := range sortedMembers(s.Members) {
+		p, ok := s.Pods[m.Ordinal]
+		if !ok || p.RestartedAt.IsZero() || s.Now.Sub(p.RestartedAt) > comebackBound {
+			continue
+		}
+		why := "the cluster has no leader"
+		if hasLeader {
+			why = notCaughtUp(s, m, leader)
+		}
+		if why != "" {
+			return Decision{Progress: reason, Message: fmt.Sprintf("waiting for member %s, restarted in place for the rollout: %s (%d of %d members done)",
+				member.Name(s.Name, m.Ordinal), why, len(s.Members)-1, len(s.Members))}
+		}
+	}
+	return Decision{}
+}
+
+// rollMember changes the image of member m's pod in place when only that changes, or else
+// deletes the pod (restarted on its claim by rule 2, replaced by rules 5 and 7 on emptyDir),
+// first moving leadership away if it leads, and only if the members left keep a healthy
+// majority.
 func rollMember(s State, m MemberView, reason api.ConditionReason, done int) Decision {
 	voting, healthy := votingCounts(s.Members)
 	if m.Healthy {
@@ -110,7 +138,11 @@ func rollMember(s State, m MemberView, reason api.ConditionReason, done int) Dec
 	// which its user chose with size 1. On a claim its member restarts on its data; on
 	// emptyDir its data would go with the pod, so it is never rolled there.
 	alone := voting == 1 && !m.Learner
-	if alone && !s.Persistent {
+	// Only the image changes, and etcd may restart on the member's data at the target
+	// version: the container is restarted in its pod, whose volumes stay, emptyDir too.
+	p := s.Pods[m.Ordinal]
+	inPlace := p.ImageOnly && !replacedOnUpgrade(p.Version, s.TargetVersion)
+	if alone && !s.Persistent && !inPlace {
 		return Decision{Blocked: api.ReasonQuorumAtRisk, Message: fmt.Sprintf(
 			"member %s is the only member and keeps its data on an emptyDir: rolling it would lose every key. Scale to 3 members first, or create a new cluster", name)}
 	}
@@ -129,7 +161,13 @@ func rollMember(s State, m MemberView, reason api.ConditionReason, done int) Dec
 		return Decision{Blocked: api.ReasonQuorumAtRisk, Message: fmt.Sprintf(
 			"member %s leads and no other healthy voting member can take over", name)}
 	}
-	if s.Persistent && !alone && replacedOnUpgrade(s.Pods[m.Ordinal].Version, s.TargetVersion) {
+	if inPlace {
+		d := step(s, Action{Kind: ActionRestartInPlace, Ordinal: m.Ordinal, MemberID: m.ID}, reason,
+			"restarting member %s in place on its data", m.Ordinal)
+		d.Message += fmt.Sprintf(" with etcd %s: only its image changes, its pod, address and data stay%s", s.TargetVersion, progress)
+		return d
+	}
+	if s.Persistent && !alone && replacedOnUpgrade(p.Version, s.TargetVersion) {
 		d := removeVoter(s, m, reason)
 		if d.Action != nil && d.Action.Kind == ActionRemoveMember {
 			d.Message = fmt.Sprintf("replacing member %s: etcd %s cannot replay the log an older minor release may have left on its claim%s",
@@ -190,6 +228,13 @@ func notCaughtUp(s State, m MemberView, leader MemberView) string {
 			return "its etcd container waits: " + p.Waiting
 		}
 		return podCondition(s.Pods, m.Ordinal)
+	case p.RestartPending:
+		return "the kubelet has not restarted its etcd container on the new image yet"
+	case p.NotReady:
+		// etcd answers before its readiness probe has passed (a member restarted in place
+		// answers within a second); the next member waits for the probe too, so that the
+		// client Service never has fewer members behind it than the rollout takes down.
+		return "etcd answers, its pod is not Ready yet"
 	case p.Version != "" && member.NormalizeVersion(st.Version) != p.Version:
 		return fmt.Sprintf("it reports etcd %s, its pod runs %s", st.Version, p.Version)
 	}
@@ -247,7 +292,7 @@ func duringRollout(s State, d Decision) Decision {
 	done := 0
 	for _, m := range s.Members {
 		p, ok := s.Pods[m.Ordinal]
-		if ok && !p.Terminating && p.Outdated {
+		if ok && !p.Terminating && (p.Outdated || p.RestartPending) {
 			underway = true
 		} else if ok && !p.Terminating {
 			done++
@@ -282,4 +327,12 @@ func replacedOnUpgrade(from, to string) bool {
 		return false
 	}
 	return t.Major() == 3 && t.Minor() >= 7 && f.Minor() < 7
+}
+
+// rolledAt is when the pod was last rolled: made, or its etcd image changed in place.
+func (p PodView) rolledAt() time.Time {
+	if p.RestartedAt.After(p.Created) {
+		return p.RestartedAt
+	}
+	return p.Created
 }

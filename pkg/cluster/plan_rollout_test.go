@@ -52,7 +52,110 @@ func TestPlanRollout(t *testing.T) {
 		return s
 	}
 
+	// The same version change, for pods whose etcd image alone differs (3.6 -> 3.7 and
+	// back, a patch release, another repository).
+	imageOnly := func(o int, v string) PodView {
+		p := rolled(o, v, true, hour)
+		p.ImageOnly = true
+		return p
+	}
+	v36, v37 := "3.6.16", "3.7.3"
+	at36 := map[int]etcdutil.Status{0: reporting(0, v36, 1000), 1: reporting(1, v36, 1000), 2: reporting(2, v36, 1000)}
+	at37 := map[int]etcdutil.Status{0: reporting(0, v37, 1000), 1: reporting(1, v37, 1000), 2: reporting(2, v37, 1000)}
+	// Member 2's image was changed a minute ago in a pod made an hour ago.
+	restarted := func(pending bool, ago time.Duration) PodView {
+		p := rolled(2, v36, false, hour)
+		p.RestartPending, p.RestartedAt = pending, rolloutNow.Add(-ago)
+		return p
+	}
+	notReady := func(p PodView) PodView {
+		p.NotReady = true
+		return p
+	}
+	singleImage := func(persistent bool) State {
+		s := rolloutState(v36, persistent, one, pods(imageOnly(0, v37)), map[int]etcdutil.Status{0: reporting(0, v37, 1000)})
+		s.Size = 1
+		return s
+	}
+
 	runPlanCases(t, []planCase{
+		{
+			name:     "only the etcd image changes, on a claim: the container is restarted in place",
+			state:    rolloutState(v36, true, all, pods(imageOnly(0, v37), imageOnly(1, v37), imageOnly(2, v37)), at37),
+			want:     &Action{Kind: ActionRestartInPlace, Ordinal: 2, MemberID: 102},
+			progress: api.ReasonDowngrading,
+			message:  []string{"restarting member c-2 in place", "3.6.16", "0 of 3 members done"},
+		},
+		{
+			name:     "only the etcd image changes, on emptyDir: restarted in place, not replaced (the emptyDir stays with the pod)",
+			state:    rolloutState(v36, false, all, pods(imageOnly(0, v37), imageOnly(1, v37), imageOnly(2, v37)), at37),
+			want:     &Action{Kind: ActionRestartInPlace, Ordinal: 2, MemberID: 102},
+			progress: api.ReasonDowngrading,
+			message:  []string{"in place"},
+		},
+		{
+			name:     "a single member on emptyDir whose image alone changes is restarted in place: its data stays",
+			state:    singleImage(false),
+			want:     &Action{Kind: ActionRestartInPlace, Ordinal: 0, MemberID: 100},
+			progress: api.ReasonDowngrading,
+		},
+		{
+			name:     "up to 3.7 an image change alone still replaces an emptyDir member: 3.7 cannot replay what 3.5 may have logged",
+			state:    rolloutState(v37, false, all, pods(imageOnly(0, v36), imageOnly(1, v36), imageOnly(2, v36)), at36),
+			want:     &Action{Kind: ActionRollMember, Ordinal: 2, MemberID: 102},
+			progress: api.ReasonUpgrading,
+			message:  []string{"replacing member c-2"},
+		},
+		{
+			name:     "up to 3.7 an image change alone still replaces a member on a claim",
+			state:    rolloutState(v37, true, all, pods(imageOnly(0, v36), imageOnly(1, v36), imageOnly(2, v36)), at36),
+			want:     &Action{Kind: ActionRemoveMember, Ordinal: 2, MemberID: 102},
+			progress: api.ReasonUpgrading,
+		},
+		{
+			name: "gate: the image was changed but the kubelet still runs the old container",
+			state: rolloutState(v36, true, all, pods(imageOnly(0, v37), imageOnly(1, v37), restarted(true, time.Second)),
+				map[int]etcdutil.Status{0: reporting(0, v37, 1000), 1: reporting(1, v37, 1000), 2: reporting(2, v36, 1000)}),
+			progress: api.ReasonDowngrading,
+			message:  []string{"waiting for member c-2", "not restarted its etcd container"},
+		},
+		{
+			name: "gate: restarted in place, etcd answers on the new version but the pod is not Ready yet",
+			state: rolloutState(v36, true, all, pods(imageOnly(0, v37), imageOnly(1, v37), notReady(restarted(false, time.Second))),
+				map[int]etcdutil.Status{0: reporting(0, v37, 1000), 1: reporting(1, v37, 1000), 2: reporting(2, v36, 1000)}),
+			progress: api.ReasonDowngrading,
+			message:  []string{"waiting for member c-2", "not Ready yet"},
+		},
+		{
+			name: "gate: restarted in place a minute ago in a pod made an hour ago: within the bound",
+			state: rolloutState(v36, true, []MemberView{leader(0), voter(1), sick(voter(2))},
+				pods(imageOnly(0, v37), imageOnly(1, v37), restarted(false, time.Minute)),
+				map[int]etcdutil.Status{0: reporting(0, v37, 1000), 1: reporting(1, v37, 1000)}),
+			progress: api.ReasonDowngrading,
+			message:  []string{"waiting for member c-2"},
+		},
+		{
+			name: "the last member restarted in place is down: the rollout waits for it",
+			state: rolloutState(v36, true, []MemberView{voter(0), leader(1), sick(voter(2))},
+				pods(rolled(0, v36, false, hour), rolled(1, v36, false, hour), restarted(false, time.Second)),
+				map[int]etcdutil.Status{0: reporting(0, v36, 1000), 1: reporting(1, v36, 1000)}),
+			progress: api.ReasonRollingPods,
+			message:  []string{"waiting for member c-2, restarted in place", "2 of 3 members done"},
+		},
+		{
+			name: "a member restarted in place long ago and down now is not the rollout's",
+			state: rolloutState(v36, true, []MemberView{voter(0), leader(1), sick(voter(2))},
+				pods(rolled(0, v36, false, hour), rolled(1, v36, false, hour), restarted(false, hour)),
+				map[int]etcdutil.Status{0: reporting(0, v36, 1000), 1: reporting(1, v36, 1000)}),
+		},
+		{
+			name: "restarted in place longer ago than the bound and not back: the rollout stops",
+			state: rolloutState(v36, true, []MemberView{leader(0), voter(1), sick(voter(2))},
+				pods(imageOnly(0, v37), imageOnly(1, v37), restarted(false, comebackBound+time.Second)),
+				map[int]etcdutil.Status{0: reporting(0, v37, 1000), 1: reporting(1, v37, 1000)}),
+			blocked: api.ReasonRolloutStuck,
+			message: []string{"member c-2 did not come back on 3.6.16"},
+		},
 		{
 			name:     "a single member on a claim is restarted on its data: there is no majority to keep",
 			state:    single(true),

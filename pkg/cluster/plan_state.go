@@ -114,6 +114,15 @@ type PodView struct {
 	// those of the spec.
 	Outdated      bool
 	StaleMetadata bool
+	// ImageOnly: the pod is outdated in its etcd container's image alone, which is changed in
+	// place (member.ImageChange). RestartPending: it was, and the kubelet still reports the
+	// container that ran then. RestartedAt is when it was (zero if never).
+	ImageOnly      bool
+	RestartPending bool
+	RestartedAt    time.Time
+	// NotReady: the kubelet does not report the pod Ready (its etcd's readiness probe has not
+	// passed since the container started).
+	NotReady bool
 	// Version is the etcd version the pod runs; Created is when the pod was made; Waiting
 	// is why its etcd container is not running, as the kubelet says (ImagePullBackOff).
 	Version string

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -32,6 +33,43 @@ func (r *Reconciler) rollMember(ctx context.Context, c *api.EtcdCluster, p *core
 		r.event(c, corev1.EventTypeNormal, EventMemberRolled, "Rolling member %s: %s", p.Name, why)
 	}
 	return res, err
+}
+
+// restartInPlace gives the etcd container of an out-of-date member pod the image the spec
+// builds now (rule 8, when member.ImageChange says that is all that differs), with the new
+// template hash and what tells the rollout when the kubelet has restarted the container. The
+// patch carries the pod's UID and resourceVersion: a pod replaced or changed since this pass
+// observed it (its container restarted meanwhile, say) is left for the next pass.
+func (r *Reconciler) restartInPlace(ctx context.Context, c *api.EtcdCluster, p *corev1.Pod, version, why string) (Result, error) {
+	image, hash, ok := member.ImageChange(c, p, version, r.deps.MemberInitImage)
+	if !ok {
+		return Result{}, nil
+	}
+	from, _ := member.EtcdContainerID(p)
+	body, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{
+			"uid": p.UID, "resourceVersion": p.ResourceVersion,
+			"annotations": map[string]string{
+				member.AnnotationTemplateHash:  hash,
+				member.AnnotationRestartedFrom: from,
+				member.AnnotationRestartedAt:   r.now().UTC().Format(time.RFC3339),
+			},
+		},
+		"spec": map[string]any{"containers": []map[string]string{{"name": member.EtcdContainerName, "image": image}}},
+	})
+	if err != nil {
+		return Result{}, fmt.Errorf("encoding the patch of pod %s: %w", p.Name, err)
+	}
+	_, err = r.deps.Kube.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, body, metav1.PatchOptions{})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return Result{}, nil
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("changing the image of pod %s: %w", p.Name, err)
+	}
+	r.log(c).WithField("member", p.Name).WithField("action", string(ActionRestartInPlace)).WithField("image", image).Info("changed the etcd image in place")
+	r.event(c, corev1.EventTypeNormal, EventMemberRolled, "Rolling member %s in place: %s", p.Name, why)
+	return Result{Changed: true}, nil
 }
 
 // patchPodMetadata patches a member pod's labels and annotations from spec.pod in place. The

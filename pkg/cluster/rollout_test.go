@@ -29,8 +29,8 @@ func TestStateMarksOutdatedPods(t *testing.T) {
 	}
 
 	c.Spec.Version = "3.7.3"
-	if s := o.state(time.Now()); !s.Pods[0].Outdated || s.TargetVersion != "3.7.3" {
-		t.Errorf("a new minor: pod %+v, target %s", s.Pods[0], s.TargetVersion)
+	if s := o.state(time.Now()); !s.Pods[0].Outdated || !s.Pods[0].ImageOnly || s.TargetVersion != "3.7.3" {
+		t.Errorf("a new minor, the image alone: pod %+v, target %s", s.Pods[0], s.TargetVersion)
 	}
 	c.Spec.Version = "3.8.0"
 	if s := o.state(time.Now()); s.Pods[0].Outdated || s.TargetVersion != "3.6.16" {
@@ -43,7 +43,7 @@ func TestStateMarksOutdatedPods(t *testing.T) {
 		t.Errorf("a new label: %+v", s.Pods[0])
 	}
 	c.Spec.Pod.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}
-	if s := o.state(time.Now()); !s.Pods[0].Outdated {
+	if s := o.state(time.Now()); !s.Pods[0].Outdated || s.Pods[0].ImageOnly {
 		t.Errorf("a new resource request: %+v", s.Pods[0])
 	}
 
@@ -84,6 +84,53 @@ func TestPatchPodMetadata(t *testing.T) {
 	}
 	if e := drain(f.recorder); !strings.Contains(e, string(EventPodPatched)) {
 		t.Errorf("events %q: no %s", e, EventPodPatched)
+	}
+}
+
+// A member whose etcd image alone is out of date gets the new image in its pod: the pod is
+// up to date after the patch, and says which container ran when it was changed.
+func TestRestartInPlace(t *testing.T) {
+	c := newCluster(3)
+	c.Spec.Version = "3.6.16"
+	p := member.Pod(c, member.Template{Ordinal: 1, ClusterState: etcdutil.ClusterStateExisting, InitialCluster: []int{0, 1}}, testInitImage)
+	p.UID = "pod-uid"
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: member.EtcdContainerName, ContainerID: "containerd://old",
+		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
+	f := newFixture(t, c, p)
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	f.r.now = func() time.Time { return now }
+
+	c.Spec.Version = "3.7.3"
+	res, err := f.r.restartInPlace(context.Background(), c, p, "3.7.3", "test")
+	if err != nil || !res.Changed {
+		t.Fatalf("restart in place: %+v, %v", res, err)
+	}
+	got, err := f.kube.CoreV1().Pods("ns").Get(context.Background(), p.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if img := got.Spec.Containers[0].Image; img != member.ImageFor(c.Spec.Repository, "3.7.3") {
+		t.Errorf("image after the patch: %s", img)
+	}
+	if got.Spec.Containers[0].Command[0] != member.MemberInitPath || len(got.Spec.InitContainers) != 1 {
+		t.Errorf("the patch changed more than the image: %+v", got.Spec.Containers[0].Command)
+	}
+	if !member.UpToDate(c, got, "3.7.3", testInitImage) {
+		t.Error("the patched pod is not up to date")
+	}
+	if got.Annotations[member.AnnotationRestartedFrom] != "containerd://old" || got.Annotations[member.AnnotationRestartedAt] != "2026-01-01T12:00:00Z" {
+		t.Errorf("annotations: %v", got.Annotations)
+	}
+	if !member.RestartPending(got) {
+		t.Error("the old container still runs, and the restart is not pending")
+	}
+	if e := drain(f.recorder); !strings.Contains(e, string(EventMemberRolled)) || !strings.Contains(e, "in place") {
+		t.Errorf("events %q: no %s in place", e, EventMemberRolled)
+	}
+
+	// Nothing left to change: no second patch.
+	if res, err := f.r.restartInPlace(context.Background(), c, got, "3.7.3", "test"); err != nil || res.Changed {
+		t.Errorf("a second restart of an up-to-date pod: %+v, %v", res, err)
 	}
 }
 
@@ -145,5 +192,22 @@ func TestStatusDuringRollout(t *testing.T) {
 	}
 	if deg := meta.FindStatusCondition(st.Conditions, string(api.ConditionDegraded)); deg == nil || deg.Reason == string(api.ReasonVersionChangeUnsupported) {
 		t.Errorf("Degraded = %+v: a one-minor upgrade is supported", deg)
+	}
+
+	// Member 2's image changed in place and the kubelet still runs the old container: its
+	// pod is not current yet, and the rollout is under way.
+	p := s.Pods[2]
+	p.RestartPending = true
+	s.Pods[2] = p
+	s.Members[2] = voter(2)
+	s.Statuses[2] = reporting(2, "3.6.16", 1000)
+	st = computeStatus(c, s, Plan(s))
+	for _, m := range st.Members {
+		if m.Name == "demo-2" && m.PodCurrent {
+			t.Error("a pod whose old container still runs is current")
+		}
+	}
+	if st.Phase != api.PhaseRollingOut {
+		t.Errorf("phase with the restart pending: %s, want %s", st.Phase, api.PhaseRollingOut)
 	}
 }

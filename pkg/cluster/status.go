@@ -121,7 +121,7 @@ func statusMembers(s State) []api.MemberStatus {
 			ms.Version = st.Version
 		}
 		if p, ok := s.Pods[m.Ordinal]; ok && m.Ordinal >= 0 {
-			ms.PodCurrent = !p.Outdated && !p.Terminating
+			ms.PodCurrent = !p.Outdated && !p.Terminating && !p.RestartPending
 		}
 		if _, ok := s.Claims[m.Ordinal]; ok && s.Persistent && m.Ordinal >= 0 {
 			ms.Claim = member.ClaimName(s.Name, m.Ordinal)

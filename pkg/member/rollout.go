@@ -153,3 +153,80 @@ func metadataDiff(have, want map[string]string, had []string, reserved map[strin
 
 // operatorKey: a label or annotation key the operator owns.
 func operatorKey(k string) bool { return strings.HasPrefix(k, "etcd.operator.dev/") }
+
+// AnnotationRestartedFrom and AnnotationRestartedAt are written on a member pod whose etcd
+// container is restarted in place (ImageChange): the ID of the container that ran when the
+// image was changed, and when. The member has come back once a container other than that
+// one runs; the rollout's bound on its comeback counts from the time.
+const (
+	AnnotationRestartedFrom = "etcd.operator.dev/restarted-from"
+	AnnotationRestartedAt   = "etcd.operator.dev/restarted-at"
+)
+
+// ImageChange reports whether pod p is brought up to date by a new image for its etcd
+// container alone: what the spec builds now for the pod's template at the given version and
+// with the operator's image initImage differs from what p was built with in that image only.
+// Kubernetes lets a running pod's container image change; the kubelet then restarts the
+// container in the same pod, on the same volumes (an emptyDir's data included) and address.
+// It returns the image and the pod's template hash once it runs it.
+func ImageChange(c *api.EtcdCluster, p *corev1.Pod, version, initImage string) (image, hash string, ok bool) {
+	t, ok := ReadTemplate(c.Name, p)
+	if !ok || RecordedHash(p) == "" {
+		return "", "", false
+	}
+	t.Version = version
+	want := Pod(c, t, initImage)
+	have := etcdImage(&p.Spec)
+	image = etcdImage(&want.Spec)
+	if have == "" || image == "" || have == image {
+		return "", "", false
+	}
+	spec := want.Spec.DeepCopy()
+	for i := range spec.Containers {
+		if spec.Containers[i].Name == EtcdContainerName {
+			spec.Containers[i].Image = have
+		}
+	}
+	if specHash(spec) != RecordedHash(p) {
+		return "", "", false
+	}
+	return image, RecordedHash(want), true
+}
+
+// etcdImage is the image of a pod spec's etcd container; empty when it has none.
+func etcdImage(spec *corev1.PodSpec) string {
+	for _, ctr := range spec.Containers {
+		if ctr.Name == EtcdContainerName {
+			return ctr.Image
+		}
+	}
+	return ""
+}
+
+// EtcdContainerID is the ID of the etcd container the kubelet last reported for pod p, and
+// whether that container is running.
+func EtcdContainerID(p *corev1.Pod) (id string, running bool) {
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name == EtcdContainerName {
+			return cs.ContainerID, cs.State.Running != nil
+		}
+	}
+	return "", false
+}
+
+// RestartPending reports whether pod p's etcd container was restarted in place (ImageChange)
+// and the container that ran then is still the one the kubelet reports, on another image
+// than the spec's. (An image set back before the kubelet acted restarts nothing: the
+// container runs the spec's image.)
+func RestartPending(p *corev1.Pod) bool {
+	from, ok := p.Annotations[AnnotationRestartedFrom]
+	if !ok {
+		return false
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name == EtcdContainerName {
+			return cs.ContainerID == from && !(cs.State.Running != nil && cs.Image == etcdImage(&p.Spec))
+		}
+	}
+	return from == ""
+}

@@ -88,3 +88,96 @@ func TestPolicyMetadataPatch(t *testing.T) {
 		t.Errorf("the recorded policy keys are not updated: %v", patch.Annotations)
 	}
 }
+
+func TestImageChange(t *testing.T) {
+	tmpl := Template{Ordinal: 1, ClusterState: etcdutil.ClusterStateExisting, InitialCluster: []int{0, 1, 2}, MemberID: 0xab}
+	built := Pod(testCluster(), tmpl, "op:1")
+
+	cases := []struct {
+		name    string
+		change  func(c *api.EtcdCluster)
+		version string
+		image   string
+		want    string
+	}{
+		{name: "same spec: nothing to change", version: "3.6.16", image: "op:1"},
+		{name: "new patch version", version: "3.6.17", image: "op:1", want: "gcr.io/etcd-development/etcd:v3.6.17"},
+		{name: "next minor, same probes", version: "3.7.3", image: "op:1", want: "gcr.io/etcd-development/etcd:v3.7.3"},
+		{name: "3.5 has other probes: not the image alone", version: "3.5.35", image: "op:1"},
+		{name: "another repository", version: "3.6.16", image: "op:1", want: "mirror.example/etcd:v3.6.16", change: func(c *api.EtcdCluster) {
+			c.Spec.Repository = "mirror.example/etcd"
+		}},
+		{name: "new operator image: member-init's container changes too", version: "3.6.17", image: "op:2"},
+		{name: "a new version and a resource request", version: "3.6.17", image: "op:1", change: func(c *api.EtcdCluster) {
+			c.Spec.Pod.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m")}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := testCluster()
+			if tc.change != nil {
+				tc.change(c)
+			}
+			image, hash, ok := ImageChange(c, built, tc.version, tc.image)
+			if ok != (tc.want != "") || image != tc.want {
+				t.Fatalf("ImageChange = %q, %v; want %q", image, ok, tc.want)
+			}
+			if !ok {
+				return
+			}
+			// The pod as the patch leaves it is up to date, and a second change from there
+			// (the version set back) is an image change again.
+			patched := built.DeepCopy()
+			patched.Spec.Containers[0].Image = image
+			patched.Annotations[AnnotationTemplateHash] = hash
+			if !UpToDate(c, patched, tc.version, tc.image) {
+				t.Error("the pod with the new image and hash is not up to date")
+			}
+			if back, _, ok := ImageChange(testCluster(), patched, "3.6.16", "op:1"); !ok || back != built.Spec.Containers[0].Image {
+				t.Errorf("changing back: %q, %v", back, ok)
+			}
+		})
+	}
+
+	old := built.DeepCopy()
+	delete(old.Annotations, AnnotationTemplateHash)
+	if _, _, ok := ImageChange(testCluster(), old, "3.6.17", "op:1"); ok {
+		t.Error("a pod without a recorded hash (earlier operator) is changed in place")
+	}
+}
+
+func TestRestartPending(t *testing.T) {
+	p := Pod(testCluster(), Template{Ordinal: 0, ClusterState: etcdutil.ClusterStateNew, InitialCluster: []int{0}}, "op:1")
+	oldImage, newImage := "etcd:v3.6.16", p.Spec.Containers[0].Image
+	status := func(id, image string) {
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: EtcdContainerName, ContainerID: id, Image: image,
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
+	}
+	status("containerd://a", oldImage)
+	if RestartPending(p) {
+		t.Error("a pod never restarted in place is pending")
+	}
+	p.Annotations[AnnotationRestartedFrom] = "containerd://a"
+	if !RestartPending(p) {
+		t.Error("the container that ran at the change still runs: not pending")
+	}
+	status("containerd://a", "")
+	if !RestartPending(p) {
+		t.Error("the container that ran at the change still runs, its image not reported: not pending")
+	}
+	status("containerd://b", newImage)
+	if RestartPending(p) {
+		t.Error("a new container runs: still pending")
+	}
+	// The image set back before the kubelet restarted anything: the old container runs the
+	// spec's image, and nothing will restart it.
+	status("containerd://a", newImage)
+	if RestartPending(p) {
+		t.Error("the container runs the spec's image: still pending")
+	}
+	p.Status.ContainerStatuses = nil
+	p.Annotations[AnnotationRestartedFrom] = ""
+	if !RestartPending(p) {
+		t.Error("changed before any container ran, none runs yet: not pending")
+	}
+}

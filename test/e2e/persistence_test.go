@@ -14,8 +14,15 @@ import (
 // uidsByName are the UIDs of the cluster's objects of a resource (pods, pvc), by name.
 func uidsByName(f *framework.Framework, resource, cluster string) map[string]string {
 	f.T().Helper()
+	return fieldByName(f, resource, cluster, ".metadata.uid")
+}
+
+// fieldByName is one field (a jsonpath without braces, of a value with no spaces) of each of
+// a cluster's objects of a resource, by object name.
+func fieldByName(f *framework.Framework, resource, cluster, field string) map[string]string {
+	f.T().Helper()
 	out := f.MustNS("get", resource, "-l", "etcd.operator.dev/cluster="+cluster, "-o",
-		`jsonpath={range .items[*]}{.metadata.name}={.metadata.uid}{"\n"}{end}`)
+		`jsonpath={range .items[*]}{.metadata.name}={`+field+`}{"\n"}{end}`)
 	uids := map[string]string{}
 	for _, line := range strings.Fields(out) {
 		name, uid, _ := strings.Cut(line, "=")
@@ -32,6 +39,11 @@ func claimUIDs(f *framework.Framework, cluster string) map[string]string {
 // podUIDs are the UIDs of the member pods of a cluster, by name.
 func podUIDs(f *framework.Framework, cluster string) map[string]string {
 	return uidsByName(f, "pods", cluster)
+}
+
+// podImages are the etcd images of the member pods of a cluster, by name.
+func podImages(f *framework.Framework, cluster string) map[string]string {
+	return fieldByName(f, "pods", cluster, `.spec.containers[?(@.name=="etcd")].image`)
 }
 
 // memberIDs are the member IDs status reports, by member name.

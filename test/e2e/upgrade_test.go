@@ -197,11 +197,16 @@ func TestDowngrade(t *testing.T) {
 	waitVersion(f, name, framework.Version37)
 	waitDowngrade(f, name, "", "3.7.0")
 
-	ids := memberIDs(f, name)
+	ids, pods := memberIDs(f, name), podUIDs(f, name)
 	setVersion(f, name, framework.Version36)
 	waitVersion(f, name, framework.Version36)
 	if got := memberIDs(f, name); fmt.Sprint(got) != fmt.Sprint(ids) {
 		t.Errorf("after the downgrade, member IDs %v, want %v (restarted on their data)", got, ids)
+	}
+	// Only the etcd image differs between 3.7 and 3.6 pods: each container is restarted in
+	// its pod, which stays.
+	if got := podUIDs(f, name); fmt.Sprint(got) != fmt.Sprint(pods) {
+		t.Errorf("after the downgrade, pods %v, want %v (the image changed in place)", got, pods)
 	}
 	waitDowngrade(f, name, "", "3.6.0")
 	q.check(t)
@@ -277,7 +282,7 @@ func TestUnpullableVersionRolledBack(t *testing.T) {
 	t.Parallel()
 	const name = "unpullable"
 	f, writer := startVersioned(t, name, framework.Version36, true)
-	pods := podUIDs(f, name)
+	pods, images := podUIDs(f, name), podImages(f, name)
 	q := watchQuorum(f, name)
 	setVersion(f, name, framework.UnpullableVersion)
 	f.Eventually("the rollout reported stuck", rolloutTimeout, func() (bool, error) {
@@ -288,10 +293,10 @@ func TestUnpullableVersionRolledBack(t *testing.T) {
 		reason, msg := c.ConditionReason("Degraded")
 		return reason == "RolloutStuck" && strings.Contains(msg, name+"-2"), nil
 	})
-	now := podUIDs(f, name)
+	now, nowImages := podUIDs(f, name), podImages(f, name)
 	for _, p := range []string{name + "-0", name + "-1"} {
-		if now[p] != pods[p] {
-			t.Errorf("pod %s was touched while %s-2 is stuck", p, name)
+		if now[p] != pods[p] || nowImages[p] != images[p] {
+			t.Errorf("pod %s was touched while %s-2 is stuck: image %s, was %s", p, name, nowImages[p], images[p])
 		}
 	}
 	setVersion(f, name, framework.Version36)
