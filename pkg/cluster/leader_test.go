@@ -42,9 +42,10 @@ func TestPlanNoLeader(t *testing.T) {
 		},
 		{
 			name:    "nobody answers: said so",
-			state:   State{Size: 3, Bootstrapped: true, LastMembers: lastVoters(0, 1, 2), Pods: pods(running(0, 0, 1, 2)), Now: t0},
+			state:   State{Size: 3, Bootstrapped: true, LastMembers: lastVoters(0, 1, 2), Pods: pods(running(0, 0, 1, 2), pulling(1)), Now: t0},
 			blocked: api.ReasonEtcdUnreachable,
-			message: []string{"no member answered"},
+			message: []string{"no member answered", "c-0 (etcd does not answer at its pod)",
+				"c-1 (its etcd container waits: ImagePullBackOff: Back-off pulling image", "c-2 (its pod is gone)"},
 		},
 	})
 }
@@ -94,4 +95,11 @@ func TestStatusLeaderElection(t *testing.T) {
 		!strings.Contains(deg.Message, "c-0 (term 3, no leader) answer") {
 		t.Errorf("past the bound: Available %+v, Degraded %+v; want NoQuorum naming c-0", avail, deg)
 	}
+}
+
+// pulling is the running pod of member o whose etcd container waits for its image.
+func pulling(o int) PodView {
+	p := running(o, 0, 1, 2)
+	p.Waiting = "ImagePullBackOff: Back-off pulling image \"etcd:v9\""
+	return p
 }

@@ -248,6 +248,9 @@ func planUnreachable(s State) Decision {
 	if d, ok := restartMarked(s); ok {
 		return d
 	}
+	if d, ok := rollDownMemberInPlace(s); ok {
+		return d
+	}
 	if live == 0 {
 		return Decision{Blocked: api.ReasonNoQuorum,
 			Message: "every member pod is gone; the cluster's data is lost and it will not be re-created silently"}
@@ -255,7 +258,7 @@ func planUnreachable(s State) Decision {
 	if d, ok := planNoLeader(s); ok {
 		return d
 	}
-	return Decision{Blocked: api.ReasonEtcdUnreachable, Message: "no member answered"}
+	return Decision{Blocked: api.ReasonEtcdUnreachable, Message: "no member answered; " + silent(s)}
 }
 
 // planBootstrapAgain bootstraps a cluster again whose seed pod went (deleted, evicted) before

@@ -124,6 +124,25 @@ func waitForRestartedInPlace(s State, reason api.ConditionReason) Decision {
 	return Decision{}
 }
 
+// rollDownMemberInPlace is the rollout when no member answers: a member pod whose etcd
+// container does not run (an image that cannot be pulled, say) and is out of date in its
+// image alone gets the current image in place. Its member serves nothing anyway, and its data
+// stays in its pod: this is how a single member on emptyDir given a bad version comes back,
+// with its data, once spec.version is set back.
+func rollDownMemberInPlace(s State) (Decision, bool) {
+	for _, o := range slices.Backward(sortedOrdinals(s.Pods)) {
+		p := s.Pods[o]
+		if p.Terminating || !p.ImageOnly || p.Waiting == "" || replacedOnUpgrade(p.Version, s.TargetVersion) {
+			continue
+		}
+		d := step(s, Action{Kind: ActionRestartInPlace, Ordinal: o, MemberID: p.MemberID}, rolloutReason(s),
+			"restarting member %s in place on its data", o)
+		d.Message += fmt.Sprintf(" with etcd %s: no member answers, and its etcd container waits (%s)", s.TargetVersion, p.Waiting)
+		return d, true
+	}
+	return Decision{}, false
+}
+
 // rollMember changes the image of member m's pod in place when only that changes, or else
 // deletes the pod (restarted on its claim by rule 2, replaced by rules 5 and 7 on emptyDir),
 // first moving leadership away if it leads, and only if the members left keep a healthy

@@ -78,7 +78,29 @@ func TestPlanRollout(t *testing.T) {
 		return s
 	}
 
+	// The single member on emptyDir, given a version whose image cannot be pulled, then set
+	// back: nobody answers, and its pod is out of date in its image alone.
+	badSingle := func(waiting string) State {
+		p := imageOnly(0, "3.6.999")
+		p.Waiting = waiting
+		s := rolloutState(v36, false, nil, pods(p), nil)
+		s.Size, s.MembersKnown, s.LastMembers = 1, false, []LastMember{{Ordinal: 0, ID: 100}}
+		return s
+	}
+
 	runPlanCases(t, []planCase{
+		{
+			name:     "no member answers, the single member's image cannot be pulled and was set back: rolled back in place",
+			state:    badSingle("ImagePullBackOff: Back-off pulling image"),
+			want:     &Action{Kind: ActionRestartInPlace, Ordinal: 0},
+			progress: api.ReasonDowngrading,
+			message:  []string{"restarting member c-0 in place", "no member answers", "ImagePullBackOff"},
+		},
+		{
+			name:    "no member answers, its container runs: not rolled (it may be starting)",
+			state:   badSingle(""),
+			blocked: api.ReasonEtcdUnreachable,
+		},
 		{
 			name:     "only the etcd image changes, on a claim: the container is restarted in place",
 			state:    rolloutState(v36, true, all, pods(imageOnly(0, v37), imageOnly(1, v37), imageOnly(2, v37)), at37),

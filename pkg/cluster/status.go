@@ -275,6 +275,8 @@ func podCondition(pods map[int]PodView, ordinal int) string {
 		return "its pod cannot be scheduled"
 	case p.Phase != corev1.PodRunning:
 		return fmt.Sprintf("its pod is %s%s", p.Phase, on)
+	case p.Waiting != "":
+		return "its etcd container waits: " + p.Waiting + on
 	default:
 		return "etcd does not answer at its pod" + on
 	}
