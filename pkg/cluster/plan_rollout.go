@@ -29,10 +29,10 @@ const (
 )
 
 const (
-	// comebackBound is how long a rolled member has, from the creation of its new pod (or the
-	// change of its image in place), to be
-	// started, healthy, voting, on the new version and caught up: room for pulling a new image
-	// and replaying the member's log. Past it the rollout stops and says why.
+	// comebackBound is how long a rolled member has, from the creation of its new pod or the
+	// change of its image in place, to be started, healthy, voting, on the new version and
+	// caught up: room for pulling a new image and replaying the member's log. Past it the
+	// rollout stops and says why.
 	comebackBound = 2 * time.Minute
 	// caughtUpLag is how many raft entries a member may have left to apply behind the
 	// leader's index and still count as caught up: writes go on during a rollout, so a
@@ -155,7 +155,7 @@ func rollMember(s State, m MemberView, reason api.ConditionReason, done int) Dec
 	name := member.Name(s.Name, m.Ordinal)
 	// A cluster of one member has no majority to keep: rolling it means a short outage,
 	// which its user chose with size 1. On a claim its member restarts on its data; on
-	// emptyDir its data would go with the pod, so it is never rolled there.
+	// emptyDir its data would go with the pod, so it is rolled there only in place.
 	alone := voting == 1 && !m.Learner
 	// Only the image changes, and etcd may restart on the member's data at the target
 	// version: the container is restarted in its pod, whose volumes stay, emptyDir too.
@@ -250,9 +250,9 @@ func notCaughtUp(s State, m MemberView, leader MemberView) string {
 	case p.RestartPending:
 		return "the kubelet has not restarted its etcd container on the new image yet"
 	case p.NotReady:
-		// etcd answers before its readiness probe has passed (a member restarted in place
-		// answers within a second); the next member waits for the probe too, so that the
-		// client Service never has fewer members behind it than the rollout takes down.
+		// etcd answers before its readiness probe passes (a member restarted in place, on
+		// its own address, answers at once); the next member waits for the probe too, so that
+		// the client Service never has fewer members behind it than the rollout takes down.
 		return "etcd answers, its pod is not Ready yet"
 	case p.Version != "" && member.NormalizeVersion(st.Version) != p.Version:
 		return fmt.Sprintf("it reports etcd %s, its pod runs %s", st.Version, p.Version)
