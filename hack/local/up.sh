@@ -44,8 +44,11 @@ if ! any_alive; then
 		"$LOCAL_DIR/down.sh"
 	fi
 	# another cluster (another clone's, say) holding the node's ports would make ours fail obscurely
-	if ss -ltnH "( sport = :6443 or sport = :2379 or sport = :10250 )" | grep -q .; then
-		ss -ltnpH "( sport = :6443 or sport = :2379 or sport = :10250 )" >&2
+	# (output captured, not piped into grep -q: under pipefail an early-exiting grep can make
+	# the pipeline fail)
+	held=$(ss -ltnpH "( sport = :6443 or sport = :2379 or sport = :10250 )")
+	if [ -n "$held" ]; then
+		echo "$held" >&2
 		die "ports 6443/2379/10250 are in use by processes this clone did not start (another cluster?); stop it first"
 	fi
 fi
@@ -231,10 +234,11 @@ modprobe br_netfilter 2>/dev/null || true
 sysctl -qw net.ipv4.ip_forward=1
 sysctl -qw net.bridge.bridge-nf-call-iptables=1 2>/dev/null || ts "warning: net.bridge.bridge-nf-call-iptables not available"
 ip link show cni0 >/dev/null 2>&1 || ip link add cni0 type bridge
-ip addr show dev cni0 | grep -q "inet $NODE_IP/" || ip addr add "$NODE_IP/24" dev cni0
+# replace, not add: idempotent when the bridge outlived a node that was not taken down
+ip addr replace "$NODE_IP/24" dev cni0
 ip link set cni0 up
 # service VIPs never leave through the uplink (an unallocated VIP goes to the bridge and dies there)
-ip route show "$SVC_CIDR" | grep -q cni0 || ip route replace "$SVC_CIDR" dev cni0 src "$NODE_IP"
+ip route replace "$SVC_CIDR" dev cni0 src "$NODE_IP"
 # pods may not send anything off the host
 iptables -N "$GUARD_CHAIN" 2>/dev/null || true
 iptables -C "$GUARD_CHAIN" -s "$CLUSTER_CIDR" ! -o cni0 -j DROP 2>/dev/null || iptables -A "$GUARD_CHAIN" -s "$CLUSTER_CIDR" ! -o cni0 -j DROP
