@@ -16,7 +16,7 @@ KUBECTL_DIR := $(shell . hack/local/lib.sh && echo $$K8S_BIN)
 E2E_RUN ?=
 E2E_FLAGS ?=
 # unit-tested trees that exist (go test fails on a pattern whose folder is missing)
-UNIT_PKGS := $(foreach d,pkg cmd deploy hack/tools,$(if $(wildcard $(d)),./$(d)/...))
+UNIT_PKGS := $(foreach d,pkg cmd deploy hack/tools test/e2e/framework,$(if $(wildcard $(d)),./$(d)/...))
 # BENCH_ROUNDS: how many clusters make bench creates for the apply -> Available median
 BENCH_ROUNDS ?= 3
 

@@ -325,6 +325,7 @@ func benchRollouts(t *testing.T, f *framework.Framework, name, storage string) {
 		figure(t, prefix+", slowest member", slowest.Seconds(), "s")
 		figure(t, prefix+", puts acknowledged", float64(len(after.Acked)-len(before.Acked)), "puts")
 		figure(t, prefix+", puts not acknowledged", float64(after.Failed-before.Failed), "puts")
+		figure(t, prefix+", longest wait for an acknowledged put", after.LongestWait(before), "s")
 	}
 	writer.StopAndVerify(name + "-0")
 }

@@ -18,11 +18,12 @@ const WriterImage = "docker.io/library/busybox:1.35.0"
 const writerPrefix = "ack/"
 
 // writerScript puts ack/<i> = v<i> for i = 0, 1, ... through the cluster's client Service, one
-// request at a time, with etcd's JSON gateway (POST /v3/kv/put), and prints "ACK i" for each
-// put etcd acknowledged (an answer with a revision) and "FAIL i" for the others, until
-// /work/stop exists; then "DONE". A failed put may or may not have been applied; an
-// acknowledged one must never be lost. timeout bounds each request: wget's own -T crashes
-// the static busybox the suite's images are packed from.
+// request at a time, with etcd's JSON gateway (POST /v3/kv/put), and prints "ACK i t" for each
+// put etcd acknowledged (an answer with a revision) and "FAIL i t" for the others, t being
+// when the answer came (the node's uptime, in seconds: a shell builtin reads it, where a clock
+// command would cost a process per put), until /work/stop exists; then "DONE". A failed put
+// may or may not have been applied; an acknowledged one must never be lost. timeout bounds
+// each request: wget's own -T crashes the static busybox the suite's images are packed from.
 const writerScript = `
 i=0
 while [ ! -e /work/stop ]; do
@@ -31,10 +32,12 @@ while [ ! -e /work/stop ]; do
   rm -f /work/out
   if timeout 2 wget -q -O /work/out --post-data "{\"key\":\"$k\",\"value\":\"$v\"}" "$ENDPOINT/v3/kv/put" 2>/dev/null &&
      grep -q '"revision"' /work/out; then
-    echo "ACK $i"
+    verb=ACK
   else
-    echo "FAIL $i"
+    verb=FAIL
   fi
+  read t _ </proc/uptime
+  echo "$verb $i $t"
   i=$((i+1))
 done
 echo DONE
@@ -54,8 +57,22 @@ type Writer struct {
 type WriteLog struct {
 	// Acked are the sequence numbers of the puts etcd acknowledged, in order.
 	Acked []int
+	// AckedAt is when each of Acked was acknowledged, in seconds of the writer's clock.
+	AckedAt []float64
 	// Failed counts the puts that were not acknowledged (refused, timed out, no endpoint).
 	Failed int
+}
+
+// LongestWait is the longest time the writer went without an acknowledged put, from the
+// last put acknowledged before since (a log read earlier) to the last one in log. Unlike a
+// count of failed puts, it does not depend on how fast a put fails: a refused connection
+// fails at once and is retried many times, a vanished address holds a put for its timeout.
+func (log WriteLog) LongestWait(since WriteLog) float64 {
+	longest := 0.0
+	for i := max(len(since.AckedAt), 1); i < len(log.AckedAt); i++ {
+		longest = max(longest, log.AckedAt[i]-log.AckedAt[i-1])
+	}
+	return longest
 }
 
 // StartWriter starts writing to cluster and waits until the first put is acknowledged. The
@@ -212,20 +229,24 @@ func (w *Writer) log() (WriteLog, error) {
 func parseWriteLog(out string) (WriteLog, error) {
 	var log WriteLog
 	for _, line := range strings.Split(out, "\n") {
-		verb, seq, ok := strings.Cut(strings.TrimSpace(line), " ")
-		if !ok {
+		fields := strings.Fields(line)
+		if len(fields) != 3 || (fields[0] != "ACK" && fields[0] != "FAIL") {
 			continue
 		}
-		i, err := strconv.Atoi(seq)
+		i, err := strconv.Atoi(fields[1])
 		if err != nil {
 			return WriteLog{}, fmt.Errorf("writer log line %q: %w", line, err)
 		}
-		switch verb {
-		case "ACK":
-			log.Acked = append(log.Acked, i)
-		case "FAIL":
-			log.Failed++
+		at, err := strconv.ParseFloat(fields[2], 64)
+		if err != nil {
+			return WriteLog{}, fmt.Errorf("writer log line %q: %w", line, err)
 		}
+		if fields[0] == "FAIL" {
+			log.Failed++
+			continue
+		}
+		log.Acked = append(log.Acked, i)
+		log.AckedAt = append(log.AckedAt, at)
 	}
 	return log, nil
 }

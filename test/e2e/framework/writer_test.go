@@ -1,0 +1,36 @@
+package framework
+
+import "testing"
+
+func TestParseWriteLog(t *testing.T) {
+	out := "ACK 0 100.10\nACK 1 100.20\nFAIL 2 100.21\nFAIL 3 102.21\nACK 4 102.50\nACK 5 102.60\nDONE\n"
+	log, err := parseWriteLog(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(log.Acked) != 4 || log.Acked[2] != 4 || log.Failed != 2 {
+		t.Fatalf("parsed %+v, want acks 0 1 4 5 and 2 failures", log)
+	}
+	if _, err := parseWriteLog("ACK x 1.0\n"); err == nil {
+		t.Fatal("a bad sequence number was accepted")
+	}
+}
+
+func TestLongestWait(t *testing.T) {
+	log := WriteLog{Acked: []int{0, 1, 4, 5, 6}, AckedAt: []float64{100.1, 100.2, 102.5, 102.6, 102.7}}
+	for _, tc := range []struct {
+		name  string
+		since WriteLog
+		want  float64
+	}{
+		{"the whole log", WriteLog{}, 2.3},
+		// the wait that began before since counts from since's last acknowledged put
+		{"since the second put", WriteLog{AckedAt: log.AckedAt[:2]}, 2.3},
+		{"since the third put", WriteLog{AckedAt: log.AckedAt[:3]}, 0.1},
+		{"nothing new", log, 0},
+	} {
+		if got := log.LongestWait(tc.since); got < tc.want-1e-9 || got > tc.want+1e-9 {
+			t.Errorf("%s: LongestWait = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
