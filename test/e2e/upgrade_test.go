@@ -277,12 +277,13 @@ func TestRefusedSkip(t *testing.T) {
 
 // TestUnpullableVersionRolledBack: a version whose image cannot be pulled stops the rollout at
 // its first member, reported; no other member is touched; setting the version back rolls that
-// member back.
+// member back. On emptyDir: only the image changes, so the member is rolled in its pod, both
+// ways, and keeps its data and member ID (a pod deleted would take them).
 func TestUnpullableVersionRolledBack(t *testing.T) {
 	t.Parallel()
 	const name = "unpullable"
-	f, writer := startVersioned(t, name, framework.Version36, true)
-	pods, images := podUIDs(f, name), podImages(f, name)
+	f, writer := startVersioned(t, name, framework.Version36, false)
+	pods, images, ids := podUIDs(f, name), podImages(f, name), memberIDs(f, name)
 	q := watchQuorum(f, name)
 	setVersion(f, name, framework.UnpullableVersion)
 	f.Eventually("the rollout reported stuck", rolloutTimeout, func() (bool, error) {
@@ -301,6 +302,12 @@ func TestUnpullableVersionRolledBack(t *testing.T) {
 	}
 	setVersion(f, name, framework.Version36)
 	waitVersion(f, name, framework.Version36)
+	if got := podUIDs(f, name); fmt.Sprint(got) != fmt.Sprint(pods) {
+		t.Errorf("pods %v, want %v: rolled in place", got, pods)
+	}
+	if got := memberIDs(f, name); fmt.Sprint(got) != fmt.Sprint(ids) {
+		t.Errorf("member IDs %v, want %v: restarted on their data", got, ids)
+	}
 	q.check(t)
 	writer.StopAndVerify(name + "-0")
 }
