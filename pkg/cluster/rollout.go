@@ -46,7 +46,7 @@ func (r *Reconciler) restartInPlace(ctx context.Context, c *api.EtcdCluster, p *
 		return Result{}, nil
 	}
 	from, _ := member.EtcdContainerID(p)
-	body, err := json.Marshal(map[string]any{
+	applied, err := r.patchPod(ctx, p, "changing the image of", map[string]any{
 		"metadata": map[string]any{
 			"uid": p.UID, "resourceVersion": p.ResourceVersion,
 			"annotations": map[string]string{
@@ -57,15 +57,8 @@ func (r *Reconciler) restartInPlace(ctx context.Context, c *api.EtcdCluster, p *
 		},
 		"spec": map[string]any{"containers": []map[string]string{{"name": member.EtcdContainerName, "image": image}}},
 	})
-	if err != nil {
-		return Result{}, fmt.Errorf("encoding the patch of pod %s: %w", p.Name, err)
-	}
-	_, err = r.deps.Kube.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, body, metav1.PatchOptions{})
-	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-		return Result{}, nil
-	}
-	if err != nil {
-		return Result{}, fmt.Errorf("changing the image of pod %s: %w", p.Name, err)
+	if !applied {
+		return Result{}, err
 	}
 	r.log(c).WithField("member", p.Name).WithField("action", string(ActionRestartInPlace)).WithField("image", image).Info("changed the etcd image in place")
 	r.event(c, corev1.EventTypeNormal, EventMemberRolled, "Rolling member %s in place: %s", p.Name, why)
@@ -79,21 +72,32 @@ func (r *Reconciler) patchPodMetadata(ctx context.Context, c *api.EtcdCluster, p
 	if mp.Empty() {
 		return Result{}, nil
 	}
-	body, err := json.Marshal(map[string]any{"metadata": map[string]any{
+	applied, err := r.patchPod(ctx, p, "patching", map[string]any{"metadata": map[string]any{
 		"uid": p.UID, "labels": mp.Labels, "annotations": mp.Annotations}})
-	if err != nil {
-		return Result{}, fmt.Errorf("encoding the patch of pod %s: %w", p.Name, err)
-	}
-	_, err = r.deps.Kube.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, body, metav1.PatchOptions{})
-	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-		return Result{}, nil
-	}
-	if err != nil {
-		return Result{}, fmt.Errorf("patching pod %s: %w", p.Name, err)
+	if !applied {
+		return Result{}, err
 	}
 	r.log(c).WithField("member", p.Name).WithField("action", string(ActionPatchPod)).Info("patched pod labels and annotations")
 	r.event(c, corev1.EventTypeNormal, EventPodPatched, "Patched the labels and annotations of pod %s from spec.pod", p.Name)
 	return Result{Changed: true}, nil
+}
+
+// patchPod applies a strategic merge patch to member pod p; what says what the patch does, for
+// the error. applied is false, with no error, when p is gone or changed since it was observed
+// (the patch's preconditions): the next pass sees it as it is now.
+func (r *Reconciler) patchPod(ctx context.Context, p *corev1.Pod, what string, patch map[string]any) (applied bool, err error) {
+	body, err := json.Marshal(patch)
+	if err != nil {
+		return false, fmt.Errorf("encoding the patch of pod %s: %w", p.Name, err)
+	}
+	_, err = r.deps.Kube.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, body, metav1.PatchOptions{})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("%s pod %s: %w", what, p.Name, err)
+	}
+	return true, nil
 }
 
 // etcdWaiting is why a member pod's etcd container is not running, as the kubelet says it
