@@ -27,7 +27,7 @@ if [ -f "$DEPLOY_DIR/kustomization.yaml" ]; then
 else
 	kubectl apply -R -f "$DEPLOY_DIR/"
 fi
-if kubectl get crd -o name | grep -q .; then
+if [ -n "$(kubectl get crd -o name)" ]; then
 	waitfor "CRDs Established" 60 kubectl wait --for=condition=Established crd --all --timeout=2s
 fi
 deploys=$(kubectl -n "$OPERATOR_NS" get deploy -o name 2>/dev/null || true)

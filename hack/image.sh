@@ -66,7 +66,7 @@ stamp=$STATE/operator-image-id
 if [ "$(cat "$stamp" 2>/dev/null)" != "$id" ]; then
 	export KUBECONFIG=$KUBECONFIG_FILE
 	for d in $(kubectl -n "$OPERATOR_NS" get deploy -o name 2>/dev/null); do
-		if kubectl -n "$OPERATOR_NS" get "$d" -o jsonpath='{.spec.template.spec.containers[*].image}' | tr ' ' '\n' | grep -qxF "$IMAGE"; then
+		if grep -qxF "$IMAGE" <<<"$(kubectl -n "$OPERATOR_NS" get "$d" -o jsonpath='{.spec.template.spec.containers[*].image}' | tr ' ' '\n')"; then
 			kubectl -n "$OPERATOR_NS" rollout restart "$d"
 		fi
 	done

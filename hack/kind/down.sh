@@ -11,7 +11,7 @@ SCRIPT_NAME=kind-down
 use_engine
 [ -f "$ENGINE_STATE" ] || ! own_engine_alive || export DOCKER_HOST=unix://$ENGINE_SOCK
 if command -v docker >/dev/null && docker info >/dev/null 2>&1; then
-	if [ -x "$KIND_BIN/kind" ] && kind get clusters 2>/dev/null | grep -qx "$CLUSTER_NAME"; then
+	if [ -x "$KIND_BIN/kind" ] && grep -qx "$CLUSTER_NAME" <<<"$(kind get clusters 2>/dev/null)"; then
 		kind delete cluster --name "$CLUSTER_NAME"
 	fi
 	# the image-build container of an interrupted node-image.sh

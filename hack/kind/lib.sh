@@ -47,7 +47,7 @@ own_engine_alive() {
 	[ -f "$ENGINE_PID" ] || return 1
 	pid=$(cat "$ENGINE_PID")
 	[ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] || return 1
-	tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF "unix://$ENGINE_SOCK"
+	[[ "$(tr '\0' ' ' <"/proc/$pid/cmdline")" == *"unix://$ENGINE_SOCK"* ]]
 }
 
 # node_image: the tag of the offline node image for this version set and recipe.

@@ -20,7 +20,7 @@ fi
 "$KIND_DIR/node-image.sh"
 NODE_IMAGE=$(node_image)
 
-if ! kind get clusters 2>/dev/null | grep -qx "$CLUSTER_NAME"; then
+if ! grep -qx "$CLUSTER_NAME" <<<"$(kind get clusters 2>/dev/null)"; then
 	config=$STATE/kind-config.yaml
 	{
 		echo "kind: Cluster"

@@ -91,7 +91,7 @@ findmnt -rn -o TARGET | grep -F "$STATE/" | sort -r | while read -r m; do umount
 # network namespaces libcni created for our pods and no process uses any more
 for ns in /run/netns/cni-*; do
 	[ -e "$ns" ] || continue
-	ip netns pids "$(basename "$ns")" 2>/dev/null | grep -q . && continue
+	[ -n "$(ip netns pids "$(basename "$ns")" 2>/dev/null)" ] && continue
 	umount "$ns" 2>/dev/null
 	rm -f "$ns"
 done
@@ -113,7 +113,7 @@ for d in /var/lib/kubelet /var/lib/cni /run/containerd /run/netns /var/log/conta
 done
 
 if [ -d "$STATE" ]; then
-	if findmnt -rn -o TARGET | grep -qF "$STATE/"; then
+	if grep -qF "$STATE/" <<<"$(findmnt -rn -o TARGET)"; then
 		ts "warning: mounts under $STATE remain; keeping the folder"
 	else
 		# keep the logs of the last run for troubleshooting, outside the state folder

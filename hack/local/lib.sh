@@ -86,7 +86,7 @@ alive() {
 	[ -f "$RUN/$1.pid" ] || return 1
 	pid=$(cat "$RUN/$1.pid")
 	[ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] || return 1
-	tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF "$(supervisor_tag "$1")"
+	[[ "$(tr '\0' ' ' <"/proc/$pid/cmdline")" == *"$(supervisor_tag "$1")"* ]]
 }
 
 DAEMONS="containerd etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy"
