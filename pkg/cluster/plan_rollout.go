@@ -86,7 +86,7 @@ func planRollout(s State) Decision {
 		p := s.Pods[m.Ordinal]
 		if !p.Outdated && s.Now.Sub(p.rolledAt()) > comebackBound {
 			return Decision{Blocked: api.ReasonRolloutStuck, Message: fmt.Sprintf(
-				"the rollout is stopped: member %s did not come back on %s within %s (%s); no other member is touched. Set spec.version back to roll it back",
+				"the rollout is stopped: member %s did not come back on %s within %s (%s); no other member is touched. Set spec.version (or spec.pod) back to roll it back",
 				member.Name(s.Name, m.Ordinal), p.Version, comebackBound, why)}
 		}
 		return Decision{Progress: reason, Message: fmt.Sprintf("waiting for member %s before the next one is rolled: %s (%d of %d members done)",
@@ -243,6 +243,9 @@ func notCaughtUp(s State, m MemberView, leader MemberView) string {
 	case m.Learner:
 		return "it is still a learner"
 	case !m.Healthy || !answered:
+		if p.Problem != nil && p.Problem.Reason == ReasonCrashLoop {
+			return "its etcd container crash-loops: " + p.Problem.Message
+		}
 		if p.Waiting != "" {
 			return "its etcd container waits: " + p.Waiting
 		}

@@ -216,10 +216,20 @@ func refusedDecision(d Decision, message string) Decision {
 // planCrashLooping is rule 5 for a voting member whose pod crash-loops past the bound: it is
 // removed, only while the others keep a healthy majority, and then added again as a new
 // member (its pod and claim, marked with the removed member, are replaced on the way).
+//
+// Not while the crash may come from the spec rather than the member's data: a pod built from
+// an earlier spec is rolled onto the current one first (rule 8, which keeps its data), and a
+// pod rolled onto a spec that other members are not on yet is the rollout's, which stops and
+// says so (RolloutStuck) until the spec is set back. Replacing such a member would wipe its
+// data and add it again on the same spec, to crash again.
 func planCrashLooping(s State) (Decision, bool) {
+	rolling := rolloutUnderWay(s)
 	for _, m := range sortedMembers(s.Members) {
 		p, hasPod := s.Pods[m.Ordinal]
 		if m.Learner || m.Healthy || !hasPod || p.Terminating || !podStuck(s, p) || p.Problem.Reason != ReasonCrashLoop {
+			continue
+		}
+		if p.Outdated || rolling {
 			continue
 		}
 		d := removeVoter(s, m, api.ReasonReplacingMember)
@@ -227,4 +237,15 @@ func planCrashLooping(s State) (Decision, bool) {
 		return d, true
 	}
 	return Decision{}, false
+}
+
+// rolloutUnderWay: some voting member's pod is built from an earlier spec than the current one
+// (rule 8 has members left to roll).
+func rolloutUnderWay(s State) bool {
+	for _, m := range s.Members {
+		if p, ok := s.Pods[m.Ordinal]; ok && !m.Learner && !p.Terminating && p.Outdated {
+			return true
+		}
+	}
+	return false
 }

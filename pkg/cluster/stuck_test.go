@@ -93,6 +93,25 @@ func TestPlanStuckPods(t *testing.T) {
 			message:  []string{"crash-loops", "member removed"},
 		},
 		{
+			name:     "a member rolled onto a spec the others are not on yet crash-loops: not replaced, the rollout waits for it",
+			state:    rolledCrashLoop(comebackBound-time.Second, false),
+			progress: api.ReasonRollingPods,
+			message:  []string{"waiting for member c-2", "crash-loops", "election-timeout"},
+		},
+		{
+			name:    "... and past the rollout's bound: the rollout stops and says why, still nobody is replaced",
+			state:   rolledCrashLoop(comebackBound+time.Second, false),
+			blocked: api.ReasonRolloutStuck,
+			message: []string{"member c-2 did not come back", "crash-loops", "election-timeout", "spec.pod"},
+		},
+		{
+			name:     "the spec set back: the crash-looping member's pod is out of date and is rolled back onto its data, not replaced",
+			state:    rolledCrashLoop(comebackBound+time.Second, true),
+			want:     &Action{Kind: ActionRollMember, Ordinal: 2, MemberID: 102},
+			progress: api.ReasonRollingPods,
+			message:  []string{"c-2", "on its data"},
+		},
+		{
 			name: "a voting member crash-looping within the bound is left alone",
 			state: at(State{Size: 3, MembersKnown: true, Members: []MemberView{leader(0), voter(1), sick(voter(2))},
 				Pods: pods(running(0), running(1, 0, 1), crashLoops(running(2, 0, 1, 2), stuckAfter-time.Second))}),
@@ -447,4 +466,26 @@ func TestSyncMemberServiceRefused(t *testing.T) {
 	if requeue < whileRefused {
 		t.Errorf("a waiting pass with a refused Service requeues in %s, want at least %s", requeue, whileRefused)
 	}
+}
+
+// rolledCrashLoop is a pod-policy rollout on claims whose first member, c-2, crash-loops on the
+// new spec (a value etcd refuses) since it was rolled, age ago. setBack: the spec was set back
+// since, so c-2's pod is the out-of-date one.
+func rolledCrashLoop(age time.Duration, setBack bool) State {
+	p := troubled(running(2, 0, 1, 2), ReasonCrashLoop,
+		"container etcd restarted 4 times, last exit code 1: --election-timeout[20ms] should be at least as 5 times as --heartbeat-interval[100ms]", stuckAfter)
+	p.Created = passAt.Add(-age)
+	others := []PodView{running(0), running(1, 0, 1)}
+	if setBack {
+		p.Outdated = true
+	} else {
+		for i := range others {
+			others[i].Outdated = true
+		}
+	}
+	return State{Size: 3, MembersKnown: true, Bootstrapped: true, Persistent: true, Now: passAt,
+		Members:  []MemberView{leader(0), voter(1), sick(voter(2))},
+		Pods:     pods(others[0], others[1], p),
+		Statuses: map[int]etcdutil.Status{0: reporting(0, "", 1000), 1: reporting(1, "", 1000)},
+		Claims:   map[int]ClaimView{}}
 }
