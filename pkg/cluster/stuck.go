@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -79,7 +80,9 @@ func podProblem(p *corev1.Pod) *PodProblem {
 		if t := st.LastTerminationState.Terminated; t != nil {
 			msg = fmt.Sprintf("container %s restarted %d times, last exit code %d", st.Name, st.RestartCount, t.ExitCode)
 			if m := strings.TrimSpace(t.Message); m != "" {
-				msg += ": " + m
+				// The message is the tail of the container's log: its last words (why etcd
+				// exited) are at the end, so the end is what is kept.
+				msg += ": " + clipHead(m, maxProblemMessage-len(msg)-len(": ..."))
 			} else if t.Reason != "" {
 				msg += " (" + t.Reason + ")"
 			}
@@ -141,6 +144,20 @@ func clip(s string) string {
 		return s[:maxProblemMessage] + "..."
 	}
 	return s
+}
+
+// clipHead is s with its white space folded, cut to its last n bytes (at a character's start)
+// behind "...", when it is longer.
+func clipHead(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) <= n {
+		return s
+	}
+	i := len(s) - n
+	for i < len(s) && !utf8.RuneStart(s[i]) {
+		i++
+	}
+	return "..." + s[i:]
 }
 
 // podStuck: the pod has had a problem for stuckAfter or longer at the time of the pass.

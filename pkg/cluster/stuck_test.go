@@ -222,6 +222,12 @@ func TestPodProblem(t *testing.T) {
 			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: ReasonCrashLoop}}}), "", "", time.Time{}},
 		{"crash loop, waiting", etcd(corev1.ContainerStatus{RestartCount: 5, LastTerminationState: corev1.ContainerState{Terminated: failed},
 			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: ReasonCrashLoop}}}), ReasonCrashLoop, "restarted 5 times, last exit code 2: panic: member removed", notReady.Time},
+		{"crash loop: the end of a long log is kept, where etcd says why it exited", etcd(corev1.ContainerStatus{RestartCount: 3,
+			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1,
+				Message: strings.Repeat(`{"level":"info","msg":"member-init: the member has started before"}`+"\n", 20) +
+					`{"level":"warn","msg":"failed to verify flags","error":"--election-timeout[200ms] should be at least as 5 times as --heartbeat-interval[100ms]"}`}},
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: ReasonCrashLoop}}}), ReasonCrashLoop,
+			`"error":"--election-timeout[200ms] should be at least as 5 times as --heartbeat-interval[100ms]"}`, notReady.Time},
 		{"crash loop, briefly running", etcd(corev1.ContainerStatus{RestartCount: 5, LastTerminationState: corev1.ContainerState{Terminated: failed},
 			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}), ReasonCrashLoop, "member removed", notReady.Time},
 		{"unschedulable", func() *corev1.Pod {

@@ -313,7 +313,8 @@ func TestUnpullableVersionRolledBack(t *testing.T) {
 }
 
 // TestPodChangeRolled: a label is patched onto the pods in place; a resource request rolls the
-// members one at a time, on their data.
+// members one at a time, on their data; an env value etcd refuses stops the rollout on its
+// first member, which is rolled back on its data once the value is taken out.
 func TestPodChangeRolled(t *testing.T) {
 	t.Parallel()
 	const name = "podchange"
@@ -336,6 +337,55 @@ func TestPodChangeRolled(t *testing.T) {
 		if line != "100m storage" {
 			t.Errorf("pod request and label %q, want \"100m storage\"", line)
 		}
+	}
+
+	// A value the schema lets through and etcd refuses at start: an election timeout under
+	// five heartbeats. The first member rolled crash-loops; the rollout stops on it and says
+	// why, it is not replaced, and no other pod is touched. Set back, it is rolled back on its
+	// data.
+	ids, pods = memberIDs(f, name), podUIDs(f, name)
+	f.Patch("etcdcluster/"+name, `{"spec":{"pod":{"env":[{"name":"ETCD_ELECTION_TIMEOUT","value":"200"}]}}}`)
+	f.Eventually("the rollout stopped on the member that crash-loops", rolloutTimeout, func() (bool, error) {
+		c, err := f.GetEtcdCluster(name)
+		if err != nil {
+			return false, err
+		}
+		reason, msg := c.ConditionReason("Degraded")
+		return reason == "RolloutStuck" && strings.Contains(msg, name+"-2") && strings.Contains(msg, "crash-loops") &&
+			strings.Contains(msg, "election-timeout"), fmt.Errorf("Degraded %s: %s", reason, msg)
+	})
+	now := podUIDs(f, name)
+	for _, p := range []string{name + "-0", name + "-1"} {
+		if now[p] != pods[p] {
+			t.Errorf("pod %s was touched while %s-2 crash-loops", p, name)
+		}
+	}
+	if got := memberIDs(f, name); fmt.Sprint(got) != fmt.Sprint(ids) {
+		t.Errorf("member IDs %v, want %v: a member that crash-loops on the rollout's spec is not replaced", got, ids)
+	}
+	f.Patch("etcdcluster/"+name, `{"spec":{"pod":{"env":null}}}`)
+	f.Eventually("rolled back: every pod current, the same members", rolloutTimeout, func() (bool, error) {
+		c, err := f.GetEtcdCluster(name)
+		if err != nil {
+			return false, err
+		}
+		if ok, err := c.InSpec(3); !ok {
+			return false, err
+		}
+		for _, m := range c.Status.Members {
+			if !m.PodCurrent {
+				return false, fmt.Errorf("pod of %s not current", m.Name)
+			}
+		}
+		for m, id := range ids {
+			if got := c.MemberID(m); got != id {
+				return false, fmt.Errorf("member %s id %q, want %s", m, got, id)
+			}
+		}
+		return true, nil
+	})
+	if now := podUIDs(f, name); now[name+"-0"] != pods[name+"-0"] || now[name+"-1"] != pods[name+"-1"] {
+		t.Errorf("pods %v, were %v: only %s-2 is rolled back", now, pods, name)
 	}
 	q.check(t)
 	writer.StopAndVerify(name + "-0")
