@@ -178,12 +178,22 @@ func stuckPodsMessage(s State) string {
 	var out []string
 	for _, o := range sortedOrdinals(s.Pods) {
 		if p := s.Pods[o]; podStuck(s, p) {
-			out = append(out, fmt.Sprintf("pod %s cannot start since %s (%s)", member.Name(s.Name, o),
-				p.Problem.Since.UTC().Format(time.RFC3339), p.Problem))
+			msg := fmt.Sprintf("pod %s cannot start since %s (%s)", member.Name(s.Name, o),
+				p.Problem.Since.UTC().Format(time.RFC3339), p.Problem)
+			if s.Persistent && p.Problem.Reason == corev1.PodReasonUnschedulable && strings.Contains(p.Problem.Message, volumeNodeConflict) {
+				// Node-local storage (local-path): the pod can only run where its volume is.
+				msg += fmt.Sprintf("; its claim's volume can be used only on a node that cannot take the pod (cordoned, or gone): uncordon the node, or, if it is gone for good, kubectl delete pvc %s%s and the member is replaced on a new claim elsewhere",
+					namespaceFlag(s), member.ClaimName(s.Name, o))
+			}
+			out = append(out, msg)
 		}
 	}
 	return strings.Join(out, "; ")
 }
+
+// volumeNodeConflict is what the scheduler says of a node that the pod's volume cannot be used
+// on (a local volume on another node).
+const volumeNodeConflict = "volume node affinity conflict"
 
 // stuckTerminatingMessage names the pods stuck terminating and says what only the user can do.
 func stuckTerminatingMessage(s State) string {

@@ -187,6 +187,38 @@ func TestStatusStuckPods(t *testing.T) {
 	}
 }
 
+// A member pod held on a node-local volume's node is named with what the user can do about it;
+// the hint is not given where it does not apply.
+func TestStatusVolumeNodeConflict(t *testing.T) {
+	c := newCluster(3)
+	c.Name = "c"
+	conflict := troubled(joining(2, false, 0, 1, 2), "Unschedulable",
+		"0/3 nodes are available: 1 node(s) had volume node affinity conflict, 2 node(s) didn't match pod anti-affinity rules.", time.Minute)
+	cpu := troubled(joining(2, false, 0, 1, 2), "Unschedulable", "0/1 nodes are available: 1 Insufficient cpu.", time.Minute)
+	for _, tc := range []struct {
+		name       string
+		persistent bool
+		pod        PodView
+		hint       bool
+	}{
+		{"claims, volume node conflict", true, conflict, true},
+		{"claims, another reason", true, cpu, false},
+		{"emptyDir", false, conflict, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := State{Name: "c", Namespace: "ns", Size: 3, Bootstrapped: true, MembersKnown: true, Persistent: tc.persistent,
+				Members: []MemberView{leader(0), voter(1)}, Pods: pods(running(0), running(1, 0, 1), tc.pod), Now: passAt}
+			deg := meta.FindStatusCondition(computeStatus(c, s, Plan(s)).Conditions, string(api.ConditionDegraded))
+			if deg == nil || deg.Reason != string(api.ReasonPodCannotStart) {
+				t.Fatalf("Degraded = %+v, want PodCannotStart", deg)
+			}
+			if got := strings.Contains(deg.Message, "kubectl delete pvc -n ns data-c-2"); got != tc.hint {
+				t.Errorf("Degraded message %q: names the claim to delete = %v, want %v", deg.Message, got, tc.hint)
+			}
+		})
+	}
+}
+
 // podProblem reads the kubelet's and the scheduler's words from the pod, with the time the
 // trouble began from the pod's own timestamps.
 func TestPodProblem(t *testing.T) {
