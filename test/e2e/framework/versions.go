@@ -1,8 +1,8 @@
 package framework
 
 // The etcd versions the upgrade tests move clusters along. The node must have their images,
-// gcr.io/etcd-development/etcd:v<version>; change them here, and only here, to align the
-// suite with the images the node provides.
+// gcr.io/etcd-development/etcd:v<version>, which hack/local/versions.env pins: change both
+// together (TestVersionsMatchTheNode checks them, and the operator's default, against it).
 const (
 	// Version35 is the 3.5 release upgrades start from (3.5.32 or later, as etcd's 3.6
 	// upgrade guide requires).
