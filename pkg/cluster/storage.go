@@ -115,8 +115,8 @@ func (r *Reconciler) observeClaims(ctx context.Context, c *api.EtcdCluster, o *o
 	return nil
 }
 
-// claimProblem is the message of the claim's latest Warning Event ("" when it has none or the
-// Events cannot be read: the claim is then reported as waiting, without why).
+// claimProblem is why the claim waits, from its Events (claimWhy); "" when they say nothing
+// or cannot be read: the claim is then reported as waiting, without why.
 func (r *Reconciler) claimProblem(ctx context.Context, pvc *corev1.PersistentVolumeClaim) string {
 	events, err := r.deps.Kube.CoreV1().Events(pvc.Namespace).List(ctx, metav1.ListOptions{
 		FieldSelector: fields.Set{
@@ -128,17 +128,37 @@ func (r *Reconciler) claimProblem(ctx context.Context, pvc *corev1.PersistentVol
 		r.deps.Log.WithField("claim", pvc.Namespace+"/"+pvc.Name).WithError(err).Debug("reading the claim's events")
 		return ""
 	}
-	var latest *corev1.Event
-	for i := range events.Items {
-		e := &events.Items[i]
-		if e.Type == corev1.EventTypeWarning && (latest == nil || eventTime(e).After(eventTime(latest))) {
-			latest = e
+	// A Normal event also marks a wait that is only slow: it counts past the pods' bound.
+	return claimWhy(events.Items, time.Since(pvc.CreationTimestamp.Time) >= stuckAfter)
+}
+
+// claimWhy is the reason and message of a waiting claim's latest Warning Event (a
+// StorageClass that does not exist, a provisioner that fails), else, with normalToo, of its
+// latest Normal one: some waits that last are only Normal (FailedBinding: no StorageClass is set and none is
+// the default; ExternalProvisioning: the provisioner has not answered). WaitForFirstConsumer
+// is left out: that claim waits for its pod to be scheduled, which the pod's own condition
+// explains.
+func claimWhy(events []corev1.Event, normalToo bool) string {
+	var warning, normal *corev1.Event
+	for i := range events {
+		e := &events[i]
+		latest := &normal
+		switch {
+		case e.Type == corev1.EventTypeWarning:
+			latest = &warning
+		case !normalToo || e.Reason == "WaitForFirstConsumer":
+			continue
+		}
+		if *latest == nil || eventTime(e).After(eventTime(*latest)) {
+			*latest = e
 		}
 	}
-	if latest == nil {
-		return ""
+	for _, e := range []*corev1.Event{warning, normal} {
+		if e != nil {
+			return e.Reason + ": " + e.Message
+		}
 	}
-	return latest.Reason + ": " + latest.Message
+	return ""
 }
 
 func eventTime(e *corev1.Event) time.Time {
