@@ -67,8 +67,9 @@ import (
 //     (etcd refuses any joining member then): rule 8 finishes or cancels it first.
 //  8. Rollout (plan_rollout.go), once the cluster is otherwise whole: labels and annotations
 //     from spec.pod are patched in place first. Then one out-of-date member at a time (its
-//     pod built from an earlier version or template), a member that is down first, else the
-//     highest ordinal, the leader last (leadership moved away first): its pod is deleted,
+//     pod built from an earlier version or template), once every member rolled before is
+//     back: a member that is down first, else the highest ordinal, the leader last
+//     (leadership moved away first): its pod is deleted,
 //     and rule 2 restarts it on its claim or rule 5 replaces it (emptyDir). Before each
 //     member, every member must be started, healthy, voting, on its pod's version and caught
 //     up with the leader; a rolled member that does not come back within a bound stops the

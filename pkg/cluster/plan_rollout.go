@@ -67,18 +67,16 @@ func planRollout(s State) Decision {
 		return waitForRestartedInPlace(s, reason)
 	}
 	done := len(s.Members) - len(outdated)
-	// A member that is down anyway goes first: rolling it costs no quorum, and a member stuck
-	// on a bad version is rolled back this way once spec.version is set back.
-	for _, m := range slices.Backward(outdated) {
-		if !m.Healthy {
-			return rollMember(s, m, reason, done)
-		}
-	}
 	leader, hasLeader := leaderMember(s.Members)
 	if !hasLeader {
 		return Decision{Progress: reason, Message: "waiting for the cluster to elect a leader before the next member is rolled"}
 	}
+	// The gate: every member must be back before another is rolled; only a member that is down
+	// and out of date is not waited for, since it is the one rolled next.
 	for _, m := range sortedMembers(s.Members) {
+		if !m.Healthy && s.Pods[m.Ordinal].Outdated {
+			continue
+		}
 		why := notCaughtUp(s, m, leader)
 		if why == "" {
 			continue
@@ -91,6 +89,13 @@ func planRollout(s State) Decision {
 		}
 		return Decision{Progress: reason, Message: fmt.Sprintf("waiting for member %s before the next one is rolled: %s (%d of %d members done)",
 			member.Name(s.Name, m.Ordinal), why, done, len(s.Members))}
+	}
+	// A member that is down anyway goes first: rolling it costs no quorum, and a member stuck
+	// on a bad version is rolled back this way once spec.version is set back.
+	for _, m := range slices.Backward(outdated) {
+		if !m.Healthy {
+			return rollMember(s, m, reason, done)
+		}
 	}
 	next := outdated[len(outdated)-1]
 	for _, m := range slices.Backward(outdated) {
@@ -126,7 +131,7 @@ func waitForRestartedInPlace(s State, reason api.ConditionReason) Decision {
 
 // rollDownMemberInPlace is the rollout when no member answers: a member pod whose etcd
 // container does not run (an image that cannot be pulled, say) and is out of date in its
-// image alone gets the current image in place. Its member serves nothing anyway, and its data
+// image alone gets the current image in place; on a claim, one that crash-loops is made again. Its member serves nothing anyway, and its data
 // stays in its pod: this is how a single member on emptyDir given a bad version comes back,
 // with its data, once spec.version is set back.
 func rollDownMemberInPlace(s State) (Decision, bool) {
@@ -138,6 +143,19 @@ func rollDownMemberInPlace(s State) (Decision, bool) {
 		d := step(s, Action{Kind: ActionRestartInPlace, Ordinal: o, MemberID: p.MemberID}, rolloutReason(s),
 			"restarting member %s in place on its data", o)
 		d.Message += fmt.Sprintf(" with etcd %s: no member answers, and its etcd container waits (%s)", s.TargetVersion, p.Waiting)
+		return d, true
+	}
+	// On a claim, a started member's pod that is out of date in more than its image and whose
+	// etcd crash-loops is made again from the current spec, on its data: this is how a single
+	// member given a value etcd refuses (in spec.pod.env, say) comes back once it is set back.
+	for _, o := range slices.Backward(sortedOrdinals(s.Pods)) {
+		p := s.Pods[o]
+		if !s.Persistent || p.Terminating || !p.Outdated || p.MemberID == 0 || !podStuck(s, p) || p.Problem.Reason != ReasonCrashLoop {
+			continue
+		}
+		d := step(s, Action{Kind: ActionRollMember, Ordinal: o, MemberID: p.MemberID}, rolloutReason(s),
+			"restarting member %s on its data", o)
+		d.Message += fmt.Sprintf(" with the current pod template: no member answers, and its etcd container crash-loops (%s)", p.Problem.Message)
 		return d, true
 	}
 	return Decision{}, false

@@ -88,7 +88,48 @@ func TestPlanRollout(t *testing.T) {
 		return s
 	}
 
+	// Size 5: member 4 was rolled ten seconds ago and is not back; member 3, out of date, is
+	// down for its own reasons.
+	fiveOneBack := func() State {
+		s := rolloutState(cur, true, []MemberView{leader(0), voter(1), voter(2), sick(voter(3)), sick(voter(4))},
+			pods(rolled(0, old, true, hour), rolled(1, old, true, hour), rolled(2, old, true, hour), rolled(3, old, true, hour),
+				rolled(4, cur, false, 10*time.Second)),
+			map[int]etcdutil.Status{0: reporting(0, old, 1000), 1: reporting(1, old, 1000), 2: reporting(2, old, 1000)})
+		s.Size = 5
+		return s
+	}
+	// The single member on a claim, given a pod spec etcd refuses, then set back: nobody
+	// answers, its pod is out of date and crash-loops.
+	crashSingle := func(persistent bool) State {
+		p := troubled(rolled(0, cur, true, hour), ReasonCrashLoop, "container etcd restarted 4 times, last exit code 1: --election-timeout[200ms] should be at least", time.Minute)
+		p.MemberID = 100
+		s := rolloutState(cur, persistent, nil, pods(p), nil)
+		s.Size, s.MembersKnown, s.Bootstrapped, s.Now, s.LastMembers = 1, false, true, passAt, []LastMember{{Ordinal: 0, ID: 100}}
+		if persistent {
+			s.Claims = map[int]ClaimView{0: {Ordinal: 0, Bound: true, MemberID: 100}}
+		}
+		return s
+	}
+
 	runPlanCases(t, []planCase{
+		{
+			name:     "size 5: a member that is down and out of date waits while the member rolled before it is not back",
+			state:    fiveOneBack(),
+			progress: api.ReasonUpgrading,
+			message:  []string{"waiting for member c-4"},
+		},
+		{
+			name:     "no member answers, the single member on a claim crash-loops on a pod spec set back since: made again on its data",
+			state:    crashSingle(true),
+			want:     &Action{Kind: ActionRollMember, Ordinal: 0, MemberID: 100},
+			progress: api.ReasonRollingPods,
+			message:  []string{"restarting member c-0 on its data", "crash-loops", "election-timeout"},
+		},
+		{
+			name:    "... on emptyDir its data would go with the pod: not made again",
+			state:   crashSingle(false),
+			blocked: api.ReasonEtcdUnreachable,
+		},
 		{
 			name:     "no member answers, the single member's image cannot be pulled and was set back: rolled back in place",
 			state:    badSingle("ImagePullBackOff: Back-off pulling image"),
