@@ -27,13 +27,22 @@ func versionedCluster(name, version string, claims bool) string {
 }
 
 // quorumWatch records, until stopped, every moment status says the cluster has no quorum
-// (Available False with reason NoQuorum) or fewer than a majority of members ready.
+// (Available False with reason NoQuorum) or fewer than a majority of members ready, and every
+// span longer than noQuorumGrace in which etcd itself says so: no member answers /health with
+// true (framework.QuorumAnswers), which it sees while the operator is down too.
 type quorumWatch struct {
 	stop chan struct{}
 	done chan struct{}
 	mu   sync.Mutex
 	seen []string
+	// longest is the longest span in which no member answered healthy.
+	longest time.Duration
 }
+
+// noQuorumGrace is how long no member may answer healthy before the watch counts it as quorum
+// lost: a leader election (etcd's election timeout is a second) and a slow answer on a loaded
+// node fit in it; a majority down does not.
+const noQuorumGrace = 5 * time.Second
 
 func watchQuorum(f *framework.Framework, name string) *quorumWatch {
 	w := &quorumWatch{stop: make(chan struct{}), done: make(chan struct{})}
@@ -41,11 +50,24 @@ func watchQuorum(f *framework.Framework, name string) *quorumWatch {
 		defer close(w.done)
 		tick := time.NewTicker(framework.PollInterval)
 		defer tick.Stop()
+		var since time.Time // first answer of a span without a healthy member
 		for {
 			select {
 			case <-w.stop:
 				return
 			case <-tick.C:
+			}
+			if ok, said := f.QuorumAnswers(name, 3); ok {
+				since = time.Time{}
+			} else if now := time.Now(); since.IsZero() {
+				since = now
+			} else if d := now.Sub(since); d > w.longest {
+				w.mu.Lock()
+				if w.longest <= noQuorumGrace && d > noQuorumGrace {
+					w.seen = append(w.seen, fmt.Sprintf("%s: no member has answered healthy for %s (%s)", now.Format(time.RFC3339), d.Round(time.Millisecond), said))
+				}
+				w.longest = d
+				w.mu.Unlock()
 			}
 			c, err := f.GetEtcdCluster(name)
 			if err != nil {
@@ -69,6 +91,7 @@ func (w *quorumWatch) check(t *testing.T) {
 	<-w.done
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	t.Logf("quorum watch: the longest span without a member answering healthy was %s", w.longest.Round(time.Millisecond))
 	if len(w.seen) > 0 {
 		t.Fatalf("the cluster lost quorum during the rollout %d times, first: %s", len(w.seen), w.seen[0])
 	}

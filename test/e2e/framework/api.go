@@ -95,11 +95,16 @@ var apiPaths = map[string]string{
 // apiGet reads path through the proxy. An object that does not exist is an error that says
 // NotFound, as kubectl's does.
 func (f *Framework) apiGet(path string) ([]byte, error) {
+	return f.apiGetWith(apiClient, path)
+}
+
+// apiGetWith is apiGet with a client of the caller's (a shorter timeout).
+func (f *Framework) apiGetWith(client *http.Client, path string) ([]byte, error) {
 	base, err := f.proxyBase()
 	if err != nil {
 		return nil, err
 	}
-	resp, err := apiClient.Get(base + path)
+	resp, err := client.Get(base + path)
 	if err != nil {
 		return nil, fmt.Errorf("GET %s: %w", path, err)
 	}
@@ -125,4 +130,37 @@ func (f *Framework) apiGet(path string) ([]byte, error) {
 func (f *Framework) podLog(pod string) (string, error) {
 	body, err := f.apiGet(fmt.Sprintf("/api/v1/namespaces/%s/pods/%s/log", url.PathEscape(f.Namespace), url.PathEscape(pod)))
 	return string(body), err
+}
+
+// healthClient asks one member at a time: a member that is down must not hold a watch up.
+var healthClient = &http.Client{Timeout: 2 * time.Second}
+
+// QuorumAnswers reports whether a member of the cluster (pods <cluster>-0..n-1) answers etcd's
+// /health with true, asked through the API server's proxy to its pod's client port, and else
+// what each said. etcd says true only when it has a leader and a linearizable read went
+// through, that is with a quorum: one true answer speaks for the cluster. It reads etcd
+// itself, so it sees the cluster while the operator is down too.
+func (f *Framework) QuorumAnswers(cluster string, n int) (bool, string) {
+	var said []string
+	for _, pod := range MemberNames(cluster, n) {
+		body, err := f.apiGetWith(healthClient, fmt.Sprintf("/api/v1/namespaces/%s/pods/%s:2379/proxy/health",
+			url.PathEscape(f.Namespace), url.PathEscape(pod)))
+		if err != nil {
+			said = append(said, fmt.Sprintf("%s: %v", pod, err))
+			continue
+		}
+		var health struct {
+			Health string `json:"health"`
+			Reason string `json:"reason"`
+		}
+		if err := json.Unmarshal(body, &health); err != nil {
+			said = append(said, fmt.Sprintf("%s: %q", pod, strings.TrimSpace(string(body))))
+			continue
+		}
+		if health.Health == "true" {
+			return true, ""
+		}
+		said = append(said, fmt.Sprintf("%s: health %s %s", pod, health.Health, health.Reason))
+	}
+	return false, strings.Join(said, "; ")
 }
