@@ -153,8 +153,9 @@ func TestRestartInPlace(t *testing.T) {
 // TestClaimsFollowScaling: with whenScaled Retain a scale-down keeps the removed member's
 // claim, and a claim kept that way is replaced by an empty one before its ordinal joins again
 // (etcd refuses to start a removed member's data). (Delete, the default, is in
-// TestClusterLifecycle.) Then a claim deleted under its running member: the member is
-// replaced on a new claim.
+// TestClusterLifecycle.) Then a claim deleted under its running member, and a volume wiped
+// by hand under another: each member is replaced. Last, with whenDeleted Delete, the claims
+// go with the cluster.
 func TestClaimsFollowScaling(t *testing.T) {
 	t.Parallel()
 	const name = "example"
@@ -198,7 +199,55 @@ func TestClaimsFollowScaling(t *testing.T) {
 		return c.InSpec(4)
 	}
 	f.Eventually(name+"-1 replaced on a new claim", 3*time.Minute, replacedOnNewClaim)
+
+	// A volume wiped by hand under its running member (a pod beside it empties the claim),
+	// then the member's pod restarted: member-init finds the data dir of a started member
+	// empty and refuses to start etcd on it, and the member is replaced.
+	wipedID := memberIDs(f, name)[name+"-2"]
+	f.Apply(fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: wipe
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 0
+  securityContext:
+    runAsNonRoot: true
+    runAsUser: 65532
+    fsGroup: 65532
+    seccompProfile: {type: RuntimeDefault}
+  containers:
+  - name: wipe
+    image: %s
+    command: [sh, -c, 'find /data -mindepth 1 -delete && test -z "$(ls -A /data)"']
+    volumeMounts: [{name: data, mountPath: /data}]
+    securityContext:
+      allowPrivilegeEscalation: false
+      capabilities: {drop: [ALL]}
+  volumes: [{name: data, persistentVolumeClaim: {claimName: data-%s-2}}]
+`, framework.WriterImage, name))
+	f.WaitFor("pod/wipe", "jsonpath={.status.phase}=Succeeded", 2*time.Minute)
+	f.MustNS("delete", "pod", name+"-2", "--wait=false")
+	f.Eventually(name+"-2 replaced after its volume was wiped", 3*time.Minute, func() (bool, error) {
+		c, err := f.GetEtcdCluster(name)
+		if err != nil {
+			return false, err
+		}
+		if id := c.MemberID(name + "-2"); id == "" || id == wipedID {
+			return false, fmt.Errorf("member %s-2 id %q (was %s)", name, id, wipedID)
+		}
+		return c.InSpec(4)
+	})
 	writer.StopAndVerify(name + "-0")
+
+	// whenDeleted Delete (the policy may change at any time): the claims go with the cluster.
+	f.Patch("etcdcluster/"+name, `{"spec":{"storage":{"retentionPolicy":{"whenDeleted":"Delete"}}}}`)
+	f.MustNS("delete", "pod", "wipe", "--wait=false")
+	f.MustNS("delete", "etcdcluster", name, "--wait=false")
+	f.Eventually("the claims gone with the cluster (whenDeleted Delete)", 3*time.Minute, func() (bool, error) {
+		left := claimUIDs(f, name)
+		return len(left) == 0, fmt.Errorf("claims left: %v", left)
+	})
 }
 
 // TestClaimThatCannotBind: a StorageClass that does not exist leaves the seed's claim
