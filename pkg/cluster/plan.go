@@ -50,10 +50,9 @@ import (
 //     that it can be added again under the same name, on a new claim.
 //     A voting member whose pod has crash-looped past the bound (stuck.go: corrupt data,
 //     "member removed") is replaced the same way; a pod restarted after a delete is new and
-//     does not count, and without quorum rule 3 has stopped everything already. Not a pod
-//     built from an earlier spec (rule 8 rolls it onto the current one first, on its data),
-//     nor one rolled while others still wait for the rollout: its crash may come from the
-//     new spec, and the rollout stops on it instead.
+//     does not count, and without quorum rule 3 has stopped everything already. Only when
+//     another healthy member runs a pod built from the same spec: else the crash may come
+//     from the spec, and the rollout stops on it (or, the spec set back, rolls it back).
 //  6. Scale down: remove the highest ordinal, after moving leadership away from it; then,
 //     with whenScaled Delete, delete the claim of a removed member once its pod is gone.
 //  7. Scale up (or re-add a replaced member): the lowest missing ordinal. A claim that holds

@@ -84,7 +84,7 @@ func planRollout(s State) Decision {
 		p := s.Pods[m.Ordinal]
 		if !p.Outdated && s.Now.Sub(p.rolledAt()) > comebackBound {
 			return Decision{Blocked: api.ReasonRolloutStuck, Message: fmt.Sprintf(
-				"the rollout is stopped: member %s did not come back on %s within %s (%s); no other member is touched. Set spec.version (or spec.pod) back to roll it back",
+				"the rollout is stopped: member %s did not come back on %s within %s (%s); no other member is touched. Set spec.version (or spec.pod) back to roll it back; if its own data is at fault, delete its claim to have it replaced",
 				member.Name(s.Name, m.Ordinal), p.Version, comebackBound, why)}
 		}
 		return Decision{Progress: reason, Message: fmt.Sprintf("waiting for member %s before the next one is rolled: %s (%d of %d members done)",

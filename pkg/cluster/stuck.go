@@ -244,19 +244,19 @@ func refusedDecision(d Decision, message string) Decision {
 // removed, only while the others keep a healthy majority, and then added again as a new
 // member (its pod and claim, marked with the removed member, are replaced on the way).
 //
-// Not while the crash may come from the spec rather than the member's data: a pod built from
-// an earlier spec is rolled onto the current one first (rule 8, which keeps its data), and a
-// pod rolled onto a spec that other members are not on yet is the rollout's, which stops and
-// says so (RolloutStuck) until the spec is set back. Replacing such a member would wipe its
-// data and add it again on the same spec, to crash again.
+// Only when the crash is the member's own: another healthy member runs a pod built from the
+// same spec. Otherwise the crash may come from the spec (a value etcd refuses, a release that
+// does not start), and replacing the member would wipe its data to add it again on that spec,
+// to crash again: a pod rolled onto a spec the others are not on yet is the rollout's, which
+// stops and says so (RolloutStuck), and a pod whose spec was set back since is rolled onto the
+// current one, on its data (rule 8).
 func planCrashLooping(s State) (Decision, bool) {
-	rolling := rolloutUnderWay(s)
 	for _, m := range sortedMembers(s.Members) {
 		p, hasPod := s.Pods[m.Ordinal]
 		if m.Learner || m.Healthy || !hasPod || p.Terminating || !podStuck(s, p) || p.Problem.Reason != ReasonCrashLoop {
 			continue
 		}
-		if p.Outdated || rolling {
+		if !crashIsItsOwn(s, m, p) {
 			continue
 		}
 		d := removeVoter(s, m, api.ReasonReplacingMember)
@@ -266,11 +266,17 @@ func planCrashLooping(s State) (Decision, bool) {
 	return Decision{}, false
 }
 
-// rolloutUnderWay: some voting member's pod is built from an earlier spec than the current one
-// (rule 8 has members left to roll).
-func rolloutUnderWay(s State) bool {
-	for _, m := range s.Members {
-		if p, ok := s.Pods[m.Ordinal]; ok && !m.Learner && !p.Terminating && p.Outdated {
+// crashIsItsOwn: another healthy voting member runs a pod built from the same spec as p, the
+// pod of member m (both current, or both out of date on the same version; a pod's template
+// hash covers its member's own flags, so hashes differ between members): that spec runs, so
+// the crash comes from the member itself, its data.
+func crashIsItsOwn(s State, m MemberView, p PodView) bool {
+	for _, o := range s.Members {
+		q, ok := s.Pods[o.Ordinal]
+		if o.ID == m.ID || o.Learner || !o.Healthy || !ok || q.Terminating {
+			continue
+		}
+		if q.Outdated == p.Outdated && (!p.Outdated || q.Version == p.Version) {
 			return true
 		}
 	}

@@ -112,6 +112,21 @@ func TestPlanStuckPods(t *testing.T) {
 			message:  []string{"c-2", "on its data"},
 		},
 		{
+			name: "every pod out of date (a new operator's template, not rolled yet), one member crash-loops: replaced, the others run that spec",
+			state: at(State{Size: 3, MembersKnown: true, Members: []MemberView{leader(0), voter(1), sick(voter(2))},
+				Pods: func() map[int]PodView {
+					ps := pods(running(0), running(1, 0, 1), crashLoops(running(2, 0, 1, 2), stuckAfter))
+					for o, p := range ps {
+						p.Outdated = true
+						ps[o] = p
+					}
+					return ps
+				}()}),
+			want:     &Action{Kind: ActionRemoveMember, Ordinal: 2, MemberID: 102},
+			progress: api.ReasonRollingPods,
+			message:  []string{"removing member c-2: its pod crash-loops", "0 of 3 members done"},
+		},
+		{
 			name: "a voting member crash-looping within the bound is left alone",
 			state: at(State{Size: 3, MembersKnown: true, Members: []MemberView{leader(0), voter(1), sick(voter(2))},
 				Pods: pods(running(0), running(1, 0, 1), crashLoops(running(2, 0, 1, 2), stuckAfter-time.Second))}),
