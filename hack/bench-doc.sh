@@ -15,6 +15,6 @@ mode=$("$(dirname "$0")/cluster.sh" mode 2>/dev/null || echo unknown)
 	echo
 	echo "| what | value |"
 	echo "| --- | --- |"
-	sed -n 's/^BENCH \(.*[^ ]\) \{1,\}\([0-9.]\{1,\}\) \([^ ]*\)$/| \1 | \2 \3 |/p' "$log"
+	sed -n 's/^BENCH \(.*[^ ]\) \{1,\}\(-\{0,1\}[0-9.]\{1,\}\) \([^ ]*\)$/| \1 | \2 \3 |/p' "$log"
 } >"$out"
 echo "wrote $out"
