@@ -72,9 +72,10 @@ func planRollout(s State) Decision {
 		return Decision{Progress: reason, Message: "waiting for the cluster to elect a leader before the next member is rolled"}
 	}
 	// The gate: every member must be back before another is rolled; only a member that is down
-	// and out of date is not waited for, since it is the one rolled next.
+	// and out of date (with a pod that is not going: the members of outdated) is not waited
+	// for, since it is the one rolled next.
 	for _, m := range sortedMembers(s.Members) {
-		if !m.Healthy && s.Pods[m.Ordinal].Outdated {
+		if p, ok := s.Pods[m.Ordinal]; ok && !m.Healthy && p.Outdated && !p.Terminating {
 			continue
 		}
 		why := notCaughtUp(s, m, leader)

@@ -96,6 +96,9 @@ func TestPlanRollout(t *testing.T) {
 				rolled(4, cur, false, 10*time.Second)),
 			map[int]etcdutil.Status{0: reporting(0, old, 1000), 1: reporting(1, old, 1000), 2: reporting(2, old, 1000)})
 		s.Size = 5
+		for o := range 5 {
+			s.Claims[o] = ClaimView{Ordinal: o, Bound: true, MemberID: uint64(100 + o)}
+		}
 		return s
 	}
 	// The single member on a claim, given a pod spec etcd refuses, then set back: nobody
