@@ -119,6 +119,11 @@ func planGrow(s State, members map[int]MemberView) Decision {
 			// member-init still holds it back, so the pod can go.
 			return step(s, Action{Kind: ActionDeletePod, Ordinal: o}, reasonFor(s, o),
 				"deleting pod %s, created for a membership that has changed", o)
+		case (p.Unschedulable || p.Problem != nil) && p.Outdated:
+			// It holds no member, and the spec has changed since it was built (a fix of
+			// spec.pod or spec.version): it is made again from the current one.
+			return step(s, Action{Kind: ActionDeletePod, Ordinal: o}, reasonFor(s, o),
+				"deleting pod %s, which cannot start and was built from an earlier spec", o)
 		case p.Unschedulable || p.Problem != nil:
 			// A pod that cannot be scheduled or started must not hold back the other
 			// ordinals, and never becomes a learner that would take etcd's one learner slot.

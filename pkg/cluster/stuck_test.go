@@ -56,6 +56,18 @@ func TestPlanStuckPods(t *testing.T) {
 			message:  []string{"waiting for pod c-1", "ImagePullBackOff", "nope/etcd"},
 		},
 		{
+			name: "grow: a joining pod that cannot start, built from a spec changed since (the fix): made again",
+			state: at(State{Size: 2, MembersKnown: true, Members: []MemberView{leader(0)},
+				Pods: pods(running(0), func() PodView {
+					p := pullFails(joining(1, true, 0, 1), time.Minute)
+					p.Outdated = true
+					return p
+				}())}),
+			want:     &Action{Kind: ActionDeletePod, Ordinal: 1},
+			progress: api.ReasonScalingUp,
+			message:  []string{"deleting pod c-1", "earlier spec"},
+		},
+		{
 			name: "grow: a pod that cannot start does not hold back the next ordinal",
 			state: at(State{Size: 3, MembersKnown: true, Members: []MemberView{leader(0)},
 				Pods: pods(running(0), pullFails(joining(1, true, 0, 1), time.Minute), joining(2, true, 0, 2))}),
