@@ -27,7 +27,8 @@ import (
 //  1. etcd unreachable: bootstrap the seed member <name>-0 if the cluster never had a member
 //     and has no pod. A seed pod gone or failed before the cluster was ever seen serving
 //     (nothing written down says it served) is bootstrapped again, the other pods deleted
-//     first; a cluster that served never is. With claims, from the members status last listed (plan_quorum.go):
+//     first (so is a seed pod that cannot start, built from a spec fixed since); a cluster
+//     that served never is. With claims, from the members status last listed (plan_quorum.go):
 //     while a survivor restarted with --force-new-cluster starts, wait, and never make a
 //     second; a cluster whose every member's data is gone is reported, never re-created;
 //     a quorum lost for good (a majority's data gone, some left) is reported and recovered
@@ -278,6 +279,11 @@ func planBootstrapAgain(s State) (Decision, bool) {
 	case hasSeed && (seed.Phase == corev1.PodFailed || seed.Phase == corev1.PodSucceeded):
 		return step(s, Action{Kind: ActionDeletePod, Ordinal: 0}, api.ReasonBootstrapping,
 			"deleting the seed's pod %s, which stopped before the cluster first served, to bootstrap again", 0), true
+	case hasSeed && seed.Outdated && (seed.Unschedulable || seed.Problem != nil):
+		// The spec was fixed (a repository, a version, a placement) since the seed's pod was
+		// built from it, and the pod cannot start: it goes, for a seed of the current spec.
+		return step(s, Action{Kind: ActionDeletePod, Ordinal: 0}, api.ReasonBootstrapping,
+			"deleting the seed's pod %s, which cannot start and was built from an earlier spec, to bootstrap again", 0), true
 	case hasSeed:
 		return Decision{}, false
 	}

@@ -56,6 +56,26 @@ func TestPlanStuckPods(t *testing.T) {
 			message:  []string{"waiting for pod c-1", "ImagePullBackOff", "nope/etcd"},
 		},
 		{
+			name: "the seed that cannot start, the spec fixed since, the cluster never served: its pod goes, to bootstrap again",
+			state: at(State{Size: 3, Pods: pods(func() PodView {
+				p := pullFails(running(0), time.Minute)
+				p.Phase, p.Outdated = corev1.PodPending, true
+				return p
+			}(), joining(1, false, 0, 1))}),
+			want:     &Action{Kind: ActionDeletePod, Ordinal: 0},
+			progress: api.ReasonBootstrapping,
+			message:  []string{"seed's pod c-0", "earlier spec"},
+		},
+		{
+			name: "the seed that cannot start, the spec unchanged: waited for (and reported)",
+			state: at(State{Size: 3, Pods: pods(func() PodView {
+				p := pullFails(running(0), time.Minute)
+				p.Phase = corev1.PodPending
+				return p
+			}(), joining(1, false, 0, 1), joining(2, false, 0, 1, 2))}),
+			progress: api.ReasonBootstrapping,
+		},
+		{
 			name: "grow: a joining pod that cannot start, built from a spec changed since (the fix): made again",
 			state: at(State{Size: 2, MembersKnown: true, Members: []MemberView{leader(0)},
 				Pods: pods(running(0), func() PodView {
