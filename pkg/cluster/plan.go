@@ -279,9 +279,10 @@ func planBootstrapAgain(s State) (Decision, bool) {
 	case hasSeed && (seed.Phase == corev1.PodFailed || seed.Phase == corev1.PodSucceeded):
 		return step(s, Action{Kind: ActionDeletePod, Ordinal: 0}, api.ReasonBootstrapping,
 			"deleting the seed's pod %s, which stopped before the cluster first served, to bootstrap again", 0), true
-	case hasSeed && seed.Outdated && (seed.Unschedulable || seed.Problem != nil):
+	case hasSeed && seed.Outdated && podStuck(s, seed) && seed.Problem.Reason != ReasonCrashLoop:
 		// The spec was fixed (a repository, a version, a placement) since the seed's pod was
-		// built from it, and the pod cannot start: it goes, for a seed of the current spec.
+		// built from it, and the pod has not started past the bound: it goes, for a seed of the
+		// current spec. Not one whose etcd ran (it crash-loops): it may have served.
 		return step(s, Action{Kind: ActionDeletePod, Ordinal: 0}, api.ReasonBootstrapping,
 			"deleting the seed's pod %s, which cannot start and was built from an earlier spec, to bootstrap again", 0), true
 	case hasSeed:

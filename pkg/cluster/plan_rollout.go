@@ -85,8 +85,8 @@ func planRollout(s State) Decision {
 		p := s.Pods[m.Ordinal]
 		if !p.Outdated && s.Now.Sub(p.rolledAt()) > comebackBound {
 			return Decision{Blocked: api.ReasonRolloutStuck, Message: fmt.Sprintf(
-				"the rollout is stopped: member %s did not come back on %s within %s (%s); no other member is touched. Set spec.version (or spec.pod) back to roll it back; if its own data is at fault, delete its claim to have it replaced",
-				member.Name(s.Name, m.Ordinal), p.Version, comebackBound, why)}
+				"the rollout is stopped: member %s did not come back on %s within %s (%s); no other member is touched. Set spec.version (or spec.pod) back to roll it back%s",
+				member.Name(s.Name, m.Ordinal), p.Version, comebackBound, why, claimHint(s, m.Ordinal))}
 		}
 		return Decision{Progress: reason, Message: fmt.Sprintf("waiting for member %s before the next one is rolled: %s (%d of %d members done)",
 			member.Name(s.Name, m.Ordinal), why, done, len(s.Members))}
@@ -106,6 +106,15 @@ func planRollout(s State) Decision {
 		}
 	}
 	return rollMember(s, next, reason, done)
+}
+
+// claimHint is what a stuck rollout says a user can do about a member whose own data is at
+// fault: on claims, delete its claim.
+func claimHint(s State, o int) string {
+	if !s.Persistent {
+		return ""
+	}
+	return fmt.Sprintf("; if its own data is at fault, kubectl delete pvc %s%s has it replaced", namespaceFlag(s), member.ClaimName(s.Name, o))
 }
 
 // waitForRestartedInPlace is the end of a rollout whose last member was restarted in place:
@@ -146,17 +155,21 @@ func rollDownMemberInPlace(s State) (Decision, bool) {
 		d.Message += fmt.Sprintf(" with etcd %s: no member answers, and its etcd container waits (%s)", s.TargetVersion, p.Waiting)
 		return d, true
 	}
-	// On a claim, a started member's pod that is out of date in more than its image and whose
-	// etcd crash-loops is made again from the current spec, on its data: this is how a single
-	// member given a value etcd refuses (in spec.pod.env, say) comes back once it is set back.
+	// On a claim, a started member's pod that is out of date in more than its image and cannot
+	// start past the bound (crash-loops, cannot be scheduled, ...) is made again from the
+	// current spec, on its data: this is how a single member given a spec it cannot run on (a
+	// value etcd refuses in spec.pod.env, a placement no node fits) comes back once the spec is
+	// set back. Not a pod whose member-init found its data gone, nor across a version change
+	// that replaces members.
 	for _, o := range slices.Backward(sortedOrdinals(s.Pods)) {
 		p := s.Pods[o]
-		if !s.Persistent || p.Terminating || !p.Outdated || p.MemberID == 0 || !podStuck(s, p) || p.Problem.Reason != ReasonCrashLoop {
+		if !s.Persistent || p.Terminating || !p.Outdated || p.MemberID == 0 || p.DataLost || !podStuck(s, p) ||
+			replacedOnUpgrade(p.Version, s.TargetVersion) {
 			continue
 		}
 		d := step(s, Action{Kind: ActionRollMember, Ordinal: o, MemberID: p.MemberID}, rolloutReason(s),
 			"restarting member %s on its data", o)
-		d.Message += fmt.Sprintf(" with the current pod template: no member answers, and its etcd container crash-loops (%s)", p.Problem.Message)
+		d.Message += fmt.Sprintf(" with the current pod template: no member answers, and its pod cannot start (%s)", p.Problem)
 		return d, true
 	}
 	return Decision{}, false

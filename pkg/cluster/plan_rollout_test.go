@@ -126,7 +126,32 @@ func TestPlanRollout(t *testing.T) {
 			state:    crashSingle(true),
 			want:     &Action{Kind: ActionRollMember, Ordinal: 0, MemberID: 100},
 			progress: api.ReasonRollingPods,
-			message:  []string{"restarting member c-0 on its data", "crash-loops", "election-timeout"},
+			message:  []string{"restarting member c-0 on its data", "CrashLoopBackOff", "election-timeout"},
+		},
+		{
+			name: "... or cannot be scheduled (a placement set back since): made again on its data too",
+			state: func() State {
+				s := crashSingle(true)
+				p := troubled(s.Pods[0], "Unschedulable", "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector.", time.Minute)
+				p.Unschedulable = true
+				s.Pods[0] = p
+				return s
+			}(),
+			want:     &Action{Kind: ActionRollMember, Ordinal: 0, MemberID: 100},
+			progress: api.ReasonRollingPods,
+			message:  []string{"Unschedulable"},
+		},
+		{
+			name: "... not when its member-init found its data gone (reported as all data lost)",
+			state: func() State {
+				s := crashSingle(true)
+				p := s.Pods[0]
+				p.DataLost = true
+				s.Pods[0] = p
+				return s
+			}(),
+			blocked: api.ReasonNoQuorum,
+			message: []string{"all data lost"},
 		},
 		{
 			name:    "... on emptyDir its data would go with the pod: not made again",

@@ -148,7 +148,7 @@ func restartMarked(s State) (Decision, bool) {
 
 // dataGone reports whether voting member m has lost its data: its pod is gone and its claim
 // cannot hold its data (or there is no claim: emptyDir), member-init found its data dir
-// empty, or its claim is being deleted under it.
+// empty, or its claim is being deleted under it, or is gone under a pod that waits for it.
 func dataGone(s State, m MemberView) bool {
 	p, hasPod := s.Pods[m.Ordinal]
 	switch {
@@ -159,8 +159,16 @@ func dataGone(s State, m MemberView) bool {
 		return true
 	default:
 		c, ok := s.Claims[m.Ordinal]
-		return s.Persistent && ok && c.Terminating
+		return s.Persistent && ((ok && c.Terminating) || (!ok && claimGoneUnder(s, p)))
 	}
+}
+
+// claimGoneUnder: pod p's claim does not exist, and the scheduler has reported the pod
+// unschedulable for the bound (it waits for that claim: one deleted before the pod had a node
+// goes at once, and the pod would wait for ever). The bound keeps a claim the cache has not
+// shown yet from counting; a claim that exists schedules its pod, labelled or not.
+func claimGoneUnder(s State, p PodView) bool {
+	return p.Unschedulable && podStuck(s, p)
 }
 
 // prepareClaim makes the claim of ordinal o, which is not a member, fit for a new member

@@ -128,17 +128,18 @@ func (r *Reconciler) claimProblem(ctx context.Context, pvc *corev1.PersistentVol
 		r.deps.Log.WithField("claim", pvc.Namespace+"/"+pvc.Name).WithError(err).Debug("reading the claim's events")
 		return ""
 	}
-	// A Normal event also marks a wait that is only slow: it counts past the pods' bound.
-	return claimWhy(events.Items, time.Since(pvc.CreationTimestamp.Time) >= stuckAfter)
+	return claimWhy(events.Items, time.Now())
 }
 
 // claimWhy is the reason and message of a waiting claim's latest Warning Event (a
-// StorageClass that does not exist, a provisioner that fails), else, with normalToo, of its
-// latest Normal one: some waits that last are only Normal (FailedBinding: no StorageClass is set and none is
-// the default; ExternalProvisioning: the provisioner has not answered). WaitForFirstConsumer
+// StorageClass that does not exist, a provisioner that fails), else of its latest Normal one
+// that has been said for the pods' bound by now (first said that long ago: a wait that is
+// only slow is said for a moment): some waits that last are only Normal (FailedBinding: no
+// StorageClass is set and none is the default; ExternalProvisioning: the provisioner has not
+// answered). WaitForFirstConsumer
 // is left out: that claim waits for its pod to be scheduled, which the pod's own condition
 // explains.
-func claimWhy(events []corev1.Event, normalToo bool) string {
+func claimWhy(events []corev1.Event, now time.Time) string {
 	var warning, normal *corev1.Event
 	for i := range events {
 		e := &events[i]
@@ -146,7 +147,7 @@ func claimWhy(events []corev1.Event, normalToo bool) string {
 		switch {
 		case e.Type == corev1.EventTypeWarning:
 			latest = &warning
-		case !normalToo || e.Reason == "WaitForFirstConsumer":
+		case e.Reason == "WaitForFirstConsumer" || now.Sub(eventFirstTime(e)) < stuckAfter:
 			continue
 		}
 		if *latest == nil || eventTime(e).After(eventTime(*latest)) {
@@ -159,6 +160,14 @@ func claimWhy(events []corev1.Event, normalToo bool) string {
 		}
 	}
 	return ""
+}
+
+// eventFirstTime is when the event was first said.
+func eventFirstTime(e *corev1.Event) time.Time {
+	if !e.FirstTimestamp.IsZero() {
+		return e.FirstTimestamp.Time
+	}
+	return e.EventTime.Time
 }
 
 func eventTime(e *corev1.Event) time.Time {

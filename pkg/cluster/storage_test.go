@@ -127,29 +127,32 @@ func TestSyncMarksClaims(t *testing.T) {
 }
 
 func TestClaimWhy(t *testing.T) {
+	// Each event first said sec seconds after passAt, and again since.
 	at := func(typ, reason, msg string, sec int) corev1.Event {
-		return corev1.Event{Type: typ, Reason: reason, Message: msg, LastTimestamp: metav1.NewTime(passAt.Add(time.Duration(sec) * time.Second))}
+		first := metav1.NewTime(passAt.Add(time.Duration(sec) * time.Second))
+		return corev1.Event{Type: typ, Reason: reason, Message: msg, FirstTimestamp: first, LastTimestamp: first}
 	}
 	noClass := at(corev1.EventTypeNormal, "FailedBinding", "no persistent volumes available for this claim and no storage class is set", 5)
 	notFound := at(corev1.EventTypeWarning, "ProvisioningFailed", `storageclass.storage.k8s.io "fast" not found`, 1)
 	external := at(corev1.EventTypeNormal, "ExternalProvisioning", `Waiting for a volume to be created either by the external provisioner "x" or manually by the system administrator`, 9)
 	consumer := at(corev1.EventTypeNormal, "WaitForFirstConsumer", "waiting for first consumer to be created before binding", 10)
+	late, early := passAt.Add(time.Minute), passAt.Add(20*time.Second)
 	for _, tc := range []struct {
-		name      string
-		events    []corev1.Event
-		normalToo bool
-		want      string
+		name   string
+		events []corev1.Event
+		now    time.Time
+		want   string
 	}{
-		{"none", nil, true, ""},
-		{"only waiting for its pod", []corev1.Event{consumer}, true, ""},
-		{"no StorageClass set and none is the default (a Normal event)", []corev1.Event{noClass, consumer}, true, "FailedBinding: no persistent volumes available"},
-		{"the provisioner does not answer", []corev1.Event{consumer, external}, true, `ExternalProvisioning: Waiting for a volume to be created either by the external provisioner "x"`},
-		{"a Normal event within the pods' bound: only slow so far", []corev1.Event{consumer, external}, false, ""},
-		{"a Warning within it", []corev1.Event{external, notFound}, false, `ProvisioningFailed`},
-		{"a Warning wins over a later Normal event", []corev1.Event{external, notFound}, true, `ProvisioningFailed: storageclass.storage.k8s.io "fast" not found`},
+		{"none", nil, late, ""},
+		{"only waiting for its pod", []corev1.Event{consumer}, late, ""},
+		{"no StorageClass set and none is the default (a Normal event)", []corev1.Event{noClass, consumer}, late, "FailedBinding: no persistent volumes available"},
+		{"the provisioner does not answer", []corev1.Event{consumer, external}, late, `ExternalProvisioning: Waiting for a volume to be created either by the external provisioner "x"`},
+		{"a Normal event said for less than the pods' bound: only slow so far", []corev1.Event{consumer, external}, early, ""},
+		{"a Warning, at once", []corev1.Event{external, notFound}, early, `ProvisioningFailed`},
+		{"a Warning wins over a later Normal event", []corev1.Event{external, notFound}, late, `ProvisioningFailed: storageclass.storage.k8s.io "fast" not found`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := claimWhy(tc.events, tc.normalToo)
+			got := claimWhy(tc.events, tc.now)
 			if (tc.want == "") != (got == "") || !strings.HasPrefix(got, tc.want) {
 				t.Errorf("claimWhy = %q, want %q", got, tc.want)
 			}

@@ -180,7 +180,8 @@ func stuckPodsMessage(s State) string {
 		if p := s.Pods[o]; podStuck(s, p) {
 			msg := fmt.Sprintf("pod %s cannot start since %s (%s)", member.Name(s.Name, o),
 				p.Problem.Since.UTC().Format(time.RFC3339), p.Problem)
-			if s.Persistent && p.Problem.Reason == corev1.PodReasonUnschedulable && strings.Contains(p.Problem.Message, volumeNodeConflict) {
+			if s.Persistent && p.Problem.Reason == corev1.PodReasonUnschedulable && strings.Contains(p.Problem.Message, volumeNodeConflict) &&
+				othersKeepQuorum(s, o) {
 				// Node-local storage (local-path): the pod can only run where its volume is.
 				msg += fmt.Sprintf("; its claim's volume can be used only on a node that cannot take the pod (cordoned, or gone): uncordon the node, or, if it is gone for good, kubectl delete pvc %s%s and the member is replaced on a new claim elsewhere",
 					namespaceFlag(s), member.ClaimName(s.Name, o))
@@ -189,6 +190,18 @@ func stuckPodsMessage(s State) string {
 		}
 	}
 	return strings.Join(out, "; ")
+}
+
+// othersKeepQuorum: the voting members other than ordinal o are a healthy majority, so o's
+// data is not the last copy of anything.
+func othersKeepQuorum(s State, o int) bool {
+	voting, healthy := votingCounts(s.Members)
+	for _, m := range s.Members {
+		if m.Ordinal == o && m.Healthy && !m.Learner {
+			healthy--
+		}
+	}
+	return voting > 1 && healthy >= quorum(voting)
 }
 
 // volumeNodeConflict is what the scheduler says of a node that the pod's volume cannot be used

@@ -56,6 +56,23 @@ func TestPlanStuckPods(t *testing.T) {
 			message:  []string{"waiting for pod c-1", "ImagePullBackOff", "nope/etcd"},
 		},
 		{
+			name:     "a member's claim deleted before its pod had a node: the pod waits for it past the bound, the member is replaced",
+			state:    claimGone(stuckAfter, true),
+			want:     &Action{Kind: ActionRemoveMember, Ordinal: 2, MemberID: 102},
+			progress: api.ReasonReplacingMember,
+		},
+		{
+			name:  "... within the bound (a claim the cache may not show yet): nothing",
+			state: claimGone(stuckAfter-time.Second, true),
+		},
+		{
+			name:     "a joining pod whose claim is gone, waiting for it past the bound: made again, with a claim",
+			state:    claimGone(stuckAfter, false),
+			want:     &Action{Kind: ActionDeletePod, Ordinal: 2},
+			progress: api.ReasonScalingUp,
+			message:  []string{"deleting pod c-2, whose claim is gone"},
+		},
+		{
 			name: "the seed that cannot start, the spec fixed since, the cluster never served: its pod goes, to bootstrap again",
 			state: at(State{Size: 3, Pods: pods(func() PodView {
 				p := pullFails(running(0), time.Minute)
@@ -65,6 +82,15 @@ func TestPlanStuckPods(t *testing.T) {
 			want:     &Action{Kind: ActionDeletePod, Ordinal: 0},
 			progress: api.ReasonBootstrapping,
 			message:  []string{"seed's pod c-0", "earlier spec"},
+		},
+		{
+			name: "the seed's etcd crash-loops (it ran, it may have served), the spec changed since: not deleted",
+			state: at(State{Size: 3, Pods: pods(func() PodView {
+				p := crashLoops(running(0), time.Minute)
+				p.Outdated = true
+				return p
+			}(), joining(1, false, 0, 1), joining(2, false, 0, 1, 2))}),
+			progress: api.ReasonBootstrapping,
 		},
 		{
 			name: "the seed that cannot start, the spec unchanged: waited for (and reported)",
@@ -242,19 +268,21 @@ func TestStatusVolumeNodeConflict(t *testing.T) {
 	conflict := troubled(joining(2, false, 0, 1, 2), "Unschedulable",
 		"0/3 nodes are available: 1 node(s) had volume node affinity conflict, 2 node(s) didn't match pod anti-affinity rules.", time.Minute)
 	cpu := troubled(joining(2, false, 0, 1, 2), "Unschedulable", "0/1 nodes are available: 1 Insufficient cpu.", time.Minute)
+	healthy := []MemberView{leader(0), voter(1)}
 	for _, tc := range []struct {
 		name       string
 		persistent bool
+		members    []MemberView
 		pod        PodView
 		hint       bool
 	}{
-		{"claims, volume node conflict", true, conflict, true},
-		{"claims, another reason", true, cpu, false},
-		{"emptyDir", false, conflict, false},
+		{"claims, volume node conflict", true, healthy, conflict, true},
+		{"claims, another reason", true, healthy, cpu, false},
+		{"emptyDir", false, healthy, conflict, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := State{Name: "c", Namespace: "ns", Size: 3, Bootstrapped: true, MembersKnown: true, Persistent: tc.persistent,
-				Members: []MemberView{leader(0), voter(1)}, Pods: pods(running(0), running(1, 0, 1), tc.pod), Now: passAt}
+				Members: tc.members, Pods: pods(running(0), running(1, 0, 1), tc.pod), Now: passAt}
 			deg := meta.FindStatusCondition(computeStatus(c, s, Plan(s)).Conditions, string(api.ConditionDegraded))
 			if deg == nil || deg.Reason != string(api.ReasonPodCannotStart) {
 				t.Fatalf("Degraded = %+v, want PodCannotStart", deg)
@@ -263,6 +291,26 @@ func TestStatusVolumeNodeConflict(t *testing.T) {
 				t.Errorf("Degraded message %q: names the claim to delete = %v, want %v", deg.Message, got, tc.hint)
 			}
 		})
+	}
+}
+
+// The claim-deleting hint is only for a member whose data is not the last copy.
+func TestOthersKeepQuorum(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		members []MemberView
+		o       int
+		want    bool
+	}{
+		{"the only member", []MemberView{sick(leader(0))}, 0, false},
+		{"two others healthy of three", []MemberView{leader(0), voter(1), sick(voter(2))}, 2, true},
+		{"one other healthy of three", []MemberView{leader(0), sick(voter(1)), sick(voter(2))}, 2, false},
+		{"a joining pod, two voters healthy", []MemberView{leader(0), voter(1)}, 2, true},
+		{"three others healthy of five", []MemberView{leader(0), voter(1), voter(2), sick(voter(3)), sick(voter(4))}, 4, true},
+	} {
+		if got := othersKeepQuorum(State{Members: tc.members}, tc.o); got != tc.want {
+			t.Errorf("%s: othersKeepQuorum = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
 
@@ -573,4 +621,19 @@ func rolledCrashLoop(age time.Duration, setBack bool) State {
 		Pods:     pods(others[0], others[1], p),
 		Statuses: map[int]etcdutil.Status{0: reporting(0, "", 1000), 1: reporting(1, "", 1000)},
 		Claims:   map[int]ClaimView{}}
+}
+
+// claimGone is a cluster on claims whose member (or, not member, joining pod) c-2 has no
+// claim, and whose pod the scheduler has reported unschedulable for ago: it waits for the
+// claim.
+func claimGone(ago time.Duration, isMember bool) State {
+	members := []MemberView{leader(0), voter(1)}
+	if isMember {
+		members = append(members, sick(voter(2)))
+	}
+	p := troubled(joining(2, false, 0, 1, 2), "Unschedulable", `0/1 nodes are available: persistentvolumeclaim "data-c-2" not found.`, ago)
+	p.Unschedulable = true
+	return State{Size: 3, MembersKnown: true, Bootstrapped: true, Persistent: true, Now: passAt, Members: members,
+		Pods:   pods(running(0), running(1, 0, 1), p),
+		Claims: map[int]ClaimView{0: {Ordinal: 0, Bound: true, MemberID: 100}, 1: {Ordinal: 1, Bound: true, MemberID: 101}}}
 }

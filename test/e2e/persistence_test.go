@@ -219,7 +219,7 @@ spec:
   containers:
   - name: wipe
     image: %s
-    command: [sh, -c, 'find /data -mindepth 1 -delete && test -z "$(ls -A /data)"']
+    command: [sh, -c, 'rm -rf /data/* /data/.[!.]* && test -z "$(ls -A /data)"']
     volumeMounts: [{name: data, mountPath: /data}]
     securityContext:
       allowPrivilegeEscalation: false
@@ -227,6 +227,9 @@ spec:
   volumes: [{name: data, persistentVolumeClaim: {claimName: data-%s-2}}]
 `, framework.WriterImage, name))
 	f.WaitFor("pod/wipe", "jsonpath={.status.phase}=Succeeded", 2*time.Minute)
+	// Gone before the member's claim is replaced: a claim is in use by every pod scheduled
+	// with it, finished or not.
+	f.MustNS("delete", "pod", "wipe", "--wait=true", "--timeout=60s")
 	f.MustNS("delete", "pod", name+"-2", "--wait=false")
 	f.Eventually(name+"-2 replaced after its volume was wiped", 3*time.Minute, func() (bool, error) {
 		c, err := f.GetEtcdCluster(name)
@@ -242,7 +245,6 @@ spec:
 
 	// whenDeleted Delete (the policy may change at any time): the claims go with the cluster.
 	f.Patch("etcdcluster/"+name, `{"spec":{"storage":{"retentionPolicy":{"whenDeleted":"Delete"}}}}`)
-	f.MustNS("delete", "pod", "wipe", "--wait=false")
 	f.MustNS("delete", "etcdcluster", name, "--wait=false")
 	f.Eventually("the claims gone with the cluster (whenDeleted Delete)", 3*time.Minute, func() (bool, error) {
 		left := claimUIDs(f, name)

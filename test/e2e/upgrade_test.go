@@ -5,6 +5,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -40,9 +41,10 @@ type quorumWatch struct {
 }
 
 // noQuorumGrace is how long no member may answer healthy before the watch counts it as quorum
-// lost: a leader election (etcd's election timeout is a second) and a slow answer on a loaded
-// node fit in it; a majority down does not.
-const noQuorumGrace = 5 * time.Second
+// lost: a leader election (etcd's election timeout is a second) and two polls whose answers
+// are slow on a loaded node (three members, 2 s each at most) fit in it; a majority down does
+// not.
+const noQuorumGrace = 10 * time.Second
 
 func watchQuorum(f *framework.Framework, name string) *quorumWatch {
 	w := &quorumWatch{stop: make(chan struct{}), done: make(chan struct{})}
@@ -367,6 +369,7 @@ func TestPodChangeRolled(t *testing.T) {
 	// why, it is not replaced, and no other pod is touched. Set back, it is rolled back on its
 	// data.
 	ids, pods = memberIDs(f, name), podUIDs(f, name)
+	first := firstRolled(f, name)
 	f.Patch("etcdcluster/"+name, `{"spec":{"pod":{"env":[{"name":"ETCD_ELECTION_TIMEOUT","value":"200"}]}}}`)
 	f.Eventually("the rollout stopped on the member that crash-loops", rolloutTimeout, func() (bool, error) {
 		c, err := f.GetEtcdCluster(name)
@@ -374,13 +377,13 @@ func TestPodChangeRolled(t *testing.T) {
 			return false, err
 		}
 		reason, msg := c.ConditionReason("Degraded")
-		return reason == "RolloutStuck" && strings.Contains(msg, name+"-2") && strings.Contains(msg, "crash-loops") &&
+		return reason == "RolloutStuck" && strings.Contains(msg, first) && strings.Contains(msg, "crash-loops") &&
 			strings.Contains(msg, "election-timeout"), fmt.Errorf("Degraded %s: %s", reason, msg)
 	})
 	now := podUIDs(f, name)
-	for _, p := range []string{name + "-0", name + "-1"} {
-		if now[p] != pods[p] {
-			t.Errorf("pod %s was touched while %s-2 crash-loops", p, name)
+	for p := range pods {
+		if p != first && now[p] != pods[p] {
+			t.Errorf("pod %s was touched while %s crash-loops", p, first)
 		}
 	}
 	if got := memberIDs(f, name); fmt.Sprint(got) != fmt.Sprint(ids) {
@@ -407,11 +410,33 @@ func TestPodChangeRolled(t *testing.T) {
 		}
 		return true, nil
 	})
-	if now := podUIDs(f, name); now[name+"-0"] != pods[name+"-0"] || now[name+"-1"] != pods[name+"-1"] {
-		t.Errorf("pods %v, were %v: only %s-2 is rolled back", now, pods, name)
+	now = podUIDs(f, name)
+	for p := range pods {
+		if p != first && now[p] != pods[p] {
+			t.Errorf("pods %v, were %v: only %s is rolled back", now, pods, first)
+		}
 	}
 	q.check(t)
 	writer.StopAndVerify(name + "-0")
+}
+
+// firstRolled is the member a rollout of the cluster (of three) rolls first: the highest
+// ordinal that does not lead (the leader goes last).
+func firstRolled(f *framework.Framework, name string) string {
+	f.T().Helper()
+	c, err := f.GetEtcdCluster(name)
+	if err != nil {
+		f.T().Fatal(err)
+	}
+	for _, m := range slices.Backward(framework.MemberNames(name, 3)) {
+		for _, s := range c.Status.Members {
+			if s.Name == m && !s.Leader {
+				return m
+			}
+		}
+	}
+	f.T().Fatalf("no member of %s is a follower: %+v", name, c.Status.Members)
+	return ""
 }
 
 // TestOperatorKilledMidRollout: the operator is killed once the first member is upgraded; the
