@@ -119,7 +119,7 @@ func planGrow(s State, members map[int]MemberView) Decision {
 			// member-init still holds it back, so the pod can go.
 			return step(s, Action{Kind: ActionDeletePod, Ordinal: o}, reasonFor(s, o),
 				"deleting pod %s, created for a membership that has changed", o)
-		case s.Persistent && !hasClaim(s, o) && claimGoneUnder(s, p):
+		case claimGoneUnder(s, o):
 			// Claims are made with their pod: this one's went before the pod had a node.
 			return step(s, Action{Kind: ActionDeletePod, Ordinal: o}, reasonFor(s, o),
 				"deleting pod %s, whose claim is gone, to make both again", o)
@@ -161,9 +161,3 @@ func planGrow(s State, members map[int]MemberView) Decision {
 
 // escape keeps a message taken from a pod from being read as a format.
 func escape(s string) string { return strings.ReplaceAll(s, "%", "%%") }
-
-// hasClaim: the cluster has a claim for ordinal o.
-func hasClaim(s State, o int) bool {
-	_, ok := s.Claims[o]
-	return ok
-}

@@ -114,7 +114,13 @@ func claimHint(s State, o int) string {
 	if !s.Persistent {
 		return ""
 	}
-	return fmt.Sprintf("; if its own data is at fault, kubectl delete pvc %s%s has it replaced", namespaceFlag(s), member.ClaimName(s.Name, o))
+	return "; if its own data is at fault, " + deleteClaimCommand(s, o) + " has it replaced"
+}
+
+// deleteClaimCommand is the command that deletes the claim of ordinal o, which has its member
+// replaced on a new claim.
+func deleteClaimCommand(s State, o int) string {
+	return "kubectl delete pvc " + namespaceFlag(s) + member.ClaimName(s.Name, o)
 }
 
 // waitForRestartedInPlace is the end of a rollout whose last member was restarted in place:
@@ -141,9 +147,10 @@ func waitForRestartedInPlace(s State, reason api.ConditionReason) Decision {
 
 // rollDownMemberInPlace is the rollout when no member answers: a member pod whose etcd
 // container does not run (an image that cannot be pulled, say) and is out of date in its
-// image alone gets the current image in place; on a claim, one that crash-loops is made again. Its member serves nothing anyway, and its data
+// image alone gets the current image in place. Its member serves nothing anyway, and its data
 // stays in its pod: this is how a single member on emptyDir given a bad version comes back,
-// with its data, once spec.version is set back.
+// with its data, once spec.version is set back. On a claim, an out-of-date pod that cannot
+// start is made again (below).
 func rollDownMemberInPlace(s State) (Decision, bool) {
 	for _, o := range slices.Backward(sortedOrdinals(s.Pods)) {
 		p := s.Pods[o]

@@ -159,16 +159,18 @@ func dataGone(s State, m MemberView) bool {
 		return true
 	default:
 		c, ok := s.Claims[m.Ordinal]
-		return s.Persistent && ((ok && c.Terminating) || (!ok && claimGoneUnder(s, p)))
+		return s.Persistent && ok && c.Terminating || claimGoneUnder(s, m.Ordinal)
 	}
 }
 
-// claimGoneUnder: pod p's claim does not exist, and the scheduler has reported the pod
+// claimGoneUnder: on claims, ordinal o's claim does not exist while its pod has been reported
 // unschedulable for the bound (it waits for that claim: one deleted before the pod had a node
 // goes at once, and the pod would wait for ever). The bound keeps a claim the cache has not
 // shown yet from counting; a claim that exists schedules its pod, labelled or not.
-func claimGoneUnder(s State, p PodView) bool {
-	return p.Unschedulable && podStuck(s, p)
+func claimGoneUnder(s State, o int) bool {
+	p, hasPod := s.Pods[o]
+	_, hasClaim := s.Claims[o]
+	return s.Persistent && !hasClaim && hasPod && p.Unschedulable && podStuck(s, p)
 }
 
 // prepareClaim makes the claim of ordinal o, which is not a member, fit for a new member

@@ -128,7 +128,7 @@ func (r *Reconciler) claimProblem(ctx context.Context, pvc *corev1.PersistentVol
 		r.deps.Log.WithField("claim", pvc.Namespace+"/"+pvc.Name).WithError(err).Debug("reading the claim's events")
 		return ""
 	}
-	return claimWhy(events.Items, time.Now())
+	return claimWhy(events.Items, r.now())
 }
 
 // claimWhy is the reason and message of a waiting claim's latest Warning Event (a
@@ -136,9 +136,8 @@ func (r *Reconciler) claimProblem(ctx context.Context, pvc *corev1.PersistentVol
 // that has been said for the pods' bound by now (first said that long ago: a wait that is
 // only slow is said for a moment): some waits that last are only Normal (FailedBinding: no
 // StorageClass is set and none is the default; ExternalProvisioning: the provisioner has not
-// answered). WaitForFirstConsumer
-// is left out: that claim waits for its pod to be scheduled, which the pod's own condition
-// explains.
+// answered). WaitForFirstConsumer is left out: that claim waits for its pod to be
+// scheduled, which the pod's own condition explains.
 func claimWhy(events []corev1.Event, now time.Time) string {
 	var warning, normal *corev1.Event
 	for i := range events {

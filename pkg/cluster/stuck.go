@@ -183,8 +183,8 @@ func stuckPodsMessage(s State) string {
 			if s.Persistent && p.Problem.Reason == corev1.PodReasonUnschedulable && strings.Contains(p.Problem.Message, volumeNodeConflict) &&
 				othersKeepQuorum(s, o) {
 				// Node-local storage (local-path): the pod can only run where its volume is.
-				msg += fmt.Sprintf("; its claim's volume can be used only on a node that cannot take the pod (cordoned, or gone): uncordon the node, or, if it is gone for good, kubectl delete pvc %s%s and the member is replaced on a new claim elsewhere",
-					namespaceFlag(s), member.ClaimName(s.Name, o))
+				msg += "; its claim's volume can be used only on a node that cannot take the pod (cordoned, or gone): uncordon the node, or, if it is gone for good, " +
+					deleteClaimCommand(s, o) + " and the member is replaced on a new claim elsewhere"
 			}
 			out = append(out, msg)
 		}
