@@ -51,9 +51,9 @@ down:
 kubeconfig:
 	@hack/cluster.sh kubeconfig
 
-test: unit verify
-	$(MAKE) up
-	$(MAKE) e2e
+# each phase timed (hack/phases.sh prints the table at the end, also when one fails)
+test:
+	MAKE='$(MAKE)' hack/phases.sh unit verify up e2e
 
 unit:
 	go vet ./...
@@ -64,9 +64,12 @@ verify:
 	@if [ -x hack/verify-codegen.sh ]; then hack/verify-codegen.sh; \
 	else echo "hack/verify-codegen.sh does not exist yet: nothing to verify"; fi
 
+# ends with every test's wall time, slowest first (hack/test-times.sh), pass or fail
 e2e:
-	eval "$$(hack/cluster.sh env)"; KUBECONFIG=$$(hack/cluster.sh kubeconfig) PATH=$(KUBECTL_DIR):$$PATH \
-		go test -tags e2e ./test/e2e/ -v -timeout 60m -count=1 $(if $(E2E_RUN),-run '$(E2E_RUN)') $(E2E_FLAGS)
+	@mkdir -p _output
+	eval "$$(hack/cluster.sh env)"; rc=0; KUBECONFIG=$$(hack/cluster.sh kubeconfig) PATH=$(KUBECTL_DIR):$$PATH \
+		go test -tags e2e ./test/e2e/ -v -timeout 60m -count=1 $(if $(E2E_RUN),-run '$(E2E_RUN)') $(E2E_FLAGS) \
+		2>&1 | tee _output/e2e.log || rc=$$?; hack/test-times.sh _output/e2e.log; exit $$rc
 
 # The rollout tests alone (version changes and pod-policy rollouts, test/e2e/upgrade_test.go),
 # for work on the rollout or the versions.
