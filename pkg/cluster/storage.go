@@ -23,13 +23,15 @@ import (
 // why: provisioning a volume normally takes a few seconds, and asking costs an API call.
 const claimProblemAfter = 10 * time.Second
 
-// ensureStorage fills in spec.storage when it is left out, so that what holds the members'
-// data is written on the object, for the user to read and for every later pass to follow: a
-// cluster that has already started (status or pods say so) was made before claims existed
-// and keeps its emptyDir; a new one gets a claim per member. It reports whether it patched:
-// the pass then ends, and the next one starts from the patched object.
+// ensureStorage fills in spec.storage when it is left out or names neither volume (a spec
+// that sets only a retentionPolicy), so that what holds the members' data is written on the
+// object, for the user to read and for every later pass to follow: a cluster that has already
+// started (status or pods say so) was made before claims existed and keeps its emptyDir; a new
+// one gets a claim per member. A retentionPolicy the user gave is kept. It reports whether it
+// patched: the pass then ends, and the next one starts from the patched object.
 func (r *Reconciler) ensureStorage(ctx context.Context, c *api.EtcdCluster) (bool, error) {
-	if c.Spec.Storage != nil {
+	given := c.Spec.Storage
+	if given != nil && (given.EmptyDir != nil || given.VolumeClaimTemplate != nil) {
 		return false, nil
 	}
 	storage := member.DefaultStorage()
@@ -43,6 +45,9 @@ func (r *Reconciler) ensureStorage(ctx context.Context, c *api.EtcdCluster) (boo
 	}
 	if started {
 		storage = member.LegacyStorage()
+	}
+	if given != nil && given.RetentionPolicy != nil {
+		storage.RetentionPolicy = given.RetentionPolicy
 	}
 	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"storage": storage}})
 	if err != nil {
@@ -62,7 +67,7 @@ func (r *Reconciler) ensureStorage(ctx context.Context, c *api.EtcdCluster) (boo
 		kind = "the emptyDir it was created with"
 	}
 	r.log(c).WithField("storage", kind).Info("filled in spec.storage")
-	r.event(c, corev1.EventTypeNormal, EventStorageDefaulted, "spec.storage was left out: members keep their data on %s", kind)
+	r.event(c, corev1.EventTypeNormal, EventStorageDefaulted, "spec.storage named no volume: members keep their data on %s", kind)
 	return true, nil
 }
 

@@ -21,20 +21,27 @@ import (
 // emptyDir it runs on for a cluster made before claims existed. Nothing else happens in that
 // pass.
 func TestSyncFillsInStorage(t *testing.T) {
+	deleteAll := &api.RetentionPolicy{WhenDeleted: api.RetentionDelete, WhenScaled: api.RetentionDelete}
 	for _, tc := range []struct {
 		name      string
+		given     *api.StorageSpec
 		started   func(*api.EtcdCluster) []*corev1.Pod
 		wantClaim bool
+		// wantRetention is the retentionPolicy the patch must carry; nil: not checked.
+		wantRetention *api.RetentionPolicy
 	}{
-		{"new cluster", func(*api.EtcdCluster) []*corev1.Pod { return nil }, true},
-		{"cluster that reported members", func(c *api.EtcdCluster) []*corev1.Pod { c.Status.Size = 3; return nil }, false},
-		{"cluster whose seed pod exists", func(c *api.EtcdCluster) []*corev1.Pod {
+		{"new cluster", nil, func(*api.EtcdCluster) []*corev1.Pod { return nil }, true, member.DefaultStorage().RetentionPolicy},
+		{"cluster that reported members", nil, func(c *api.EtcdCluster) []*corev1.Pod { c.Status.Size = 3; return nil }, false, nil},
+		{"cluster whose seed pod exists", nil, func(c *api.EtcdCluster) []*corev1.Pod {
 			return []*corev1.Pod{memberPod(c, 0, "10.0.0.1", corev1.PodPending, time.Now(), &discoveryv1.EndpointSlice{})}
-		}, false},
+		}, false, nil},
+		{"new cluster given storage {}", &api.StorageSpec{}, func(*api.EtcdCluster) []*corev1.Pod { return nil }, true, member.DefaultStorage().RetentionPolicy},
+		{"new cluster given only a retentionPolicy", &api.StorageSpec{RetentionPolicy: deleteAll},
+			func(*api.EtcdCluster) []*corev1.Pod { return nil }, true, deleteAll},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCluster(3)
-			c.Spec.Storage = nil
+			c.Spec.Storage = tc.given
 			objs := []runtime.Object{c}
 			for _, p := range tc.started(c) {
 				objs = append(objs, p)
@@ -56,6 +63,9 @@ func TestSyncFillsInStorage(t *testing.T) {
 			}
 			if s := got.Spec.Storage; s == nil || (s.VolumeClaimTemplate != nil) != tc.wantClaim || (s.EmptyDir != nil) == tc.wantClaim {
 				t.Errorf("storage patched to %+v, want claims: %v", s, tc.wantClaim)
+			}
+			if tc.wantRetention != nil && (got.Spec.Storage.RetentionPolicy == nil || *got.Spec.Storage.RetentionPolicy != *tc.wantRetention) {
+				t.Errorf("retentionPolicy patched to %+v, want %+v", got.Spec.Storage.RetentionPolicy, tc.wantRetention)
 			}
 			if got.Metadata.UID != c.UID {
 				t.Errorf("patch not conditioned on the cluster's UID: %+v", got.Metadata)

@@ -85,8 +85,8 @@ func TestCRDRejectsMalformedClusters(t *testing.T) {
 		{"repository with a tag", cluster("demo", "  repository: gcr.io/etcd-development/etcd:v3.6.16\n"), "repository must not carry a tag or digest"},
 		{"repository with a digest", cluster("demo", "  repository: gcr.io/etcd-development/etcd@sha256:0123\n"), "repository must not carry a tag or digest"},
 		{"reserved label", cluster("demo", "  pod:\n    labels:\n      etcd.operator.dev/cluster: other\n"), "labels under etcd.operator.dev/ are reserved for the operator"},
-		{"storage with emptyDir and a claim", cluster("demo", "  storage:\n    emptyDir: {}\n"+claimTemplate("4Gi", "")), "storage needs exactly one of emptyDir and volumeClaimTemplate"},
-		{"storage with neither", cluster("demo", "  storage: {}\n"), "storage needs exactly one of emptyDir and volumeClaimTemplate"},
+		{"repository that is no image reference", cluster("demo", "  repository: \"UPPER CASE/with spaces\"\n"), "repository must be an image repository"},
+		{"storage with emptyDir and a claim", cluster("demo", "  storage:\n    emptyDir: {}\n"+claimTemplate("4Gi", "")), "storage takes at most one of emptyDir and volumeClaimTemplate"},
 		{"claim of 511Mi", cluster("demo", "  storage:\n"+claimTemplate("511Mi", "")), "resources.requests.storage must be at least 512Mi"},
 		{"claim of 1Mi", cluster("demo", "  storage:\n"+claimTemplate("1Mi", "")), "resources.requests.storage must be at least 512Mi"},
 		{"emptyDir of 1Mi", cluster("demo", "  storage: {emptyDir: {sizeLimit: 1Mi}}\n"), "emptyDir.sizeLimit must be at least 512Mi"},
@@ -368,4 +368,25 @@ func TestCRDEnsureAgainstAPIServer(t *testing.T) {
 	if updated.ResourceVersion == again.ResourceVersion || columns[len(columns)-1].Name != "Paused" {
 		t.Errorf("Ensure of a changed CRD did not update it: resourceVersion %s, columns %v", updated.ResourceVersion, columns)
 	}
+}
+
+// TestPartialStorageFilledIn: a cluster applied with only a retentionPolicy in spec.storage
+// is accepted, and the operator fills in the default claim on its first pass, keeping the
+// policy; whenDeleted Delete then takes the claim with the cluster.
+func TestPartialStorageFilledIn(t *testing.T) {
+	t.Parallel()
+	f := framework.New(t)
+	const name = "partial"
+	f.Apply(cluster(name, "  size: 1\n  storage: {retentionPolicy: {whenDeleted: Delete}}\n"))
+	f.WaitFor("etcdcluster/"+name, "jsonpath={.spec.storage.volumeClaimTemplate.spec.resources.requests.storage}=4Gi", time.Minute)
+	policy := f.MustNS("get", "etcdcluster", name, "-o", "jsonpath={.spec.storage.retentionPolicy.whenDeleted}")
+	if policy != "Delete" {
+		t.Errorf("retentionPolicy.whenDeleted %q after the operator filled in storage, want Delete", policy)
+	}
+	f.WaitFor("pvc/data-"+name+"-0", "jsonpath={.status.phase}=Bound", 2*time.Minute)
+	f.MustNS("delete", "etcdcluster", name, "--wait=false")
+	f.Eventually("the claim gone with the cluster (whenDeleted Delete)", 2*time.Minute, func() (bool, error) {
+		left := claimUIDs(f, name)
+		return len(left) == 0, fmt.Errorf("claims left: %v", left)
+	})
 }

@@ -174,11 +174,11 @@ func claim(claimSpec string) string {
 const (
 	requests4Gi = "        resources: {requests: {storage: 4Gi}}\n"
 
-	exactlyOne = "spec.storage: Invalid value: storage needs exactly one of emptyDir and volumeClaimTemplate"
-	atLeast    = "spec.storage.volumeClaimTemplate.spec.resources: Invalid value: resources.requests.storage must be at least 512Mi"
-	sizeLimit  = "spec.storage.emptyDir.sizeLimit: Invalid value: emptyDir.sizeLimit must be at least 512Mi"
-	reserved   = "are reserved for the operator"
-	immutable  = "spec.storage: Invalid value: spec.storage.emptyDir and spec.storage.volumeClaimTemplate cannot change once the cluster has started"
+	atMostOne = "spec.storage: Invalid value: storage takes at most one of emptyDir and volumeClaimTemplate"
+	atLeast   = "spec.storage.volumeClaimTemplate.spec.resources: Invalid value: resources.requests.storage must be at least 512Mi"
+	sizeLimit = "spec.storage.emptyDir.sizeLimit: Invalid value: emptyDir.sizeLimit must be at least 512Mi"
+	reserved  = "are reserved for the operator"
+	immutable = "spec.storage: Invalid value: spec.storage.emptyDir and spec.storage.volumeClaimTemplate cannot change once the cluster has started"
 )
 
 func TestCRDValidatesStorageOnCreate(t *testing.T) {
@@ -188,9 +188,9 @@ func TestCRDValidatesStorageOnCreate(t *testing.T) {
 	}{
 		{"emptyDir", "  storage: {emptyDir: {}}\n", ""},
 		{"emptyDir with a size limit", "  storage: {emptyDir: {sizeLimit: 1Gi}}\n", ""},
-		{"both emptyDir and volumeClaimTemplate", "  storage:\n    emptyDir: {}\n    volumeClaimTemplate: {spec: {resources: {requests: {storage: 4Gi}}}}\n", exactlyOne},
-		{"neither", "  storage: {}\n", exactlyOne},
-		{"only a retention policy", "  storage: {retentionPolicy: {whenDeleted: Delete}}\n", exactlyOne},
+		{"both emptyDir and volumeClaimTemplate", "  storage:\n    emptyDir: {}\n    volumeClaimTemplate: {spec: {resources: {requests: {storage: 4Gi}}}}\n", atMostOne},
+		{"neither: the operator fills in the claim", "  storage: {}\n", ""},
+		{"only a retention policy: the operator fills in the claim", "  storage: {retentionPolicy: {whenDeleted: Delete}}\n", ""},
 		{"no storage: the operator fills it in", "  size: 3\n", ""},
 
 		{"claim of 4Gi", claim(requests4Gi), ""},
@@ -459,6 +459,47 @@ func TestCRDVersionStepsOnceStarted(t *testing.T) {
 			}
 			errs := a.update(a.main, etcdCluster(spec(tc.next), ""), etcdCluster(spec(tc.old), status))
 			checkErrors(t, errs, tc.want)
+		})
+	}
+}
+
+// TestCRDValidatesRepository: spec.repository must be an image repository the kubelet can
+// parse (registry host, then lowercase path components); a tag or digest has its own message.
+func TestCRDValidatesRepository(t *testing.T) {
+	const (
+		notAnImage = "repository must be an image repository"
+		tagged     = "repository must not carry a tag or digest"
+	)
+	a := newAPIServer(t)
+	for _, tc := range []struct{ repository, want string }{
+		{"gcr.io/etcd-development/etcd", ""},
+		{"quay.io/coreos/etcd", ""},
+		{"etcd", ""},
+		{"bitnami/etcd", ""},
+		{"registry.local:5000/etcd", ""},
+		{"localhost:5000/team/etcd", ""},
+		{"localhost/etcd", ""},
+		{"Registry.Example.COM/etcd", ""},
+		{"registry:5000/my_team/etcd-build.v2", ""},
+		{"a__b/c", ""},
+		{"UPPER CASE/with spaces", notAnImage},
+		{"Upper/etcd", notAnImage},
+		{"gcr.io/Etcd", notAnImage},
+		{"gcr.io/etcd/", notAnImage},
+		{"/etcd", notAnImage},
+		{"gcr.io//etcd", notAnImage},
+		{"gcr.io/-etcd", notAnImage},
+		{"gcr.io/etcd..x", notAnImage},
+		{"https://gcr.io/etcd", notAnImage},
+		{"gcr.io/etcd:v3.6.16", tagged},
+		{"gcr.io/etcd@sha256:0123", tagged},
+	} {
+		t.Run(tc.repository, func(t *testing.T) {
+			_, errs := a.create(etcdCluster("  repository: \""+tc.repository+"\"\n  storage: {emptyDir: {}}\n", ""))
+			checkErrors(t, errs, tc.want)
+			if tc.want == tagged && strings.Contains(errs.ToAggregate().Error(), notAnImage) {
+				t.Errorf("a tagged repository also gets %q: %v", notAnImage, errs.ToAggregate())
+			}
 		})
 	}
 }

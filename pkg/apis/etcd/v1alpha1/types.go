@@ -33,7 +33,7 @@ const (
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:path=etcdclusters,singular=etcdcluster,shortName=etcd,scope=Namespaced
-// +kubebuilder:metadata:annotations="etcd.operator.dev/schema-revision=7"
+// +kubebuilder:metadata:annotations="etcd.operator.dev/schema-revision=8"
 // +kubebuilder:subresource:status
 // +kubebuilder:subresource:scale:specpath=.spec.size,statuspath=.status.size,selectorpath=.status.selector
 // +kubebuilder:printcolumn:name="Size",type=integer,JSONPath=`.spec.size`,description="Desired number of members"
@@ -78,11 +78,14 @@ type EtcdClusterSpec struct {
 	// +optional
 	Version string `json:"version,omitempty"`
 
-	// Repository is the image repository of the etcd images, without a tag.
+	// Repository is the image repository of the etcd images, without a tag: an optional
+	// registry host, then lowercase path components (the image reference grammar the kubelet
+	// parses), so that a repository the kubelet would refuse is refused at apply instead.
 	// +kubebuilder:default="gcr.io/etcd-development/etcd"
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=512
 	// +kubebuilder:validation:XValidation:rule="!self.contains('@') && !self.matches(':[^/]*$')",message="repository must not carry a tag or digest: the tag comes from spec.version"
+	// +kubebuilder:validation:XValidation:rule="self.contains('@') || self.matches(':[^/]*$') || self.matches('^(?:(?:localhost(?::[0-9]+)?|(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:[.](?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))+(?::[0-9]+)?|(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]):[0-9]+)/)?[a-z0-9]+(?:(?:[._]|__|[-]+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|[-]+)[a-z0-9]+)*)*$')",message="repository must be an image repository: an optional registry host (with a dot or a port, or localhost), then lowercase path components of letters, digits and . _ - separated by /, for example gcr.io/etcd-development/etcd or registry.local:5000/etcd"
 	// +optional
 	Repository string `json:"repository,omitempty"`
 
@@ -95,8 +98,9 @@ type EtcdClusterSpec struct {
 	Pod *PodPolicy `json:"pod,omitempty"`
 
 	// Storage chooses where members keep their data: a PersistentVolumeClaim per member
-	// (volumeClaimTemplate) or an emptyDir that lives only as long as its pod. Left out, the
-	// operator fills it in on the cluster's first pass: a 4Gi claim on the default
+	// (volumeClaimTemplate) or an emptyDir that lives only as long as its pod. Left out, or
+	// given with neither (only a retentionPolicy, say), the operator fills it in on the
+	// cluster's first pass, keeping the retentionPolicy: a 4Gi claim on the default
 	// StorageClass for a new cluster, the emptyDir it already runs on for a cluster created
 	// before claims existed. What holds the data cannot change once the cluster has started.
 	// +optional
@@ -258,7 +262,7 @@ type PodPolicy struct {
 }
 
 // StorageSpec chooses the volume that holds each member's data directory.
-// +kubebuilder:validation:XValidation:rule="has(self.emptyDir) != has(self.volumeClaimTemplate)",message="storage needs exactly one of emptyDir and volumeClaimTemplate"
+// +kubebuilder:validation:XValidation:rule="!(has(self.emptyDir) && has(self.volumeClaimTemplate))",message="storage takes at most one of emptyDir and volumeClaimTemplate; with neither, the operator fills in a claim per member on the default StorageClass"
 // +kubebuilder:validation:XValidation:rule="!has(self.emptyDir) || !has(self.emptyDir.sizeLimit) || quantity(string(self.emptyDir.sizeLimit)).compareTo(quantity('512Mi')) >= 0",message="emptyDir.sizeLimit must be at least 512Mi: etcd's backend quota is set from it, with room for the write-ahead log and a copy of the database; a smaller volume holds no usable quota",fieldPath=".emptyDir.sizeLimit"
 type StorageSpec struct {
 	// EmptyDir keeps each member's data in an emptyDir volume: lost with its pod, so a
