@@ -8,10 +8,17 @@
 #       with controller-gen pinned in its own module, hack/tools/controller-gen, so that
 #       controller-tools stays out of the operator's go.mod; deploy/embed.go embeds this file,
 #       so the operator applies the same CRD as deploy/
+#   docs/api.md
+#       the API reference, with crd-ref-docs at CRD_REF_DOCS_VERSION below, run by
+#       `go run module@version`: the version pins it (its own go.mod and go.sum, checked against
+#       the checksum database), and none of its dependencies enter the operator's go.mod.
+#       Configuration and markdown templates in hack/crd-ref-docs/.
 # Works from any clone location: paths come from this script's location and package paths
 # from go.mod. The generators are built into
-# ${ETCD_OPERATOR_CACHE:-~/.cache/etcd-operator}/tools/<tool>-<version>/.
+# ${ETCD_OPERATOR_CACHE:-~/.cache/etcd-operator}/tools/<tool>-<version>/ (crd-ref-docs: Go's build cache).
 set -euo pipefail
+
+CRD_REF_DOCS_VERSION=v0.3.0
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 cd "$ROOT"
@@ -57,3 +64,12 @@ rm -f "$ROOT"/deploy/crd/*.yaml
 	crd:crdVersions=v1 \
 	paths="./pkg/apis/..." \
 	output:crd:dir="$ROOT/deploy/crd"
+
+echo "Generating docs/api.md with crd-ref-docs $CRD_REF_DOCS_VERSION"
+go run "github.com/elastic/crd-ref-docs@$CRD_REF_DOCS_VERSION" \
+	--log-level=ERROR \
+	--source-path="$ROOT/pkg/apis" \
+	--config="$ROOT/hack/crd-ref-docs/config.yaml" \
+	--templates-dir="$ROOT/hack/crd-ref-docs/templates" \
+	--renderer=markdown \
+	--output-path="$ROOT/docs/api.md"

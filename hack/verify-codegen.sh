@@ -12,6 +12,7 @@ GENERATED=(
 	pkg/apis/etcd/v1alpha1/zz_generated.deepcopy.go
 	pkg/generated
 	deploy/crd
+	docs/api.md
 )
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/verify-codegen.XXXXXX")
@@ -37,8 +38,8 @@ for p in "${GENERATED[@]}"; do
 done
 if [ "$drift" -ne 0 ]; then
 	echo >&2
-	echo "verify-codegen: generated code is out of date with the API types (diff above)." >&2
+	echo "verify-codegen: generated code or docs/api.md is out of date with the API types (diff above)." >&2
 	echo "verify-codegen: run hack/update-codegen.sh and commit the result." >&2
 	exit 1
 fi
-echo "verify-codegen: generated code is up to date"
+echo "verify-codegen: generated code and docs/api.md are up to date"

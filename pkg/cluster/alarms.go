@@ -13,7 +13,7 @@ import (
 // refuse writes until it is disarmed: Available is then False, and Degraded names the alarm
 // and the member. The operator only reports them: clearing NOSPACE means compacting and
 // defragmenting (which briefly blocks the member) and disarming, and a CORRUPT member needs a
-// person to decide which data is right; the README says how.
+// person to decide which data is right; docs/status.md says how.
 
 // AlarmView is one alarm as a pass saw it.
 type AlarmView struct {

@@ -267,7 +267,7 @@ func podCondition(pods map[int]PodView, ordinal int) string {
 		return "its pod is gone"
 	case p.Terminating:
 		// A pod on a node that stopped answering stays terminating until the node is
-		// deleted or the pod force-deleted; see the README on node loss.
+		// deleted or the pod force-deleted; see docs/nodes.md.
 		return "its pod is terminating" + on
 	case p.DataLost:
 		return "its data dir is empty although it has started before; it is replaced" + on

@@ -60,7 +60,7 @@ func watchCluster(t *testing.T, f *framework.Framework, name string, cond func(*
 	}
 }
 
-// TestBenchFigures measures the figures the README and the issues quote, on whatever
+// TestBenchFigures measures the figures docs/figures.md and the issues quote, on whatever
 // cluster KUBECONFIG names: the plain StatefulSet floor and the operator's apply, scale and
 // repair times in the same run, and the operator's memory. make bench runs it; it is
 // skipped in make test (figures are not pass/fail).

@@ -169,7 +169,7 @@ spec:
 
 // TestNoSpaceAlarmReported: with the smallest backend quota (from the smallest emptyDir
 // sizeLimit), writes fill it and etcd raises NOSPACE: Available turns False and Degraded
-// names the alarm and the member. The README's procedure (compact, defrag, disarm) clears it.
+// names the alarm and the member. docs/status.md's procedure (compact, defrag, disarm) clears it.
 func TestNoSpaceAlarmReported(t *testing.T) {
 	t.Parallel()
 	f := framework.New(t)
@@ -190,7 +190,7 @@ func TestNoSpaceAlarmReported(t *testing.T) {
 	}
 	waitCondition(t, f, name, "Available", "False", "AlarmNoSpace", time.Minute)
 
-	// Cleared as the README says: the keys deleted, history compacted, defragmented, disarmed.
+	// Cleared as docs/status.md says: the keys deleted, history compacted, defragmented, disarmed.
 	if _, err := f.Etcdctl(pod, "del", "fill/", "--prefix"); err != nil {
 		t.Fatalf("deleting the keys: %v", err)
 	}

@@ -120,7 +120,7 @@ func waitVersion(f *framework.Framework, name, version string) {
 	})
 }
 
-// setVersion patches spec.version the way the README tells users to.
+// setVersion patches spec.version the way docs/upgrades.md tells users to.
 func setVersion(f *framework.Framework, name, version string) {
 	f.Patch("etcdcluster/"+name, fmt.Sprintf(`{"spec":{"version":%q}}`, version))
 }
