@@ -98,7 +98,7 @@ func (r *Reconciler) observe(ctx context.Context, c *api.EtcdCluster) (*observat
 		all = append(all, e)
 	}
 	sort.Strings(all)
-	cli, err := r.deps.Etcd.New(all)
+	cli, err := r.deps.Etcd.New(all, etcdConn(c))
 	if err != nil {
 		return nil, fmt.Errorf("opening etcd client: %w", err)
 	}
@@ -114,7 +114,7 @@ func (r *Reconciler) observe(ctx context.Context, c *api.EtcdCluster) (*observat
 	if len(voters) == 0 {
 		return o, nil
 	}
-	lcli, err := r.deps.Etcd.New(voters)
+	lcli, err := r.deps.Etcd.New(voters, etcdConn(c))
 	if err != nil {
 		return nil, fmt.Errorf("opening etcd client: %w", err)
 	}
