@@ -97,7 +97,7 @@ func (m *realMemberControl) sameCluster(ctx context.Context, c *api.EtcdCluster,
 	if want == 0 || len(endpoints) == 0 {
 		return endpoints, nil
 	}
-	cli, err := m.etcd.New(endpoints)
+	cli, err := m.etcd.New(endpoints, etcdConn(c))
 	if err != nil {
 		return nil, fmt.Errorf("opening etcd client: %w", err)
 	}

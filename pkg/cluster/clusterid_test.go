@@ -90,7 +90,7 @@ func TestMembershipRefusesAnotherCluster(t *testing.T) {
 	theirs := etcdtest.StartCluster(t, 2)
 	ctx := context.Background()
 	factory := etcdutil.NewFactory(0, 0)
-	cli, err := factory.New(etcdtest.ClientURLs(append(ours, theirs...)...))
+	cli, err := factory.New(etcdtest.ClientURLs(append(ours, theirs...)...), etcdutil.ConnConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestMembershipRefusesAnotherCluster(t *testing.T) {
 	m, _ := newControl(factory, kubefake.NewClientset())
 	members := func(m *etcdtest.Member) []etcdutil.Member {
 		t.Helper()
-		one, err := factory.New([]string{m.ClientURL})
+		one, err := factory.New([]string{m.ClientURL}, etcdutil.ConnConfig{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -275,7 +275,7 @@ func (m *realMemberControl) change(ctx context.Context, c *api.EtcdCluster, vote
 		return Result{}, fmt.Errorf(ch.doing+": %w", name, err)
 	}
 	var id uint64
-	res, err := ch.judge(m.withClient(ctx, voters, func(cli etcdutil.Client) (err error) {
+	res, err := ch.judge(m.withClient(ctx, c, voters, func(cli etcdutil.Client) (err error) {
 		id, err = call(cli)
 		return err
 	}))
@@ -298,7 +298,7 @@ func (m *realMemberControl) MoveLeader(ctx context.Context, c *api.EtcdCluster, 
 	if _, err := m.sameCluster(ctx, c, []string{leader}); err != nil {
 		return Result{}, fmt.Errorf("moving leadership from %s to %s: %w", name, hexID(transferee), err)
 	}
-	err := m.withClient(ctx, []string{leader}, func(cli etcdutil.Client) error {
+	err := m.withClient(ctx, c, []string{leader}, func(cli etcdutil.Client) error {
 		return cli.MoveLeader(ctx, leader, transferee)
 	})
 	if errors.Is(err, etcdutil.ErrNotLeader) {
@@ -326,7 +326,7 @@ func (m *realMemberControl) Downgrade(ctx context.Context, c *api.EtcdCluster, v
 		return Result{}, fmt.Errorf("%s: %w", doing, err)
 	}
 	done := false
-	err = m.withClient(ctx, voters, func(cli etcdutil.Client) error {
+	err = m.withClient(ctx, c, voters, func(cli etcdutil.Client) error {
 		if target == "" {
 			return cli.DowngradeCancel(ctx)
 		}
@@ -362,12 +362,12 @@ func (m *realMemberControl) Downgrade(ctx context.Context, c *api.EtcdCluster, v
 	return Result{Changed: true}, nil
 }
 
-// withClient runs f with a client over endpoints.
-func (m *realMemberControl) withClient(ctx context.Context, endpoints []string, f func(etcdutil.Client) error) error {
+// withClient runs f with a client over endpoints, members of c.
+func (m *realMemberControl) withClient(ctx context.Context, c *api.EtcdCluster, endpoints []string, f func(etcdutil.Client) error) error {
 	if len(endpoints) == 0 {
 		return errors.New("no voting member answered")
 	}
-	cli, err := m.etcd.New(endpoints)
+	cli, err := m.etcd.New(endpoints, etcdConn(c))
 	if err != nil {
 		return fmt.Errorf("opening etcd client: %w", err)
 	}

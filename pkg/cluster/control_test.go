@@ -33,7 +33,7 @@ type answeringEtcd struct {
 	endpoints [][]string
 }
 
-func (e *answeringEtcd) New(endpoints []string) (etcdutil.Client, error) {
+func (e *answeringEtcd) New(endpoints []string, _ etcdutil.ConnConfig) (etcdutil.Client, error) {
 	e.endpoints = append(e.endpoints, endpoints)
 	return answeringClient{e}, nil
 }
@@ -54,6 +54,9 @@ func (c answeringClient) MemberAddAsLearner(context.Context, string) (etcdutil.M
 }
 func (c answeringClient) MemberPromote(context.Context, uint64) error { return c.call("MemberPromote") }
 func (c answeringClient) MemberRemove(context.Context, uint64) error  { return c.call("MemberRemove") }
+func (c answeringClient) MemberUpdate(context.Context, uint64, []string) error {
+	return c.call("MemberUpdate")
+}
 func (c answeringClient) MoveLeader(context.Context, string, uint64) error {
 	return c.call("MoveLeader")
 }
@@ -317,7 +320,7 @@ func TestMembershipAgainstEtcd(t *testing.T) {
 			t.Fatalf("add learner #%d = %+v, %v; want changed %v", i+1, res, err, want)
 		}
 	}
-	cli, err := etcdutil.NewFactory(0, 0).New(eps)
+	cli, err := etcdutil.NewFactory(0, 0).New(eps, etcdutil.ConnConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

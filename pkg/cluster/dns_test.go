@@ -62,7 +62,9 @@ func newFakeEtcd(t *testing.T, c *api.EtcdCluster, seedIP string) *fakeEtcd {
 	}
 }
 
-func (f *fakeEtcd) New([]string) (etcdutil.Client, error) { return fakeEtcdClient{f}, nil }
+func (f *fakeEtcd) New([]string, etcdutil.ConnConfig) (etcdutil.Client, error) {
+	return fakeEtcdClient{f}, nil
+}
 
 func (f *fakeEtcd) learnersAdded() []string {
 	f.mu.Lock()
@@ -94,6 +96,9 @@ func (c fakeEtcdClient) MemberPromote(context.Context, uint64) error {
 }
 func (c fakeEtcdClient) MemberRemove(context.Context, uint64) error {
 	return c.unexpected("MemberRemove")
+}
+func (c fakeEtcdClient) MemberUpdate(context.Context, uint64, []string) error {
+	return c.unexpected("MemberUpdate")
 }
 func (c fakeEtcdClient) MoveLeader(context.Context, string, uint64) error {
 	return c.unexpected("MoveLeader")

@@ -98,7 +98,7 @@ func (r *Reconciler) observe(ctx context.Context, c *api.EtcdCluster) (*observat
 		all = append(all, e)
 	}
 	sort.Strings(all)
-	cli, err := r.deps.Etcd.New(all)
+	cli, err := r.deps.Etcd.New(all, etcdConn(c))
 	if err != nil {
 		return nil, fmt.Errorf("opening etcd client: %w", err)
 	}
@@ -114,7 +114,7 @@ func (r *Reconciler) observe(ctx context.Context, c *api.EtcdCluster) (*observat
 	if len(voters) == 0 {
 		return o, nil
 	}
-	lcli, err := r.deps.Etcd.New(voters)
+	lcli, err := r.deps.Etcd.New(voters, etcdConn(c))
 	if err != nil {
 		return nil, fmt.Errorf("opening etcd client: %w", err)
 	}
@@ -348,18 +348,11 @@ func (o *observation) podView(ord int, p *corev1.Pod) PodView {
 	return v
 }
 
-// memberOrdinal is the ordinal of an etcd member whose one peer URL is one the operator
-// gives that ordinal's member (member.IsPeerURL); ok is false for any other member.
+// memberOrdinal is the ordinal of an etcd member of the cluster: from its name, or from its
+// peer URL's host before it has started (member.MemberOrdinal); ok is false for any other
+// member. A new scheme or port in its peer URL changes no member's ordinal.
 func (o *observation) memberOrdinal(m etcdutil.Member) (int, bool) {
-	if len(m.PeerURLs) != 1 {
-		return 0, false
-	}
-	name, _ := member.NameFromPeerURL(m.PeerURLs[0])
-	ord, ok := member.Ordinal(o.cluster.Name, name)
-	if !ok || !member.IsPeerURL(o.cluster.Name, o.cluster.Namespace, ord, m.PeerURLs[0]) {
-		return 0, false
-	}
-	return ord, true
+	return member.MemberOrdinal(o.cluster.Name, o.cluster.Namespace, m)
 }
 
 func (o *observation) memberView(m etcdutil.Member) MemberView {

@@ -70,7 +70,7 @@ type Decision struct {
 
 // MemberView is one etcd member as a pass saw it.
 type MemberView struct {
-	// Ordinal parsed from the peer URL; -1 when the peer URL was not built by the operator.
+	// Ordinal from the member's name and peer URL host; -1 for a member not the operator's.
 	Ordinal int
 	ID      uint64
 	// Name is empty until the member has started.

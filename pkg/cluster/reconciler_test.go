@@ -35,7 +35,7 @@ const testInitImage = "etcd-operator:test"
 // noEtcd fails the test if a pass dials etcd: with no running pod there is nobody to dial.
 type noEtcd struct{ t *testing.T }
 
-func (f noEtcd) New(endpoints []string) (etcdutil.Client, error) {
+func (f noEtcd) New(endpoints []string, _ etcdutil.ConnConfig) (etcdutil.Client, error) {
 	f.t.Errorf("unexpected etcd client for %v", endpoints)
 	return nil, errors.New("no etcd in this test")
 }

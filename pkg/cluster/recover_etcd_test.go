@@ -48,7 +48,7 @@ func TestRecoverQuorumFromSurvivor(t *testing.T) {
 		}
 	}
 	f := etcdutil.NewFactory(time.Second, time.Second)
-	cli, err := f.New([]string{survivor.ClientURL})
+	cli, err := f.New([]string{survivor.ClientURL}, etcdutil.ConnConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestRecoverQuorumFromSurvivor(t *testing.T) {
 	// A new member joins the cluster of one, as a learner.
 	joiner := etcdtest.Reserve(t, "m1")
 	memberList(ctx, t, f, survivor)
-	cli2, err := f.New([]string{survivor.ClientURL})
+	cli2, err := f.New([]string{survivor.ClientURL}, etcdutil.ConnConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestRecoverQuorumFromSurvivor(t *testing.T) {
 // a moment to serve linearizable requests.
 func memberList(ctx context.Context, t *testing.T, f etcdutil.Factory, m *etcdtest.Member) []etcdutil.Member {
 	t.Helper()
-	cli, err := f.New([]string{m.ClientURL})
+	cli, err := f.New([]string{m.ClientURL}, etcdutil.ConnConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ type noQuorumEtcd struct {
 	status map[string]etcdutil.Status
 }
 
-func (e noQuorumEtcd) New([]string) (etcdutil.Client, error) {
+func (e noQuorumEtcd) New([]string, etcdutil.ConnConfig) (etcdutil.Client, error) {
 	return noQuorumClient{answeringClient{&answeringEtcd{err: errors.New("etcdserver: request timed out")}}, e}, nil
 }
 

@@ -485,7 +485,7 @@ type removingEtcd struct {
 	removed []uint64
 }
 
-func (e *removingEtcd) New([]string) (etcdutil.Client, error) {
+func (e *removingEtcd) New([]string, etcdutil.ConnConfig) (etcdutil.Client, error) {
 	return removingClient{fakeEtcdClient{e.fakeEtcd}, e}, nil
 }
 

@@ -2,6 +2,7 @@ package etcdutil
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"strings"
@@ -44,24 +45,38 @@ var _ Factory = (*factory)(nil)
 
 // New opens a client over endpoints. Connections are made in the background, so New does
 // not block on an unreachable member; calls wait for a connection up to their timeout.
-func (f *factory) New(endpoints []string) (Client, error) {
-	cli, err := f.open(endpoints)
+func (f *factory) New(endpoints []string, conn ConnConfig) (Client, error) {
+	cli, err := f.open(endpoints, conn)
 	if err != nil {
 		return nil, err
 	}
-	return &client{cli: cli, factory: f}, nil
+	return &client{cli: cli, factory: f, conn: conn}, nil
+}
+
+// tlsConfig is the TLS configuration a client of conn dials with: nil for plaintext, else a
+// copy of conn.TLS that checks certificates against conn.ServerName when it is set.
+func tlsConfig(conn ConnConfig) *tls.Config {
+	if conn.TLS == nil {
+		return nil
+	}
+	cfg := conn.TLS.Clone()
+	if conn.ServerName != "" {
+		cfg.ServerName = conn.ServerName
+	}
+	return cfg
 }
 
 // open makes an etcd client that logs nothing and retries connecting quickly: gRPC's
 // default backoff grows to two minutes, which would leave a long-lived client (member-init's)
 // blind long after a member came back.
-func (f *factory) open(endpoints []string) (*clientv3.Client, error) {
+func (f *factory) open(endpoints []string, conn ConnConfig) (*clientv3.Client, error) {
 	if len(endpoints) == 0 {
 		return nil, errors.New("creating etcd client: no endpoints")
 	}
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints:   endpoints,
 		DialTimeout: f.dialTimeout,
+		TLS:         tlsConfig(conn),
 		Logger:      zap.NewNop(),
 		DialOptions: []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
 			Backoff: backoff.Config{
@@ -83,6 +98,8 @@ func (f *factory) open(endpoints []string) (*clientv3.Client, error) {
 type client struct {
 	cli     *clientv3.Client
 	factory *factory
+	// conn is how cli connects, for the clients it opens to one member (MoveLeader).
+	conn ConnConfig
 }
 
 var _ Client = (*client)(nil)
@@ -138,6 +155,17 @@ func (c *client) MemberPromote(ctx context.Context, id uint64) error {
 	return nil
 }
 
+func (c *client) MemberUpdate(ctx context.Context, id uint64, peerURLs []string) error {
+	err := c.call(ctx, func(ctx context.Context) error {
+		_, err := c.cli.MemberUpdate(ctx, id, peerURLs)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("updating peer URLs of member %x to %s: %w", id, strings.Join(peerURLs, ","), err)
+	}
+	return nil
+}
+
 func (c *client) MemberRemove(ctx context.Context, id uint64) error {
 	err := c.call(ctx, func(ctx context.Context) error {
 		_, err := c.cli.MemberRemove(ctx, id)
@@ -152,7 +180,7 @@ func (c *client) MemberRemove(ctx context.Context, id uint64) error {
 // MoveLeader connects to leaderEndpoint alone: etcd takes a leader transfer only from the
 // leader, and the client's balancer could send it to any of its endpoints.
 func (c *client) MoveLeader(ctx context.Context, leaderEndpoint string, transferee uint64) error {
-	lc, err := c.factory.open([]string{leaderEndpoint})
+	lc, err := c.factory.open([]string{leaderEndpoint}, c.conn)
 	if err != nil {
 		return fmt.Errorf("moving leadership to %x: %w", transferee, err)
 	}

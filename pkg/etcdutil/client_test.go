@@ -35,7 +35,7 @@ func poll(t *testing.T, desc string, cond func() error) {
 
 func newClient(t *testing.T, endpoints ...string) etcdutil.Client {
 	t.Helper()
-	cli, err := etcdutil.NewFactory(0, 0).New(endpoints)
+	cli, err := etcdutil.NewFactory(0, 0).New(endpoints, etcdutil.ConnConfig{})
 	if err != nil {
 		t.Fatalf("opening client: %v", err)
 	}
@@ -291,7 +291,7 @@ func TestRemoveMember(t *testing.T) {
 func TestUnreachableMemberIsBounded(t *testing.T) {
 	t.Parallel()
 	gone := etcdtest.Reserve(t, "gone")
-	cli, err := etcdutil.NewFactory(200*time.Millisecond, 300*time.Millisecond).New([]string{gone.ClientURL})
+	cli, err := etcdutil.NewFactory(200*time.Millisecond, 300*time.Millisecond).New([]string{gone.ClientURL}, etcdutil.ConnConfig{})
 	if err != nil {
 		t.Fatalf("opening client: %v", err)
 	}
@@ -317,7 +317,7 @@ func TestUnreachableMemberIsBounded(t *testing.T) {
 		}
 	}
 
-	slow, err := etcdutil.NewFactory(0, time.Minute).New([]string{gone.ClientURL})
+	slow, err := etcdutil.NewFactory(0, time.Minute).New([]string{gone.ClientURL}, etcdutil.ConnConfig{})
 	if err != nil {
 		t.Fatalf("opening client: %v", err)
 	}
@@ -352,7 +352,7 @@ func TestStatusOfAPodNotServingFailsFast(t *testing.T) {
 	go srv.Serve(ln) //nolint:errcheck
 	defer srv.Close()
 
-	cli, err := etcdutil.NewFactory(0, 10*time.Second).New([]string{gone.ClientURL})
+	cli, err := etcdutil.NewFactory(0, 10*time.Second).New([]string{gone.ClientURL}, etcdutil.ConnConfig{})
 	if err != nil {
 		t.Fatalf("opening client: %v", err)
 	}

@@ -5,6 +5,7 @@ package etcdutil
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 )
 
@@ -117,6 +118,11 @@ type Client interface {
 	// the learner lags behind the leader (or has not started), ErrMemberNotFound if there is
 	// no such member, and ErrMemberNotLearner if it is a voting member already.
 	MemberPromote(ctx context.Context, id uint64) error
+	// MemberUpdate sets the peer URLs of the member id, a learner's too, started or not: a
+	// member keeps its ID and data, and its peers dial it at the new URLs. It returns
+	// ErrMemberNotFound if there is no such member, and ErrPeerURLExists when another member
+	// has one of the URLs.
+	MemberUpdate(ctx context.Context, id uint64, peerURLs []string) error
 	// MemberRemove removes a member. It returns ErrMemberNotFound if it was already removed,
 	// and ErrUnhealthy when etcd refuses because the removal would cost quorum.
 	MemberRemove(ctx context.Context, id uint64) error
@@ -135,8 +141,19 @@ type Client interface {
 	Close() error
 }
 
+// ConnConfig is how the operator connects to the members of one cluster.
+type ConnConfig struct {
+	// TLS is the client side of TLS to the members' client URLs; nil connects in plaintext.
+	// The Factory does not modify it.
+	TLS *tls.Config
+	// ServerName is the name the members' certificates are checked against, in place of the
+	// address dialed (a pod IP); empty keeps TLS.ServerName. Unused without TLS.
+	ServerName string
+}
+
 // Factory opens clients. The operator dials members at their pod IPs, never through DNS.
 type Factory interface {
-	// New opens a client over the given client URLs (e.g. http://10.244.0.12:2379).
-	New(endpoints []string) (Client, error)
+	// New opens a client over the given client URLs (e.g. http://10.244.0.12:2379) that
+	// connects to them as conn says; a zero ConnConfig connects in plaintext.
+	New(endpoints []string, conn ConnConfig) (Client, error)
 }

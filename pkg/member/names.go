@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 )
 
 // Ports every member listens on.
@@ -142,6 +144,47 @@ func NameFromPeerURL(peerURL string) (string, bool) {
 	}
 	name, _, ok := strings.Cut(host, ".")
 	return name, ok && name != ""
+}
+
+// HostOrdinal is the ordinal of the member of the cluster whose peer URL is peerURL, read from
+// the URL's host alone: Host or HeadlessHost of that ordinal, in the cluster's namespace.
+// Scheme and port are not part of a member's identity: a member whose peer URL moves from
+// http to https, or to another port, keeps its ordinal. ok is false for any other host.
+func HostOrdinal(cluster, namespace, peerURL string) (ordinal int, ok bool) {
+	u, err := url.Parse(peerURL)
+	if err != nil || u.Host == "" {
+		return 0, false
+	}
+	host := u.Hostname()
+	label, _, _ := strings.Cut(host, ".")
+	ordinal, ok = Ordinal(cluster, label)
+	if !ok || (host != Host(cluster, namespace, ordinal) && host != HeadlessHost(cluster, namespace, ordinal)) {
+		return 0, false
+	}
+	return ordinal, true
+}
+
+// MemberOrdinal is the ordinal of an etcd member of the cluster, from what etcd lists of it.
+// The operator starts each member with the name Name(cluster, ordinal) and one peer URL on
+// that ordinal's host (HostOrdinal); a member that has not started yet has no name, and its
+// peer URL's host alone says. ok is false for a foreign member: not exactly one peer URL, a
+// host the operator does not build for the cluster and namespace, or a name that is not the
+// cluster's or names another ordinal than the host.
+func MemberOrdinal(cluster, namespace string, m etcdutil.Member) (ordinal int, ok bool) {
+	if len(m.PeerURLs) != 1 {
+		return 0, false
+	}
+	ordinal, ok = HostOrdinal(cluster, namespace, m.PeerURLs[0])
+	if !ok {
+		return 0, false
+	}
+	if m.Name == "" {
+		return ordinal, true
+	}
+	if named, ok := Ordinal(cluster, m.Name); !ok || named != ordinal {
+		return 0, false
+	}
+	return ordinal, true
 }
 
 // PodClientURL is the URL the operator dials to reach a member: its pod IP, never DNS.

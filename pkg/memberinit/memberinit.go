@@ -260,7 +260,7 @@ func Run(ctx context.Context, o Options, f etcdutil.Factory, out io.Writer) erro
 	if err := waitServed(ctx, o, log); err != nil {
 		return err
 	}
-	cli, err := f.New(o.Endpoints)
+	cli, err := f.New(o.Endpoints, etcdutil.ConnConfig{})
 	if err != nil {
 		return fmt.Errorf("opening etcd client: %w", err)
 	}

@@ -49,9 +49,9 @@ type countingFactory struct {
 	opened, asked, answered atomic.Int32
 }
 
-func (f *countingFactory) New(endpoints []string) (etcdutil.Client, error) {
+func (f *countingFactory) New(endpoints []string, conn etcdutil.ConnConfig) (etcdutil.Client, error) {
 	f.opened.Add(1)
-	cli, err := f.Factory.New(endpoints)
+	cli, err := f.Factory.New(endpoints, conn)
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +94,7 @@ func start(ctx context.Context, o Options, f etcdutil.Factory, out *syncBuffer) 
 // addLearner adds the member with peerURL as a learner, through seed.
 func addLearner(ctx context.Context, t *testing.T, seed *etcdtest.Member, peerURL string) {
 	t.Helper()
-	cli, err := etcdutil.NewFactory(0, 0).New([]string{seed.ClientURL})
+	cli, err := etcdutil.NewFactory(0, 0).New([]string{seed.ClientURL}, etcdutil.ConnConfig{})
 	if err != nil {
 		t.Fatalf("opening client: %v", err)
 	}
