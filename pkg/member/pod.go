@@ -15,6 +15,7 @@ import (
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
+	"github.com/etcd-operator/etcd-operator/pkg/member/naming"
 	"github.com/etcd-operator/etcd-operator/pkg/memberinit"
 )
 
@@ -31,7 +32,7 @@ const (
 	// DataVolumeName is the name of the volume that holds DataDir.
 	DataVolumeName = "data"
 	// EtcdContainerName is the name of the container that runs etcd.
-	EtcdContainerName = "etcd"
+	EtcdContainerName = naming.EtcdContainerName
 	// InstallContainerName is the name of the init container that copies the operator binary
 	// into a joining member's pod, for its etcd container to wait with until the member has
 	// been registered in the cluster.
@@ -88,10 +89,8 @@ func ImageFor(repository, version string) string {
 	return repository + ":v" + NormalizeVersion(version)
 }
 
-// NormalizeVersion drops the optional leading "v" of a spec.version.
-func NormalizeVersion(version string) string {
-	return strings.TrimPrefix(version, "v")
-}
+// NormalizeVersion drops the optional leading "v" of a spec.version (naming.NormalizeVersion).
+func NormalizeVersion(version string) string { return naming.NormalizeVersion(version) }
 
 // ClusterToken is the unique --initial-cluster-token of a cluster.
 func ClusterToken(c *api.EtcdCluster) string {
