@@ -10,12 +10,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/version"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster/status"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 	"github.com/etcd-operator/etcd-operator/pkg/member"
 )
@@ -35,7 +35,7 @@ type observation struct {
 	claims map[int]*corev1.PersistentVolumeClaim
 	// foreign are the objects with the name of one of the cluster's objects that are not
 	// the cluster's (foreign.go).
-	foreign []ForeignObject
+	foreign []plan.ForeignObject
 	// refusedServices are the cluster's Services the API server refused to create this pass
 	// (see State.RefusedServices).
 	refusedServices []string
@@ -215,7 +215,7 @@ func (r *Reconciler) observePods(ctx context.Context, c *api.EtcdCluster, o *obs
 			}
 			o.pods[ord] = adopted
 		default:
-			o.foreign = append(o.foreign, foreignObject(ForeignPod, p, ord))
+			o.foreign = append(o.foreign, foreignObject(plan.ForeignPod, p, ord))
 		}
 	}
 	return nil
@@ -251,28 +251,28 @@ func publishedPods(eps []*discoveryv1.EndpointSlice, pods map[int]*corev1.Pod) m
 }
 
 // state turns an observation, made at now, into the planner's input.
-func (o *observation) state(now time.Time) State {
+func (o *observation) state(now time.Time) plan.State {
 	c := o.cluster
-	s := State{
+	s := plan.State{
 		Name:               c.Name,
 		Namespace:          c.Namespace,
 		Size:               int(c.Spec.Size),
 		Bootstrapped:       c.Status.Size > 0,
 		MembersKnown:       o.membersKnown,
-		Pods:               map[int]PodView{},
+		Pods:               map[int]plan.PodView{},
 		Replaced:           map[int]bool{},
-		Version:            lowestVersion(o.statuses),
+		Version:            plan.LowestVersion(o.statuses),
 		Persistent:         member.HasClaims(&c.Spec),
 		DeleteScaledClaims: member.Retention(&c.Spec).WhenScaled == api.RetentionDelete,
 		Claims:             o.claimViews(),
 		Statuses:           o.statuses,
-		Recovery:           quorumLossView(c),
+		Recovery:           status.QuorumLoss(c),
 		Foreign:            o.foreign,
 		RefusedServices:    o.refusedServices,
 		Now:                now,
 		TargetVersion:      o.memberVersion(),
 		SpecVersion:        member.NormalizeVersion(c.Spec.Version),
-		DowngradeTarget:    downgradeTarget(o.statuses),
+		DowngradeTarget:    plan.DowngradeTarget(o.statuses),
 	}
 	for _, cv := range s.Claims {
 		// A claim that holds a member's data: the cluster has started, whatever its status
@@ -284,7 +284,7 @@ func (o *observation) state(now time.Time) State {
 	for _, m := range c.Status.Members {
 		if ord, ok := member.Ordinal(c.Name, m.Name); ok {
 			s.Replaced[ord] = true
-			s.LastMembers = append(s.LastMembers, LastMember{Ordinal: ord, ID: member.ParseID(m.ID), Learner: m.Learner})
+			s.LastMembers = append(s.LastMembers, plan.LastMember{Ordinal: ord, ID: member.ParseID(m.ID), Learner: m.Learner})
 		}
 	}
 	for ord, p := range o.pods {
@@ -304,7 +304,7 @@ func (o *observation) state(now time.Time) State {
 		s.Members = append(s.Members, o.memberView(m))
 	}
 	for _, a := range o.alarms {
-		v := AlarmView{Ordinal: -1, MemberID: a.MemberID, Type: a.Type}
+		v := plan.AlarmView{Ordinal: -1, MemberID: a.MemberID, Type: a.Type}
 		for _, m := range s.Members {
 			if m.ID == a.MemberID {
 				v.Ordinal = m.Ordinal
@@ -312,14 +312,14 @@ func (o *observation) state(now time.Time) State {
 		}
 		s.Alarms = append(s.Alarms, v)
 	}
-	s.ElectingSince = electingSince(c)
+	s.ElectingSince = status.ElectingSince(c)
 	return s
 }
 
 // podView is the planner's view of one member pod.
-func (o *observation) podView(ord int, p *corev1.Pod) PodView {
+func (o *observation) podView(ord int, p *corev1.Pod) plan.PodView {
 	t, _ := member.ReadTemplate(o.cluster.Name, p)
-	v := PodView{
+	v := plan.PodView{
 		Ordinal:         ord,
 		Phase:           p.Status.Phase,
 		Terminating:     p.DeletionTimestamp != nil,
@@ -362,8 +362,8 @@ func (o *observation) memberOrdinal(m etcdutil.Member) (int, bool) {
 	return ord, true
 }
 
-func (o *observation) memberView(m etcdutil.Member) MemberView {
-	v := MemberView{Ordinal: -1, ID: m.ID, Name: m.Name, Learner: m.IsLearner, Leader: m.ID == o.leader}
+func (o *observation) memberView(m etcdutil.Member) plan.MemberView {
+	v := plan.MemberView{Ordinal: -1, ID: m.ID, Name: m.Name, Learner: m.IsLearner, Leader: m.ID == o.leader}
 	if ord, ok := o.memberOrdinal(m); ok {
 		v.Ordinal = ord
 	}
@@ -373,35 +373,6 @@ func (o *observation) memberView(m etcdutil.Member) MemberView {
 	return v
 }
 
-// downgradeTarget is the version etcd's downgrade is enabled for, as any member reports it:
-// a member on 3.5 reports none, and the leader may be one during a downgrade to 3.5.
-func downgradeTarget(statuses map[int]etcdutil.Status) string {
-	for _, o := range sortedOrdinals(statuses) {
-		if t := statuses[o].DowngradeTarget; t != "" {
-			return t
-		}
-	}
-	return ""
-}
-
-// lowestVersion is the oldest etcd version any member reports: the one the cluster speaks.
-func lowestVersion(statuses map[int]etcdutil.Status) string {
-	var low *version.Version
-	for _, st := range statuses {
-		v, err := version.ParseGeneric(st.Version)
-		if err != nil {
-			continue
-		}
-		if low == nil || v.LessThan(low) {
-			low = v
-		}
-	}
-	if low == nil {
-		return ""
-	}
-	return low.String()
-}
-
 func unschedulable(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
@@ -409,35 +380,6 @@ func unschedulable(p *corev1.Pod) bool {
 		}
 	}
 	return false
-}
-
-// quorumLossView reads how the cluster recovers from a quorum lost for good: spec.recovery
-// with its defaults, the annotation, and when the loss was first reported.
-func quorumLossView(c *api.EtcdCluster) QuorumLossView {
-	v := QuorumLossView{Policy: api.QuorumLossManual,
-		Grace:       time.Duration(api.DefaultQuorumLossGracePeriodSeconds) * time.Second,
-		RecoverFrom: c.Annotations[api.AnnotationRecoverQuorum]}
-	if r := c.Spec.Recovery; r != nil {
-		if r.QuorumLoss != "" {
-			v.Policy = r.QuorumLoss
-		}
-		if r.GracePeriodSeconds != nil {
-			v.Grace = time.Duration(*r.GracePeriodSeconds) * time.Second
-		}
-	}
-	if quorumLostReported(c.Status.Conditions) {
-		v.Since = meta.FindStatusCondition(c.Status.Conditions, string(api.ConditionDegraded)).LastTransitionTime.Time
-	}
-	return v
-}
-
-// electingSince is when members were first seen answering without a member list, as the
-// Progressing condition says; zero when it does not.
-func electingSince(c *api.EtcdCluster) time.Time {
-	if !electionReported(c.Status.Conditions) {
-		return time.Time{}
-	}
-	return meta.FindStatusCondition(c.Status.Conditions, string(api.ConditionProgressing)).LastTransitionTime.Time
 }
 
 // podReady: the pod's Ready condition is True.

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
 	"github.com/etcd-operator/etcd-operator/pkg/member"
 	"github.com/etcd-operator/etcd-operator/pkg/memberinit"
 )
@@ -97,7 +98,7 @@ func (r *Reconciler) observeClaims(ctx context.Context, c *api.EtcdCluster, o *o
 			o.claims[ord] = pvc
 		default:
 			// Another controller's claim of a member's name: a member pod would mount it.
-			o.foreign = append(o.foreign, foreignObject(ForeignClaim, pvc, ord))
+			o.foreign = append(o.foreign, foreignObject(plan.ForeignClaim, pvc, ord))
 		}
 	}
 	for ord, pvc := range o.claims {
@@ -146,7 +147,7 @@ func claimWhy(events []corev1.Event, now time.Time) string {
 		switch {
 		case e.Type == corev1.EventTypeWarning:
 			latest = &warning
-		case e.Reason == "WaitForFirstConsumer" || now.Sub(eventFirstTime(e)) < stuckAfter:
+		case e.Reason == "WaitForFirstConsumer" || now.Sub(eventFirstTime(e)) < plan.StuckAfter:
 			continue
 		}
 		if *latest == nil || eventTime(e).After(eventTime(*latest)) {
@@ -177,12 +178,12 @@ func eventTime(e *corev1.Event) time.Time {
 }
 
 // claimViews turns the observed claims into the planner's view.
-func (o *observation) claimViews() map[int]ClaimView {
+func (o *observation) claimViews() map[int]plan.ClaimView {
 	c := o.cluster
-	out := map[int]ClaimView{}
+	out := map[int]plan.ClaimView{}
 	for ord, pvc := range o.claims {
 		bound := pvc.Status.Phase == corev1.ClaimBound
-		out[ord] = ClaimView{
+		out[ord] = plan.ClaimView{
 			Ordinal:     ord,
 			Terminating: pvc.DeletionTimestamp != nil,
 			Bound:       bound,
@@ -243,7 +244,7 @@ func (r *Reconciler) syncClaims(ctx context.Context, c *api.EtcdCluster, o *obse
 		if metav1.IsControlledBy(pvc, c) == owned || pvc.DeletionTimestamp != nil {
 			continue
 		}
-		if o.hasForeign(ForeignPod, ord) {
+		if o.hasForeign(plan.ForeignPod, ord) {
 			// Mounted by a pod that is not the cluster's: its ownership is not the
 			// cluster's to set (a cluster deleted with the claim's new owner would take
 			// the claim from under that pod).

@@ -196,17 +196,11 @@ func Pod(c *api.EtcdCluster, t Template, initImage string) *corev1.Pod {
 	return pod
 }
 
-// FormatID writes an etcd member ID the way etcd and the operator print it.
-func FormatID(id uint64) string { return strconv.FormatUint(id, 16) }
+// FormatID writes an etcd member ID the way etcd and the operator print it (naming.FormatID).
+func FormatID(id uint64) string { return naming.FormatID(id) }
 
-// ParseID reads an ID written by FormatID; 0 when s is not one.
-func ParseID(s string) uint64 {
-	id, err := strconv.ParseUint(s, 16, 64)
-	if err != nil {
-		return 0
-	}
-	return id
-}
+// ParseID reads an ID written by FormatID; 0 when s is not one (naming.ParseID).
+func ParseID(s string) uint64 { return naming.ParseID(s) }
 
 // etcdContainer is the container that runs the member's etcd (of the given version).
 func etcdContainer(c *api.EtcdCluster, t Template, policy *api.PodPolicy, version string) corev1.Container {

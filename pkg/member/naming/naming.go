@@ -41,3 +41,15 @@ func ClaimName(cluster string, ordinal int) string {
 func NormalizeVersion(version string) string {
 	return strings.TrimPrefix(version, "v")
 }
+
+// FormatID writes an etcd member ID the way etcd and the operator print it.
+func FormatID(id uint64) string { return strconv.FormatUint(id, 16) }
+
+// ParseID reads an ID written by FormatID; 0 when s is not one.
+func ParseID(s string) uint64 {
+	id, err := strconv.ParseUint(s, 16, 64)
+	if err != nil {
+		return 0
+	}
+	return id
+}

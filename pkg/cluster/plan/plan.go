@@ -1,4 +1,4 @@
-package cluster
+package plan
 
 import (
 	"fmt"
@@ -9,8 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
-	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
-	"github.com/etcd-operator/etcd-operator/pkg/member"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdutil/etcdfacts"
+	"github.com/etcd-operator/etcd-operator/pkg/member/naming"
 )
 
 // The planner is a pure function from what a pass observed to at most one action. It never
@@ -115,8 +115,8 @@ func plan(s State) Decision {
 	}
 
 	// Rule 3: quorum.
-	voting, healthy := votingCounts(s.Members)
-	if healthy < quorum(voting) {
+	voting, healthy := VotingCounts(s.Members)
+	if healthy < Quorum(voting) {
 		return Decision{Blocked: api.ReasonNoQuorum, Message: fmt.Sprintf(
 			"only %d of %d voting members are healthy; a majority is needed before any change",
 			healthy, voting)}
@@ -127,7 +127,7 @@ func plan(s State) Decision {
 	}
 
 	// Rule 5: voting members whose data is gone.
-	for _, m := range sortedMembers(s.Members) {
+	for _, m := range SortedMembers(s.Members) {
 		if m.Learner || !dataGone(s, m) {
 			continue
 		}
@@ -144,7 +144,7 @@ func plan(s State) Decision {
 
 	// Rule 6: scale down, highest ordinal first; then the removed members' claims.
 	if len(s.Members) > s.Size {
-		sorted := sortedMembers(s.Members)
+		sorted := SortedMembers(s.Members)
 		return removeVoter(s, sorted[len(sorted)-1], api.ReasonScalingDown)
 	}
 	if d, ok := planScaledClaims(s, members); ok {
@@ -164,7 +164,7 @@ func plan(s State) Decision {
 // planStrayPods is rule 2: delete a pod that holds no member and never will (an ordinal at or
 // above spec.size), or a pod that failed for good.
 func planStrayPods(s State, members map[int]MemberView) (Decision, bool) {
-	for _, o := range sortedOrdinals(s.Pods) {
+	for _, o := range SortedOrdinals(s.Pods) {
 		p := s.Pods[o]
 		if _, isMember := members[o]; isMember || p.Terminating {
 			continue
@@ -174,7 +174,7 @@ func planStrayPods(s State, members map[int]MemberView) (Decision, bool) {
 				"deleting pod %s, which holds no member", o), true
 		}
 	}
-	for _, o := range sortedOrdinals(s.Pods) {
+	for _, o := range SortedOrdinals(s.Pods) {
 		p := s.Pods[o]
 		if !p.Terminating && (p.Phase == corev1.PodFailed || p.Phase == corev1.PodSucceeded) {
 			return step(s, Action{Kind: ActionDeletePod, Ordinal: o}, api.ReasonReplacingMember,
@@ -223,14 +223,14 @@ func planUnreachable(s State) Decision {
 		}
 	}
 	if !s.Bootstrapped && len(s.Pods) == 0 {
-		return step(s, Action{Kind: ActionCreatePod, Ordinal: 0, ClusterState: etcdutil.ClusterStateNew,
+		return step(s, Action{Kind: ActionCreatePod, Ordinal: 0, ClusterState: etcdfacts.ClusterStateNew,
 			InitialCluster: []int{0}}, api.ReasonBootstrapping, "creating seed member %s", 0)
 	}
 	if d, ok := planBootstrapAgain(s); ok {
 		return d
 	}
 	if !s.Bootstrapped {
-		if p, ok := s.Pods[0]; ok && !p.Terminating && p.ClusterState == etcdutil.ClusterStateNew {
+		if p, ok := s.Pods[0]; ok && !p.Terminating && p.ClusterState == etcdfacts.ClusterStateNew {
 			if d, ok := podAheadOf(s, []MemberView{{Ordinal: 0}}); ok {
 				d.Progress = api.ReasonBootstrapping
 				return d
@@ -288,7 +288,7 @@ func planBootstrapAgain(s State) (Decision, bool) {
 	case hasSeed:
 		return Decision{}, false
 	}
-	for _, o := range sortedOrdinals(s.Pods) {
+	for _, o := range SortedOrdinals(s.Pods) {
 		if !s.Pods[o].Terminating {
 			return step(s, Action{Kind: ActionDeletePod, Ordinal: o}, api.ReasonBootstrapping,
 				"the seed's pod is gone and the cluster never served: deleting pod %s to bootstrap again", o), true
@@ -297,7 +297,7 @@ func planBootstrapAgain(s State) (Decision, bool) {
 	if len(s.Pods) > 0 {
 		return waiting(s, api.ReasonBootstrapping,
 			"the seed's pod is gone and the cluster never served: waiting for the other pods to go, from %s on, to bootstrap again",
-			sortedOrdinals(s.Pods)[0]), true
+			SortedOrdinals(s.Pods)[0]), true
 	}
 	return Decision{}, false
 }
@@ -312,7 +312,7 @@ func reasonFor(s State, ordinal int) api.ConditionReason {
 	return api.ReasonScalingUp
 }
 
-func votingCounts(ms []MemberView) (voting, healthy int) {
+func VotingCounts(ms []MemberView) (voting, healthy int) {
 	for _, m := range ms {
 		if m.Learner {
 			continue
@@ -325,25 +325,25 @@ func votingCounts(ms []MemberView) (voting, healthy int) {
 	return voting, healthy
 }
 
-// quorum is the majority of n voting members.
-func quorum(n int) int { return n/2 + 1 }
+// Quorum is the majority of n voting members.
+func Quorum(n int) int { return n/2 + 1 }
 
 // step decides on an action; the message names the member it is about.
 func step(s State, a Action, reason api.ConditionReason, format string, ordinal int) Decision {
-	return Decision{Action: &a, Progress: reason, Message: fmt.Sprintf(format, member.Name(s.Name, ordinal))}
+	return Decision{Action: &a, Progress: reason, Message: fmt.Sprintf(format, naming.Name(s.Name, ordinal))}
 }
 
 // waiting decides on no action for now, and says what the cluster waits for.
 func waiting(s State, reason api.ConditionReason, format string, ordinal int) Decision {
-	return Decision{Progress: reason, Message: fmt.Sprintf(format, member.Name(s.Name, ordinal))}
+	return Decision{Progress: reason, Message: fmt.Sprintf(format, naming.Name(s.Name, ordinal))}
 }
 
-// sortedOrdinals are the ordinals a map by ordinal holds, in ascending order.
-func sortedOrdinals[V any](byOrdinal map[int]V) []int {
+// SortedOrdinals are the ordinals a map by ordinal holds, in ascending order.
+func SortedOrdinals[V any](byOrdinal map[int]V) []int {
 	return slices.Sorted(maps.Keys(byOrdinal))
 }
 
-func sortedMembers(ms []MemberView) []MemberView {
+func SortedMembers(ms []MemberView) []MemberView {
 	out := slices.Clone(ms)
 	sort.Slice(out, func(i, j int) bool { return out[i].Ordinal < out[j].Ordinal })
 	return out

@@ -1,4 +1,4 @@
-package cluster
+package plan
 
 import (
 	"strings"
@@ -7,13 +7,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
-	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
-	"github.com/etcd-operator/etcd-operator/pkg/member"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdutil/etcdfacts"
+	"github.com/etcd-operator/etcd-operator/pkg/member/naming"
 )
 
 // voter is a healthy voting member with the given ordinal; its ID is ordinal+100.
 func voter(o int) MemberView {
-	return MemberView{Ordinal: o, ID: uint64(o + 100), Name: member.Name("c", o), Healthy: true}
+	return MemberView{Ordinal: o, ID: uint64(o + 100), Name: naming.Name("c", o), Healthy: true}
 }
 
 func leader(o int) MemberView { m := voter(o); m.Leader = true; return m }
@@ -34,9 +34,9 @@ func running(o int, initial ...int) PodView {
 	if len(initial) == 0 {
 		initial = []int{o}
 	}
-	state := etcdutil.ClusterStateExisting
+	state := etcdfacts.ClusterStateExisting
 	if o == 0 && len(initial) == 1 {
-		state = etcdutil.ClusterStateNew
+		state = etcdfacts.ClusterStateNew
 	}
 	return PodView{Ordinal: o, Phase: corev1.PodRunning, IP: "10.0.0.1", Published: true,
 		ClusterState: state, InitialCluster: initial}
@@ -44,7 +44,7 @@ func running(o int, initial ...int) PodView {
 
 func joining(o int, published bool, initial ...int) PodView {
 	p := running(o, initial...)
-	p.ClusterState = etcdutil.ClusterStateExisting
+	p.ClusterState = etcdfacts.ClusterStateExisting
 	p.Phase, p.Published = corev1.PodPending, published
 	if !published {
 		p.IP = ""
@@ -54,7 +54,7 @@ func joining(o int, published bool, initial ...int) PodView {
 
 func seedPod(published bool) PodView {
 	p := joining(0, published, 0)
-	p.ClusterState = etcdutil.ClusterStateNew
+	p.ClusterState = etcdfacts.ClusterStateNew
 	return p
 }
 
@@ -379,13 +379,13 @@ func TestPlanNeverLosesQuorum(t *testing.T) {
 				if d.Action == nil || d.Action.Kind != ActionRemoveMember {
 					continue
 				}
-				voting, healthy := votingCounts(ms)
+				voting, healthy := VotingCounts(ms)
 				for _, m := range ms {
 					if m.ID == d.Action.MemberID && m.Healthy {
 						healthy--
 					}
 				}
-				if healthy < quorum(voting-1) {
+				if healthy < Quorum(voting-1) {
 					t.Errorf("n=%d mask=%b size=%d: removal of %d leaves %d healthy of %d", n, mask, size, d.Action.Ordinal, healthy, voting-1)
 				}
 			}

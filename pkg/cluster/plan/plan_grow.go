@@ -1,4 +1,4 @@
-package cluster
+package plan
 
 import (
 	"fmt"
@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
-	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
-	"github.com/etcd-operator/etcd-operator/pkg/member"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdutil/etcdfacts"
+	"github.com/etcd-operator/etcd-operator/pkg/member/naming"
 )
 
 // Rule 7 of the planner (see plan.go): grow toward spec.size one member at a time, lowest
@@ -43,7 +43,7 @@ func podAhead(s State, members []int, from int) (Decision, bool) {
 			// Replacing a claim ahead is fine; waiting for one is not worth saying here.
 			return d, d.Action != nil
 		}
-		return step(s, Action{Kind: ActionCreatePod, Ordinal: o, ClusterState: etcdutil.ClusterStateExisting,
+		return step(s, Action{Kind: ActionCreatePod, Ordinal: o, ClusterState: etcdfacts.ClusterStateExisting,
 			InitialCluster: slices.Clone(want)}, reasonFor(s, o), "creating pod %s ahead of its member", o), true
 	}
 	return Decision{}, false
@@ -65,24 +65,24 @@ func podAheadOf(s State, starting []MemberView) (Decision, bool) {
 // removeVoter removes a voting member, first moving leadership away if it leads, and only if
 // the members left keep a healthy majority.
 func removeVoter(s State, m MemberView, reason api.ConditionReason) Decision {
-	voting, healthy := votingCounts(s.Members)
+	voting, healthy := VotingCounts(s.Members)
 	if m.Healthy {
 		healthy--
 	}
-	if healthy < quorum(voting-1) {
+	if healthy < Quorum(voting-1) {
 		return Decision{Blocked: api.ReasonQuorumAtRisk, Message: fmt.Sprintf(
 			"removing member %s would leave %d healthy of %d voting members, less than a majority",
-			member.Name(s.Name, m.Ordinal), healthy, voting-1)}
+			naming.Name(s.Name, m.Ordinal), healthy, voting-1)}
 	}
 	if m.Leader && m.Healthy {
-		for _, t := range sortedMembers(s.Members) {
+		for _, t := range SortedMembers(s.Members) {
 			if t.ID != m.ID && t.Healthy && !t.Learner {
 				return step(s, Action{Kind: ActionMoveLeader, Ordinal: m.Ordinal, MemberID: m.ID, Transferee: t.ID},
 					reason, "moving leadership away from %s before removing it", m.Ordinal)
 			}
 		}
 		return Decision{Blocked: api.ReasonQuorumAtRisk, Message: fmt.Sprintf(
-			"member %s leads and no other healthy voting member can take over", member.Name(s.Name, m.Ordinal))}
+			"member %s leads and no other healthy voting member can take over", naming.Name(s.Name, m.Ordinal))}
 	}
 	return step(s, Action{Kind: ActionRemoveMember, Ordinal: m.Ordinal, MemberID: m.ID}, reason,
 		"removing member %s", m.Ordinal)
@@ -106,7 +106,7 @@ func planGrow(s State, members map[int]MemberView) Decision {
 		p, hasPod := s.Pods[o]
 		switch {
 		case !hasPod:
-			return step(s, Action{Kind: ActionCreatePod, Ordinal: o, ClusterState: etcdutil.ClusterStateExisting,
+			return step(s, Action{Kind: ActionCreatePod, Ordinal: o, ClusterState: etcdfacts.ClusterStateExisting,
 				InitialCluster: want}, reasonFor(s, o), "creating pod %s", o)
 		case p.Terminating:
 			// A pod that does not go (its node stopped answering) must not hold back the
@@ -114,7 +114,7 @@ func planGrow(s State, members map[int]MemberView) Decision {
 			if going < 0 {
 				going = o
 			}
-		case p.ClusterState != etcdutil.ClusterStateExisting || !slices.Equal(p.InitialCluster, want):
+		case p.ClusterState != etcdfacts.ClusterStateExisting || !slices.Equal(p.InitialCluster, want):
 			// Its etcd would be refused (or worse, bootstrap a cluster of its own):
 			// member-init still holds it back, so the pod can go.
 			return step(s, Action{Kind: ActionDeletePod, Ordinal: o}, reasonFor(s, o),

@@ -1,7 +1,12 @@
-package cluster
+package plan
 
 import (
+	"fmt"
+	"slices"
+	"strings"
+
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // planForeign is rule F: a pod or claim with a member's name that is not the cluster's
@@ -23,6 +28,42 @@ func planForeign(s State) (Decision, bool) {
 		return Decision{}, false
 	}
 	// The message names every foreign object, the Services too: the user deletes them all.
-	return Decision{Blocked: api.ReasonForeignObject, Message: foreignMessage(s.Foreign) +
+	return Decision{Blocked: api.ReasonForeignObject, Message: ForeignMessage(s.Foreign) +
 		"; no change is made to the cluster until each is deleted or renamed (docs/design.md: objects the operator did not make)"}, true
+}
+
+// ForeignKind is the kind of a foreign object.
+type ForeignKind string
+
+// The kinds of objects the operator names after a cluster or its members.
+const (
+	ForeignPod     ForeignKind = "Pod"
+	ForeignClaim   ForeignKind = "PersistentVolumeClaim"
+	ForeignService ForeignKind = "Service"
+)
+
+// ForeignObject is an object with the name of one of the cluster's objects that is not the
+// cluster's.
+type ForeignObject struct {
+	Kind ForeignKind
+	Name string
+	UID  types.UID
+	// Ordinal is the member the object is named after; -1 for a Service.
+	Ordinal int
+	// Owner says who controls it instead ("no controller", "EtcdCluster a-client").
+	Owner string
+}
+
+func (f ForeignObject) String() string {
+	return fmt.Sprintf("%s %s (%s)", f.Kind, f.Name, f.Owner)
+}
+
+// ForeignMessage names the foreign objects, for the Degraded condition.
+func ForeignMessage(foreign []ForeignObject) string {
+	names := make([]string, 0, len(foreign))
+	for _, f := range foreign {
+		names = append(names, f.String())
+	}
+	slices.Sort(names)
+	return "not this cluster's, left alone: " + strings.Join(names, ", ")
 }

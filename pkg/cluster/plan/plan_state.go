@@ -1,15 +1,16 @@
-package cluster
+package plan
 
 // What the planner decides from (State, with its views of members and pods) and what it
 // decides (a Decision of at most one Action). plan.go holds the rules.
 
 import (
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
-	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdutil/etcdfacts"
 )
 
 // ActionKind is the kind of change a pass makes.
@@ -43,7 +44,7 @@ type Action struct {
 	// Transferee is the member that receives leadership (MoveLeader).
 	Transferee uint64
 	// ClusterState and InitialCluster describe the pod to create (CreatePod).
-	ClusterState   etcdutil.ClusterState
+	ClusterState   etcdfacts.ClusterState
 	InitialCluster []int
 	// RaftIndex is the survivor's raft index (ChooseSurvivor, ForceNewCluster), 0 when it
 	// does not answer.
@@ -95,7 +96,7 @@ type PodView struct {
 	// Node is the node the pod was scheduled to; empty until it is.
 	Node string
 	// ClusterState and InitialCluster are what the pod's etcd was started with.
-	ClusterState   etcdutil.ClusterState
+	ClusterState   etcdfacts.ClusterState
 	InitialCluster []int
 	// DataLost: member-init refused to start etcd, because the member has started before
 	// and its data dir is empty.
@@ -110,12 +111,12 @@ type PodView struct {
 	// DeletionDeadline is the pod's deletion timestamp: the end of its grace period.
 	DeletionDeadline time.Time
 	// Outdated: the pod was built from an earlier spec or template than the spec builds now
-	// (see member.UpToDate); StaleMetadata: its labels and annotations from spec.pod are not
+	// (see naming.UpToDate); StaleMetadata: its labels and annotations from spec.pod are not
 	// those of the spec.
 	Outdated      bool
 	StaleMetadata bool
 	// ImageOnly: the pod is outdated in its etcd container's image alone, which is changed in
-	// place (member.ImageChange). RestartPending: it was, and the kubelet still reports the
+	// place (naming.ImageChange). RestartPending: it was, and the kubelet still reports the
 	// container that ran then. RestartedAt is when it was (zero if never).
 	ImageOnly      bool
 	RestartPending bool
@@ -160,7 +161,7 @@ type State struct {
 	// over retained claims), and Statuses the answers of the members reached this pass, by
 	// ordinal: with no member list they are all the planner knows of the members.
 	LastMembers []LastMember
-	Statuses    map[int]etcdutil.Status
+	Statuses    map[int]etcdfacts.Status
 	// Foreign are the objects with the name of one of the cluster's objects that are not
 	// the cluster's (foreign.go).
 	Foreign []ForeignObject
@@ -184,4 +185,31 @@ type State struct {
 	ElectingSince time.Time
 	// Alarms are the alarms etcd reports, by member (see alarms.go).
 	Alarms []AlarmView
+}
+
+// PodCondition says what a member's pod tells about why the member does not answer.
+func PodCondition(pods map[int]PodView, ordinal int) string {
+	p, ok := pods[ordinal]
+	on := ""
+	if p.Node != "" {
+		on = " on node " + p.Node
+	}
+	switch {
+	case !ok:
+		return "its pod is gone"
+	case p.Terminating:
+		// A pod on a node that stopped answering stays terminating until the node is
+		// deleted or the pod force-deleted; see the README on node loss.
+		return "its pod is terminating" + on
+	case p.DataLost:
+		return "its data dir is empty although it has started before; it is replaced" + on
+	case p.Unschedulable:
+		return "its pod cannot be scheduled"
+	case p.Phase != corev1.PodRunning:
+		return fmt.Sprintf("its pod is %s%s", p.Phase, on)
+	case p.Waiting != "":
+		return "its etcd container waits: " + p.Waiting + on
+	default:
+		return "etcd does not answer at its pod" + on
+	}
 }
