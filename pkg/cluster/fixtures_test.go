@@ -30,7 +30,7 @@ func running(o int, initial ...int) plan.PodView {
 	if o == 0 && len(initial) == 1 {
 		state = etcdutil.ClusterStateNew
 	}
-	return plan.PodView{Ordinal: o, Phase: corev1.PodRunning, IP: "10.0.0.1", Published: true,
+	return plan.PodView{Ordinal: o, Phase: corev1.PodRunning, Published: true,
 		ClusterState: state, InitialCluster: initial}
 }
 

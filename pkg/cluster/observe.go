@@ -323,7 +323,6 @@ func (o *observation) podView(ord int, p *corev1.Pod) plan.PodView {
 		Ordinal:         ord,
 		Phase:           p.Status.Phase,
 		Terminating:     p.DeletionTimestamp != nil,
-		IP:              p.Status.PodIP,
 		Published:       o.published[p.Name],
 		Unschedulable:   unschedulable(p),
 		Node:            p.Spec.NodeName,

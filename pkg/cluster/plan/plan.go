@@ -104,7 +104,7 @@ func plan(s State) Decision {
 	for _, m := range s.Members {
 		members[m.Ordinal] = m
 	}
-	if d, ok := ruleForcedPod(s, members); ok {
+	if d, ok := deleteForcedPod(s, members); ok {
 		return d
 	}
 	if d, ok := planStrayPods(s, members); ok {
@@ -239,7 +239,7 @@ func planUnreachable(s State) Decision {
 		return waiting(s, api.ReasonBootstrapping, "waiting for seed member %s to start", 0)
 	}
 	if s.Persistent {
-		if d, ok := planForcedPod(s); ok {
+		if d, ok := waitForForcedSurvivor(s); ok {
 			return d
 		}
 		switch q := assessQuorum(s); {
@@ -347,4 +347,30 @@ func SortedMembers(ms []MemberView) []MemberView {
 	out := slices.Clone(ms)
 	sort.Slice(out, func(i, j int) bool { return out[i].Ordinal < out[j].Ordinal })
 	return out
+}
+
+// removeVoter removes a voting member, first moving leadership away if it leads, and only if
+// the members left keep a healthy majority.
+func removeVoter(s State, m MemberView, reason api.ConditionReason) Decision {
+	voting, healthy := VotingCounts(s.Members)
+	if m.Healthy {
+		healthy--
+	}
+	if healthy < Quorum(voting-1) {
+		return Decision{Blocked: api.ReasonQuorumAtRisk, Message: fmt.Sprintf(
+			"removing member %s would leave %d healthy of %d voting members, less than a majority",
+			naming.Name(s.Name, m.Ordinal), healthy, voting-1)}
+	}
+	if m.Leader && m.Healthy {
+		for _, t := range SortedMembers(s.Members) {
+			if t.ID != m.ID && t.Healthy && !t.Learner {
+				return step(s, Action{Kind: ActionMoveLeader, Ordinal: m.Ordinal, MemberID: m.ID, Transferee: t.ID},
+					reason, "moving leadership away from %s before removing it", m.Ordinal)
+			}
+		}
+		return Decision{Blocked: api.ReasonQuorumAtRisk, Message: fmt.Sprintf(
+			"member %s leads and no other healthy voting member can take over", naming.Name(s.Name, m.Ordinal))}
+	}
+	return step(s, Action{Kind: ActionRemoveMember, Ordinal: m.Ordinal, MemberID: m.ID}, reason,
+		"removing member %s", m.Ordinal)
 }

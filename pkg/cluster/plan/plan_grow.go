@@ -1,14 +1,11 @@
 package plan
 
 import (
-	"fmt"
 	"slices"
 	"sort"
 	"strings"
 
-	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil/etcdfacts"
-	"github.com/etcd-operator/etcd-operator/pkg/member/naming"
 )
 
 // Rule 7 of the planner (see plan.go): grow toward spec.size one member at a time, lowest
@@ -60,32 +57,6 @@ func podAheadOf(s State, starting []MemberView) (Decision, bool) {
 		members = append(members, m.Ordinal)
 	}
 	return podAhead(s, members, 0)
-}
-
-// removeVoter removes a voting member, first moving leadership away if it leads, and only if
-// the members left keep a healthy majority.
-func removeVoter(s State, m MemberView, reason api.ConditionReason) Decision {
-	voting, healthy := VotingCounts(s.Members)
-	if m.Healthy {
-		healthy--
-	}
-	if healthy < Quorum(voting-1) {
-		return Decision{Blocked: api.ReasonQuorumAtRisk, Message: fmt.Sprintf(
-			"removing member %s would leave %d healthy of %d voting members, less than a majority",
-			naming.Name(s.Name, m.Ordinal), healthy, voting-1)}
-	}
-	if m.Leader && m.Healthy {
-		for _, t := range SortedMembers(s.Members) {
-			if t.ID != m.ID && t.Healthy && !t.Learner {
-				return step(s, Action{Kind: ActionMoveLeader, Ordinal: m.Ordinal, MemberID: m.ID, Transferee: t.ID},
-					reason, "moving leadership away from %s before removing it", m.Ordinal)
-			}
-		}
-		return Decision{Blocked: api.ReasonQuorumAtRisk, Message: fmt.Sprintf(
-			"member %s leads and no other healthy voting member can take over", naming.Name(s.Name, m.Ordinal))}
-	}
-	return step(s, Action{Kind: ActionRemoveMember, Ordinal: m.Ordinal, MemberID: m.ID}, reason,
-		"removing member %s", m.Ordinal)
 }
 
 func planGrow(s State, members map[int]MemberView) Decision {

@@ -34,7 +34,7 @@ import (
 //   - The named member's pod is deleted and made again with --force-new-cluster on its data:
 //     it becomes a cluster of one. A member named that is not a survivor is refused.
 //   - Once etcd lists members again, the annotation is removed (reconciler), the survivor's
-//     pod is deleted to restart it without the flag (ruleForcedPod), and the others' leftover
+//     pod is deleted to restart it without the flag (deleteForcedPod), and the others' leftover
 //     pods and claims are replaced by the usual rules as the cluster grows back.
 //
 // Never two survivors: while a pod started with --force-new-cluster exists, no other is made.
@@ -204,10 +204,10 @@ func planForceNewCluster(s State, q quorumLoss, name string, blocked func(Decisi
 	}
 }
 
-// planForcedPod keeps to one survivor while no member list answers: a pod started with
+// waitForForcedSurvivor keeps to one survivor while no member list answers: a pod started with
 // --force-new-cluster is waited for, and no other is made. ok is false when there is none,
 // or when member-init found its data dir empty (its etcd never started).
-func planForcedPod(s State) (Decision, bool) {
+func waitForForcedSurvivor(s State) (Decision, bool) {
 	for _, o := range SortedOrdinals(s.Pods) {
 		if p := s.Pods[o]; p.ForceNewCluster && !p.DataLost {
 			return Decision{Blocked: api.ReasonQuorumLost, Progress: api.ReasonRecoveringQuorum, Message: fmt.Sprintf(
@@ -217,11 +217,11 @@ func planForcedPod(s State) (Decision, bool) {
 	return Decision{}, false
 }
 
-// ruleForcedPod deletes, once etcd lists members again, a pod started with
+// deleteForcedPod deletes, once etcd lists members again, a pod started with
 // --force-new-cluster: the member restarts in place without the flag, before any member
 // joins (a restart with it would drop them). A pod whose member is not listed must not force
 // a cluster of its own beside the one that answers.
-func ruleForcedPod(s State, members map[int]MemberView) (Decision, bool) {
+func deleteForcedPod(s State, members map[int]MemberView) (Decision, bool) {
 	for _, o := range SortedOrdinals(s.Pods) {
 		p := s.Pods[o]
 		if !p.ForceNewCluster || p.Terminating {

@@ -87,7 +87,6 @@ type PodView struct {
 	Ordinal     int
 	Phase       corev1.PodPhase
 	Terminating bool
-	IP          string
 	// Published: the pod's DNS record is in the headless Service's EndpointSlices and cluster
 	// DNS answers for its name: a lookup of it now cannot cache a negative answer.
 	Published bool

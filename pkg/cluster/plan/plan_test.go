@@ -38,7 +38,7 @@ func running(o int, initial ...int) PodView {
 	if o == 0 && len(initial) == 1 {
 		state = etcdfacts.ClusterStateNew
 	}
-	return PodView{Ordinal: o, Phase: corev1.PodRunning, IP: "10.0.0.1", Published: true,
+	return PodView{Ordinal: o, Phase: corev1.PodRunning, Published: true,
 		ClusterState: state, InitialCluster: initial}
 }
 
@@ -46,9 +46,6 @@ func joining(o int, published bool, initial ...int) PodView {
 	p := running(o, initial...)
 	p.ClusterState = etcdfacts.ClusterStateExisting
 	p.Phase, p.Published = corev1.PodPending, published
-	if !published {
-		p.IP = ""
-	}
 	return p
 }
 

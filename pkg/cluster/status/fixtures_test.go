@@ -34,7 +34,7 @@ func running(o int, initial ...int) plan.PodView {
 	if o == 0 && len(initial) == 1 {
 		state = etcdutil.ClusterStateNew
 	}
-	return plan.PodView{Ordinal: o, Phase: corev1.PodRunning, IP: "10.0.0.1", Published: true,
+	return plan.PodView{Ordinal: o, Phase: corev1.PodRunning, Published: true,
 		ClusterState: state, InitialCluster: initial}
 }
 
@@ -42,9 +42,6 @@ func joining(o int, published bool, initial ...int) plan.PodView {
 	p := running(o, initial...)
 	p.ClusterState = etcdutil.ClusterStateExisting
 	p.Phase, p.Published = corev1.PodPending, published
-	if !published {
-		p.IP = ""
-	}
 	return p
 }
 
