@@ -41,18 +41,8 @@ func (r *Reconciler) act(ctx context.Context, c *api.EtcdCluster, o *observation
 		res, err = r.chooseSurvivor(ctx, c, a)
 	case plan.ActionForceNewCluster:
 		res, err = r.forceNewCluster(ctx, c, o, a, why)
-	case plan.ActionRollMember:
-		if p := o.pods[a.Ordinal]; p != nil {
-			res, err = r.rollMember(ctx, c, p, why)
-		}
-	case plan.ActionRestartInPlace:
-		if p := o.pods[a.Ordinal]; p != nil {
-			res, err = r.restartInPlace(ctx, c, p, o.memberVersion(), why)
-		}
-	case plan.ActionPatchPod:
-		if p := o.pods[a.Ordinal]; p != nil {
-			res, err = r.patchPodMetadata(ctx, c, p)
-		}
+	case plan.ActionRollMember, plan.ActionRestartInPlace, plan.ActionPatchPod:
+		res, err = r.actOnRollout(ctx, c, o, a, why)
 	case plan.ActionEnableDowngrade:
 		res, err = r.control.Downgrade(ctx, c, o.voterEndpoints(0), a.Version)
 	case plan.ActionCancelDowngrade:
@@ -74,6 +64,22 @@ func (r *Reconciler) act(ctx context.Context, c *api.EtcdCluster, o *observation
 		return res.RetryIn, nil
 	}
 	return afterAction, nil
+}
+
+// actOnRollout takes a rollout's step on a member's pod: roll it, change its image in place,
+// or patch its labels and annotations. A pod gone meanwhile needs nothing.
+func (r *Reconciler) actOnRollout(ctx context.Context, c *api.EtcdCluster, o *observation, a plan.Action, why string) (Result, error) {
+	p := o.pods[a.Ordinal]
+	switch {
+	case p == nil:
+		return Result{}, nil
+	case a.Kind == plan.ActionRollMember:
+		return r.rollMember(ctx, c, p, why)
+	case a.Kind == plan.ActionRestartInPlace:
+		return r.restartInPlace(ctx, c, p, o.memberVersion(), why)
+	default:
+		return r.patchPodMetadata(ctx, c, p)
+	}
 }
 
 // headlessPeerURLs are the peer URLs, by ordinal, of those of the given members that were

@@ -125,23 +125,18 @@ func plan(s State) Decision {
 	if d, ok := planLearner(s); ok {
 		return d
 	}
-
-	// Rule 5: voting members whose data is gone.
-	for _, m := range SortedMembers(s.Members) {
-		if m.Learner || !dataGone(s, m) {
-			continue
-		}
-		reason := api.ReasonReplacingMember
-		if m.Ordinal >= s.Size {
-			reason = api.ReasonScalingDown
-		}
-		return removeVoter(s, m, reason)
+	if d, ok := planDataGone(s); ok {
+		return d
 	}
-
 	if d, ok := planCrashLooping(s); ok {
 		return d
 	}
+	return planSize(s, members)
+}
 
+// planSize is rules 6 to 8, once every member is sound: scale down, scale up, then roll the
+// members whose pods are out of date.
+func planSize(s State, members map[int]MemberView) Decision {
 	// Rule 6: scale down, highest ordinal first; then the removed members' claims.
 	if len(s.Members) > s.Size {
 		sorted := SortedMembers(s.Members)
@@ -159,6 +154,22 @@ func plan(s State) Decision {
 	}
 	// Rule 8: roll out-of-date member pods, one member at a time.
 	return planRollout(s)
+}
+
+// planDataGone is rule 5 for a voting member whose data is gone: it is removed (leadership
+// moved away first) to be added again under the same name.
+func planDataGone(s State) (Decision, bool) {
+	for _, m := range SortedMembers(s.Members) {
+		if m.Learner || !dataGone(s, m) {
+			continue
+		}
+		reason := api.ReasonReplacingMember
+		if m.Ordinal >= s.Size {
+			reason = api.ReasonScalingDown
+		}
+		return removeVoter(s, m, reason), true
+	}
+	return Decision{}, false
 }
 
 // planStrayPods is rule 2: delete a pod that holds no member and never will (an ordinal at or

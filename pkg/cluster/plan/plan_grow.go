@@ -116,6 +116,12 @@ func planGrow(s State, members map[int]MemberView) Decision {
 			return waiting(s, reasonFor(s, o), "waiting for pod %s to start and be reachable at its Service's name", o)
 		}
 	}
+	return waitForHeldBack(s, stuck, going)
+}
+
+// waitForHeldBack says what growing waits for once no ordinal can move: the first pod that
+// cannot start (stuck), else the first old pod that does not go (going); -1 for none.
+func waitForHeldBack(s State, stuck, going int) Decision {
 	switch {
 	case stuck >= 0:
 		p := s.Pods[stuck]

@@ -71,25 +71,8 @@ func planRollout(s State) Decision {
 	if !hasLeader {
 		return Decision{Progress: reason, Message: "waiting for the cluster to elect a leader before the next member is rolled"}
 	}
-	// The gate: every member must be back before another is rolled; only a member that is down
-	// and out of date (with a pod that is not going: the members of outdated) is not waited
-	// for, since it is the one rolled next.
-	for _, m := range SortedMembers(s.Members) {
-		if p, ok := s.Pods[m.Ordinal]; ok && !m.Healthy && p.Outdated && !p.Terminating {
-			continue
-		}
-		why := notCaughtUp(s, m, leader)
-		if why == "" {
-			continue
-		}
-		p := s.Pods[m.Ordinal]
-		if !p.Outdated && s.Now.Sub(p.rolledAt()) > comebackBound {
-			return Decision{Blocked: api.ReasonRolloutStuck, Message: fmt.Sprintf(
-				"the rollout is stopped: member %s did not come back on %s within %s (%s); no other member is touched. Set spec.version (or spec.pod) back to roll it back%s",
-				naming.Name(s.Name, m.Ordinal), p.Version, comebackBound, why, claimHint(s, m.Ordinal))}
-		}
-		return Decision{Progress: reason, Message: fmt.Sprintf("waiting for member %s before the next one is rolled: %s (%d of %d members done)",
-			naming.Name(s.Name, m.Ordinal), why, done, len(s.Members))}
+	if d, ok := rolloutGate(s, leader, reason, done); ok {
+		return d
 	}
 	// A member that is down anyway goes first: rolling it costs no quorum, and a member stuck
 	// on a bad version is rolled back this way once spec.version is set back.
@@ -108,19 +91,29 @@ func planRollout(s State) Decision {
 	return rollMember(s, next, reason, done)
 }
 
-// claimHint is what a stuck rollout says a user can do about a member whose own data is at
-// fault: on claims, delete its claim.
-func claimHint(s State, o int) string {
-	if !s.Persistent {
-		return ""
+// rolloutGate holds the rollout until every member is back before another is rolled; only a
+// member that is down and out of date (with a pod that is not going: one of those rolled) is
+// not waited for, since it is the one rolled next. A member rolled that does not come back
+// within comebackBound stops the rollout.
+func rolloutGate(s State, leader MemberView, reason api.ConditionReason, done int) (Decision, bool) {
+	for _, m := range SortedMembers(s.Members) {
+		if p, ok := s.Pods[m.Ordinal]; ok && !m.Healthy && p.Outdated && !p.Terminating {
+			continue
+		}
+		why := notCaughtUp(s, m, leader)
+		if why == "" {
+			continue
+		}
+		p := s.Pods[m.Ordinal]
+		if !p.Outdated && s.Now.Sub(p.rolledAt()) > comebackBound {
+			return Decision{Blocked: api.ReasonRolloutStuck, Message: fmt.Sprintf(
+				"the rollout is stopped: member %s did not come back on %s within %s (%s); no other member is touched. Set spec.version (or spec.pod) back to roll it back%s",
+				naming.Name(s.Name, m.Ordinal), p.Version, comebackBound, why, claimHint(s, m.Ordinal))}, true
+		}
+		return Decision{Progress: reason, Message: fmt.Sprintf("waiting for member %s before the next one is rolled: %s (%d of %d members done)",
+			naming.Name(s.Name, m.Ordinal), why, done, len(s.Members))}, true
 	}
-	return "; if its own data is at fault, " + deleteClaimCommand(s, o) + " has it replaced"
-}
-
-// deleteClaimCommand is the command that deletes the claim of ordinal o, which has its member
-// replaced on a new claim.
-func deleteClaimCommand(s State, o int) string {
-	return "kubectl delete pvc " + namespaceFlag(s) + naming.ClaimName(s.Name, o)
+	return Decision{}, false
 }
 
 // waitForRestartedInPlace is the end of a rollout whose last member was restarted in place:

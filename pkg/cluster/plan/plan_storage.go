@@ -5,6 +5,7 @@ import (
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil/etcdfacts"
+	"github.com/etcd-operator/etcd-operator/pkg/member/naming"
 )
 
 // The planner's rules about claims, for a cluster whose members keep their data on claims
@@ -222,4 +223,19 @@ func planScaledClaims(s State, members map[int]MemberView) (Decision, bool) {
 			"deleting the claim of %s, removed by a scale-down (whenScaled: Delete)", o), true
 	}
 	return Decision{}, false
+}
+
+// claimHint is what a stuck rollout says a user can do about a member whose own data is at
+// fault: on claims, delete its claim.
+func claimHint(s State, o int) string {
+	if !s.Persistent {
+		return ""
+	}
+	return "; if its own data is at fault, " + deleteClaimCommand(s, o) + " has it replaced"
+}
+
+// deleteClaimCommand is the command that deletes the claim of ordinal o, which has its member
+// replaced on a new claim.
+func deleteClaimCommand(s State, o int) string {
+	return "kubectl delete pvc " + namespaceFlag(s) + naming.ClaimName(s.Name, o)
 }
