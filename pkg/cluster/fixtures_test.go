@@ -3,10 +3,11 @@ package cluster
 import (
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 	"github.com/etcd-operator/etcd-operator/pkg/member"
-	corev1 "k8s.io/api/core/v1"
 )
 
 // Builders of the planner's views for the tests of this package: the same as the planner's

@@ -6,12 +6,13 @@ import (
 	"strings"
 	"time"
 
-	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
-	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
-	"github.com/etcd-operator/etcd-operator/pkg/member"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+
+	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
+	"github.com/etcd-operator/etcd-operator/pkg/member"
 )
 
 // claimProblemAfter is how long a claim may wait for a volume before the pass asks its Events

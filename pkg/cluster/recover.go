@@ -16,7 +16,7 @@ import (
 )
 
 // The reconciler's side of recovering a quorum lost for good (the rules are in
-// plan_quorum.go). The choice of the survivor lives in the cluster's AnnotationRecoverQuorum
+// plan/plan_quorum.go). The choice of the survivor lives in the cluster's AnnotationRecoverQuorum
 // from the moment it is made until etcd lists members again, so that an operator killed
 // between any two steps picks up the same survivor, and never a second one.
 

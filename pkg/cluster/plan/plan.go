@@ -13,15 +13,17 @@ import (
 	"github.com/etcd-operator/etcd-operator/pkg/member/naming"
 )
 
-// The planner is a pure function from what a pass observed to at most one action. It never
-// does I/O, so every rule below is a table test in plan_test.go.
+// The planner is a pure function from what a pass observed to at most one action. It cannot
+// do I/O (imports_test.go fails any import that could, and any read of the clock: the pass's
+// time is State.Now), so every rule below is a table test in plan_test.go or in the test file
+// of the rule's own file.
 //
 // Rules, in the order they are tried (the first that applies wins):
 //
 //  F. A pod or claim with a member's name that is not the cluster's (no controller reference
 //     to it, not adopted, not a retained claim of the cluster): change nothing, and name it
 //     (plan_foreign.go). A foreign Service, or a member pod whose IP answers for another
-//     etcd cluster (clusterid.go), is reported but does not stop the planner.
+//     etcd cluster (pkg/cluster/clusterid.go), is reported but does not stop the planner.
 //  0. A claim that never bound, made from an earlier spec.storage, is replaced (its pod
 //     first): the spec of a cluster that never started may be fixed (plan_storage.go).
 //  1. etcd unreachable: bootstrap the seed member <name>-0 if the cluster never had a member
@@ -323,6 +325,7 @@ func reasonFor(s State, ordinal int) api.ConditionReason {
 	return api.ReasonScalingUp
 }
 
+// VotingCounts counts the voting members, and those of them that answered.
 func VotingCounts(ms []MemberView) (voting, healthy int) {
 	for _, m := range ms {
 		if m.Learner {
@@ -354,6 +357,7 @@ func SortedOrdinals[V any](byOrdinal map[int]V) []int {
 	return slices.Sorted(maps.Keys(byOrdinal))
 }
 
+// SortedMembers are the members by ascending ordinal.
 func SortedMembers(ms []MemberView) []MemberView {
 	out := slices.Clone(ms)
 	sort.Slice(out, func(i, j int) bool { return out[i].Ordinal < out[j].Ordinal })

@@ -3,8 +3,9 @@ package plan
 import (
 	"testing"
 
-	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+
+	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
 )
 
 func TestPlanBootstrapAgain(t *testing.T) {

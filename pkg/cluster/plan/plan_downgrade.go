@@ -25,7 +25,8 @@ import (
 //
 // A minor downgrade on emptyDir is refused (versionProblem): its members would have to join
 // again, on new data, and etcd lets no new member join while a downgrade is in progress
-// (seen with 3.6.16 and 3.7.3: "cluster version of remote member is not compatible; too low").
+// (seen going down from api.DefaultVersion to the minor before it: "cluster version of remote
+// member is not compatible; too low").
 // Every step reads what etcd reports, so an operator killed between two of them starts again
 // where etcd is.
 

@@ -5,12 +5,13 @@ import (
 	"slices"
 	"strings"
 
-	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
 	"k8s.io/apimachinery/pkg/types"
+
+	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
 )
 
 // planForeign is rule F: a pod or claim with a member's name that is not the cluster's
-// (foreign.go) stops every change. The member it is named after may run in that very pod,
+// (pkg/cluster/foreign.go) stops every change. The member it is named after may run in that very pod,
 // healthy, unseen as the cluster's: a pass that went on would take it for lost and remove or
 // replace it, or create its pod on someone else's claim. Nothing is changed until the object
 // is gone or renamed; the Degraded condition names it. A foreign Service does not stop the
@@ -54,6 +55,7 @@ type ForeignObject struct {
 	Owner string
 }
 
+// String names the object, its kind and who controls it, as messages and Events say it.
 func (f ForeignObject) String() string {
 	return fmt.Sprintf("%s %s (%s)", f.Kind, f.Name, f.Owner)
 }

@@ -162,7 +162,7 @@ type State struct {
 	LastMembers []LastMember
 	Statuses    map[int]etcdfacts.Status
 	// Foreign are the objects with the name of one of the cluster's objects that are not
-	// the cluster's (foreign.go).
+	// the cluster's (pkg/cluster/foreign.go).
 	Foreign []ForeignObject
 	// RefusedServices are the API server's refusals of the cluster's Services this pass, one
 	// "service NAME: message" each (a ResourceQuota on Services, an admission policy).

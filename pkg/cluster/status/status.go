@@ -58,7 +58,7 @@ func Compute(c *api.EtcdCluster, s plan.State, d plan.Decision) api.EtcdClusterS
 		next := metav1.Condition{Type: string(cond.t), Status: cond.status,
 			Reason: string(cond.reason), Message: cond.message, ObservedGeneration: c.Generation}
 		if prev := meta.FindStatusCondition(st.Conditions, next.Type); electing && cond.t != api.ConditionProgressing && prev != nil {
-			// A short election: the condition keeps what it said (see leader.go).
+			// A short election: the condition keeps what it said (see plan/election.go).
 			prev.ObservedGeneration = c.Generation
 			continue
 		}

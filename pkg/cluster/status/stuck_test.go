@@ -5,9 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
 	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
-	"k8s.io/apimachinery/pkg/api/meta"
 )
 
 func TestStatusStuckPods(t *testing.T) {
