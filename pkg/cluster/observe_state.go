@@ -22,7 +22,6 @@ func (o *observation) state(now time.Time) plan.State {
 		Bootstrapped:       c.Status.Size > 0,
 		MembersKnown:       o.membersKnown,
 		Pods:               map[int]plan.PodView{},
-		Replaced:           map[int]bool{},
 		Version:            plan.LowestVersion(o.statuses),
 		Persistent:         member.HasClaims(&c.Spec),
 		DeleteScaledClaims: member.Retention(&c.Spec).WhenScaled == api.RetentionDelete,
@@ -37,9 +36,6 @@ func (o *observation) state(now time.Time) plan.State {
 		DowngradeTarget:    plan.DowngradeTarget(o.statuses),
 	}
 	s.LastMembers = lastMembers(c)
-	for _, m := range s.LastMembers {
-		s.Replaced[m.Ordinal] = true
-	}
 	o.podViews(&s)
 	for _, m := range o.members {
 		s.Members = append(s.Members, o.memberView(m))

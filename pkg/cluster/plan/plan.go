@@ -319,8 +319,11 @@ func reasonFor(s State, ordinal int) api.ConditionReason {
 	if ordinal >= s.Size {
 		return api.ReasonScalingDown
 	}
-	if s.Replaced[ordinal] {
-		return api.ReasonReplacingMember
+	for _, m := range s.LastMembers {
+		if m.Ordinal == ordinal {
+			// Status listed it as a member before: re-adding it replaces it.
+			return api.ReasonReplacingMember
+		}
 	}
 	return api.ReasonScalingUp
 }

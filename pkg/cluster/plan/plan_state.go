@@ -145,9 +145,6 @@ type State struct {
 	MembersKnown bool
 	Members      []MemberView
 	Pods         map[int]PodView
-	// Replaced names the ordinals that status reported as members before, so re-adding one
-	// is reported as a replacement rather than a scale-up.
-	Replaced map[int]bool
 	// Version is the oldest etcd version a member reports (the one the cluster speaks); empty
 	// when no member answered.
 	Version string
@@ -158,7 +155,8 @@ type State struct {
 	Claims             map[int]ClaimView
 	// LastMembers are the members status last listed (empty for a cluster applied again
 	// over retained claims), and Statuses the answers of the members reached this pass, by
-	// ordinal: with no member list they are all the planner knows of the members.
+	// ordinal: with no member list they are all the planner knows of the members. Re-adding
+	// an ordinal of LastMembers is reported as a replacement rather than a scale-up.
 	LastMembers []LastMember
 	Statuses    map[int]etcdfacts.Status
 	// Foreign are the objects with the name of one of the cluster's objects that are not

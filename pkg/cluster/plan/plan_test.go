@@ -217,13 +217,13 @@ func TestPlan(t *testing.T) {
 		},
 		{
 			name:     "an unschedulable scale-up pod does not stop a repair: remove the lost member",
-			state:    State{Size: 4, MembersKnown: true, Members: []MemberView{leader(0), sick(voter(1)), voter(2)}, Pods: pods(running(0), running(2, 0, 1, 2), stuckPod(joining(3, false, 0, 1, 2, 3))), Replaced: map[int]bool{1: true}},
+			state:    State{Size: 4, MembersKnown: true, Members: []MemberView{leader(0), sick(voter(1)), voter(2)}, Pods: pods(running(0), running(2, 0, 1, 2), stuckPod(joining(3, false, 0, 1, 2, 3))), LastMembers: []LastMember{{Ordinal: 1}}},
 			want:     &Action{Kind: ActionRemoveMember, Ordinal: 1, MemberID: 101},
 			progress: api.ReasonReplacingMember,
 		},
 		{
 			name:     "an unschedulable scale-up pod does not stop a repair: re-create the lost member",
-			state:    State{Size: 4, MembersKnown: true, Members: []MemberView{leader(0), voter(2)}, Pods: pods(running(0), running(2, 0, 1, 2), stuckPod(joining(3, false, 0, 1, 2, 3))), Replaced: map[int]bool{1: true}},
+			state:    State{Size: 4, MembersKnown: true, Members: []MemberView{leader(0), voter(2)}, Pods: pods(running(0), running(2, 0, 1, 2), stuckPod(joining(3, false, 0, 1, 2, 3))), LastMembers: []LastMember{{Ordinal: 1}}},
 			want:     &Action{Kind: ActionCreatePod, Ordinal: 1, ClusterState: "existing", InitialCluster: []int{0, 1, 2}},
 			progress: api.ReasonReplacingMember,
 		},
@@ -257,19 +257,19 @@ func TestPlan(t *testing.T) {
 		},
 		{
 			name:     "replace: a voting member whose pod is gone is removed first",
-			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{leader(0), sick(voter(1)), voter(2)}, Pods: pods(running(0), running(2, 0, 1, 2)), Replaced: map[int]bool{1: true}},
+			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{leader(0), sick(voter(1)), voter(2)}, Pods: pods(running(0), running(2, 0, 1, 2)), LastMembers: []LastMember{{Ordinal: 1}}},
 			want:     &Action{Kind: ActionRemoveMember, Ordinal: 1, MemberID: 101},
 			progress: api.ReasonReplacingMember,
 		},
 		{
 			name:     "replace: then re-added under the same name",
-			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{leader(0), voter(2)}, Pods: pods(running(0), running(2, 0, 1, 2)), Replaced: map[int]bool{1: true}},
+			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{leader(0), voter(2)}, Pods: pods(running(0), running(2, 0, 1, 2)), LastMembers: []LastMember{{Ordinal: 1}}},
 			want:     &Action{Kind: ActionCreatePod, Ordinal: 1, ClusterState: "existing", InitialCluster: []int{0, 1, 2}},
 			progress: api.ReasonReplacingMember,
 		},
 		{
 			name:     "replace: the lost seed leader",
-			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{sick(voter(0)), leader(1), voter(2)}, Pods: pods(running(1, 0, 1), running(2, 0, 1, 2)), Replaced: map[int]bool{0: true}},
+			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{sick(voter(0)), leader(1), voter(2)}, Pods: pods(running(1, 0, 1), running(2, 0, 1, 2)), LastMembers: []LastMember{{Ordinal: 0}}},
 			want:     &Action{Kind: ActionRemoveMember, Ordinal: 0, MemberID: 100},
 			progress: api.ReasonReplacingMember,
 		},
@@ -304,7 +304,7 @@ func TestPlan(t *testing.T) {
 		},
 		{
 			name:     "terminating pod of a member: remove the member, wait for the pod to go",
-			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{leader(0), voter(1), voter(2)}, Pods: pods(running(0), PodView{Ordinal: 1, Terminating: true, Phase: corev1.PodRunning}, running(2, 0, 1, 2)), Replaced: map[int]bool{1: true}},
+			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{leader(0), voter(1), voter(2)}, Pods: pods(running(0), PodView{Ordinal: 1, Terminating: true, Phase: corev1.PodRunning}, running(2, 0, 1, 2)), LastMembers: []LastMember{{Ordinal: 1}}},
 			want:     &Action{Kind: ActionRemoveMember, Ordinal: 1, MemberID: 101},
 			progress: api.ReasonReplacingMember,
 		},
