@@ -82,7 +82,6 @@ func (o *observation) podView(ord int, p *corev1.Pod) plan.PodView {
 		Phase:           p.Status.Phase,
 		Terminating:     p.DeletionTimestamp != nil,
 		Published:       o.published[p.Name],
-		Unschedulable:   unschedulable(p),
 		Node:            p.Spec.NodeName,
 		ClusterState:    t.ClusterState,
 		InitialCluster:  t.InitialCluster,
@@ -103,15 +102,6 @@ func (o *observation) podView(ord int, p *corev1.Pod) plan.PodView {
 		v.DeletionDeadline = p.DeletionTimestamp.Time
 	}
 	return v
-}
-
-func unschedulable(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-			return true
-		}
-	}
-	return false
 }
 
 // podReady: the pod's Ready condition is True.

@@ -94,12 +94,12 @@ func planGrow(s State, members map[int]MemberView) Decision {
 			// Claims are made with their pod: this one's went before the pod had a node.
 			return step(s, Action{Kind: ActionDeletePod, Ordinal: o}, reasonFor(s, o),
 				"deleting pod %s, whose claim is gone, to make both again", o)
-		case (p.Unschedulable || p.Problem != nil) && p.Outdated:
+		case p.Problem != nil && p.Outdated:
 			// It holds no member, and the spec has changed since it was built (a fix of
 			// spec.pod or spec.version): it is made again from the current one.
 			return step(s, Action{Kind: ActionDeletePod, Ordinal: o}, reasonFor(s, o),
 				"deleting pod %s, which cannot start and was built from an earlier spec", o)
-		case p.Unschedulable || p.Problem != nil:
+		case p.Problem != nil:
 			// A pod that cannot be scheduled or started must not hold back the other
 			// ordinals, and never becomes a learner that would take etcd's one learner slot.
 			if stuck < 0 {
@@ -124,12 +124,7 @@ func planGrow(s State, members map[int]MemberView) Decision {
 func waitForHeldBack(s State, stuck, going int) Decision {
 	switch {
 	case stuck >= 0:
-		p := s.Pods[stuck]
-		problem := "cannot be scheduled"
-		if p.Problem != nil {
-			problem = "cannot start (" + p.Problem.String() + ")"
-		}
-		return waiting(s, reasonFor(s, stuck), "waiting for pod %s, which "+escape(problem), stuck)
+		return waiting(s, reasonFor(s, stuck), "waiting for pod %s, which cannot start ("+escape(s.Pods[stuck].Problem.String())+")", stuck)
 	case going >= 0:
 		return waiting(s, reasonFor(s, going), "waiting for the old pod %s to go", going)
 	}

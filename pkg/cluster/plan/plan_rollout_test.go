@@ -133,7 +133,6 @@ func TestPlanRollout(t *testing.T) {
 			state: func() State {
 				s := crashSingle(true)
 				p := troubled(s.Pods[0], "Unschedulable", "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector.", time.Minute)
-				p.Unschedulable = true
 				s.Pods[0] = p
 				return s
 			}(),

@@ -90,8 +90,6 @@ type PodView struct {
 	// Published: the pod's DNS record is in the headless Service's EndpointSlices and cluster
 	// DNS answers for its name: a lookup of it now cannot cache a negative answer.
 	Published bool
-	// Unschedulable: the scheduler found no node for the pod.
-	Unschedulable bool
 	// Node is the node the pod was scheduled to; empty until it is.
 	Node string
 	// ClusterState and InitialCluster are what the pod's etcd was started with.
@@ -184,6 +182,12 @@ type State struct {
 	Alarms []AlarmView
 }
 
+// Unschedulable: the scheduler found no node for the pod (Problem says so: observe reads it
+// from the pod's PodScheduled condition, for a pod that is not terminating).
+func (p PodView) Unschedulable() bool {
+	return p.Problem != nil && p.Problem.Reason == corev1.PodReasonUnschedulable
+}
+
 // PodCondition says what a member's pod tells about why the member does not answer.
 func PodCondition(pods map[int]PodView, ordinal int) string {
 	p, ok := pods[ordinal]
@@ -200,7 +204,7 @@ func PodCondition(pods map[int]PodView, ordinal int) string {
 		return "its pod is terminating" + on
 	case p.DataLost:
 		return "its data dir is empty although it has started before; it is replaced" + on
-	case p.Unschedulable:
+	case p.Unschedulable():
 		return "its pod cannot be scheduled"
 	case p.Phase != corev1.PodRunning:
 		return fmt.Sprintf("its pod is %s%s", p.Phase, on)

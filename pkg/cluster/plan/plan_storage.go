@@ -171,7 +171,7 @@ func dataGone(s State, m MemberView) bool {
 func claimGoneUnder(s State, o int) bool {
 	p, hasPod := s.Pods[o]
 	_, hasClaim := s.Claims[o]
-	return s.Persistent && !hasClaim && hasPod && p.Unschedulable && podStuck(s, p)
+	return s.Persistent && !hasClaim && hasPod && p.Unschedulable() && podStuck(s, p)
 }
 
 // prepareClaim makes the claim of ordinal o, which is not a member, fit for a new member

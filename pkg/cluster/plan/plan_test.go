@@ -55,7 +55,11 @@ func seedPod(published bool) PodView {
 	return p
 }
 
-func stuckPod(p PodView) PodView { p.Unschedulable = true; return p }
+// stuckPod is a pod the scheduler finds no node for (since the zero time).
+func stuckPod(p PodView) PodView {
+	p.Problem = &PodProblem{Reason: corev1.PodReasonUnschedulable}
+	return p
+}
 
 func terminating(p PodView) PodView { p.Terminating = true; return p }
 

@@ -261,7 +261,6 @@ func claimGone(ago time.Duration, isMember bool) State {
 		members = append(members, sick(voter(2)))
 	}
 	p := troubled(joining(2, false, 0, 1, 2), "Unschedulable", `0/1 nodes are available: persistentvolumeclaim "data-c-2" not found.`, ago)
-	p.Unschedulable = true
 	return State{Size: 3, MembersKnown: true, Bootstrapped: true, Persistent: true, Now: passAt, Members: members,
 		Pods:   pods(running(0), running(1, 0, 1), p),
 		Claims: map[int]ClaimView{0: {Ordinal: 0, Bound: true, MemberID: 100}, 1: {Ordinal: 1, Bound: true, MemberID: 101}}}

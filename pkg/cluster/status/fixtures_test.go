@@ -51,7 +51,11 @@ func seedPod(published bool) plan.PodView {
 	return p
 }
 
-func stuckPod(p plan.PodView) plan.PodView { p.Unschedulable = true; return p }
+// stuckPod is a pod the scheduler finds no node for (since the zero time).
+func stuckPod(p plan.PodView) plan.PodView {
+	p.Problem = &plan.PodProblem{Reason: corev1.PodReasonUnschedulable}
+	return p
+}
 
 func pods(ps ...plan.PodView) map[int]plan.PodView {
 	out := map[int]plan.PodView{}
