@@ -12,6 +12,9 @@ import (
 	"github.com/etcd-operator/etcd-operator/pkg/member"
 )
 
+// Why a member pod does not start, read from the pod alone for the planner's PodView.Problem
+// (the bound and what the planner does about it: plan/stuck.go).
+
 // crashLoopRestarts is how often etcd's container must have failed in a row to count as
 // crash-looping: a member that failed once or twice while its peers came back is not.
 const crashLoopRestarts = 3

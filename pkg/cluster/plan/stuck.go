@@ -12,7 +12,8 @@ import (
 )
 
 // Pods that cannot start, and pods that cannot go. A pod's trouble is read from the pod
-// alone (its conditions, its containers' states and restart counts), with the time it began
+// alone (pkg/cluster/podproblem.go: its conditions, its containers' states and restart
+// counts) into PodView.Problem and PodView.DeletionDeadline, with the time it began
 // taken from the pod's own timestamps, so that an operator restarted at any instant counts the
 // same bound: before it, Progressing says the cluster waits for the pod; after it, Degraded
 // says PodCannotStart (or PodStuckTerminating) with the kubelet's or the scheduler's own words,
