@@ -6,6 +6,7 @@ import (
 	"time"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
 	"github.com/etcd-operator/etcd-operator/pkg/member"
 )
 
@@ -13,50 +14,40 @@ import (
 // pod to delete, the voting members to send a membership change to, the leader's address.
 // It returns how soon to look again: right away after a change, since etcd-side changes
 // raise no Kubernetes event, or later when the change could not be made yet.
-func (r *Reconciler) act(ctx context.Context, c *api.EtcdCluster, o *observation, a Action, why string) (time.Duration, error) {
+func (r *Reconciler) act(ctx context.Context, c *api.EtcdCluster, o *observation, a plan.Action, why string) (time.Duration, error) {
 	var res Result
 	var err error
 	switch a.Kind {
-	case ActionCreatePod:
+	case plan.ActionCreatePod:
 		res, err = r.control.CreatePod(ctx, c, member.Template{Ordinal: a.Ordinal, ClusterState: a.ClusterState,
 			InitialCluster: a.InitialCluster, Version: o.memberVersion(), MemberID: a.MemberID,
 			PeerURLs: o.headlessPeerURLs(a.InitialCluster)}, why)
-	case ActionDeletePod:
+	case plan.ActionDeletePod:
 		if p := o.pods[a.Ordinal]; p != nil {
 			res, err = r.control.DeletePod(ctx, c, p, why)
 		}
-	case ActionDeleteClaim:
+	case plan.ActionDeleteClaim:
 		if pvc := o.claims[a.Ordinal]; pvc != nil {
 			res, err = r.control.DeleteClaim(ctx, c, pvc, why)
 		}
-	case ActionAddLearner:
+	case plan.ActionAddLearner:
 		res, err = r.control.AddLearner(ctx, c, o.voterEndpoints(0), a.Ordinal)
-	case ActionPromote:
+	case plan.ActionPromote:
 		res, err = r.control.Promote(ctx, c, o.voterEndpoints(0), a.Ordinal, a.MemberID)
-	case ActionRemoveMember:
+	case plan.ActionRemoveMember:
 		// The member being removed may stop at any moment: it is not asked.
 		res, err = r.control.RemoveMember(ctx, c, o.voterEndpoints(a.MemberID), a.Ordinal, a.MemberID, why)
-	case ActionChooseSurvivor:
+	case plan.ActionChooseSurvivor:
 		res, err = r.chooseSurvivor(ctx, c, a)
-	case ActionForceNewCluster:
+	case plan.ActionForceNewCluster:
 		res, err = r.forceNewCluster(ctx, c, o, a, why)
-	case ActionRollMember:
-		if p := o.pods[a.Ordinal]; p != nil {
-			res, err = r.rollMember(ctx, c, p, why)
-		}
-	case ActionRestartInPlace:
-		if p := o.pods[a.Ordinal]; p != nil {
-			res, err = r.restartInPlace(ctx, c, p, o.memberVersion(), why)
-		}
-	case ActionPatchPod:
-		if p := o.pods[a.Ordinal]; p != nil {
-			res, err = r.patchPodMetadata(ctx, c, p)
-		}
-	case ActionEnableDowngrade:
+	case plan.ActionRollMember, plan.ActionRestartInPlace, plan.ActionPatchPod:
+		res, err = r.actOnRollout(ctx, c, o, a, why)
+	case plan.ActionEnableDowngrade:
 		res, err = r.control.Downgrade(ctx, c, o.voterEndpoints(0), a.Version)
-	case ActionCancelDowngrade:
+	case plan.ActionCancelDowngrade:
 		res, err = r.control.Downgrade(ctx, c, o.voterEndpoints(0), "")
-	case ActionMoveLeader:
+	case plan.ActionMoveLeader:
 		leader := o.pods[a.Ordinal]
 		if leader == nil || leader.Status.PodIP == "" {
 			return whileWaiting, nil
@@ -73,6 +64,22 @@ func (r *Reconciler) act(ctx context.Context, c *api.EtcdCluster, o *observation
 		return res.RetryIn, nil
 	}
 	return afterAction, nil
+}
+
+// actOnRollout takes a rollout's step on a member's pod: roll it, change its image in place,
+// or patch its labels and annotations. A pod gone meanwhile needs nothing.
+func (r *Reconciler) actOnRollout(ctx context.Context, c *api.EtcdCluster, o *observation, a plan.Action, why string) (Result, error) {
+	p := o.pods[a.Ordinal]
+	switch {
+	case p == nil:
+		return Result{}, nil
+	case a.Kind == plan.ActionRollMember:
+		return r.rollMember(ctx, c, p, why)
+	case a.Kind == plan.ActionRestartInPlace:
+		return r.restartInPlace(ctx, c, p, o.memberVersion(), why)
+	default:
+		return r.patchPodMetadata(ctx, c, p)
+	}
 }
 
 // headlessPeerURLs are the peer URLs, by ordinal, of those of the given members that were
@@ -111,5 +118,5 @@ func (o *observation) headlessPeerURLs(ordinals []int) map[int]string {
 // says why).
 func (o *observation) memberVersion() string {
 	c := o.cluster
-	return targetVersion(c.Spec.Version, c.Status.CurrentVersion, member.HasClaims(&c.Spec), downgradeTarget(o.statuses))
+	return plan.TargetVersion(c.Spec.Version, c.Status.CurrentVersion, member.HasClaims(&c.Spec), plan.DowngradeTarget(o.statuses))
 }

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 	"github.com/etcd-operator/etcd-operator/pkg/member"
 )
@@ -75,18 +76,18 @@ func TestActDispatch(t *testing.T) {
 	c := newCluster(3)
 	c.Spec.Version, c.Status.CurrentVersion = "3.6.16", "3.6.16"
 	for _, tc := range []struct {
-		action Action
+		action plan.Action
 		want   string
 	}{
-		{Action{Kind: ActionCreatePod, Ordinal: 2, ClusterState: etcdutil.ClusterStateExisting, InitialCluster: []int{0, 1, 2}},
+		{plan.Action{Kind: plan.ActionCreatePod, Ordinal: 2, ClusterState: etcdutil.ClusterStateExisting, InitialCluster: []int{0, 1, 2}},
 			"CreatePod 2 existing [0 1 2] 3.6.16"},
-		{Action{Kind: ActionDeletePod, Ordinal: 1}, "DeletePod demo-1"},
-		{Action{Kind: ActionAddLearner, Ordinal: 2}, "AddLearner 2 via [http://10.0.0.1:2379 http://10.0.0.2:2379]"},
-		{Action{Kind: ActionPromote, Ordinal: 2, MemberID: 102}, "Promote 2 66 via [http://10.0.0.1:2379 http://10.0.0.2:2379]"},
-		{Action{Kind: ActionRemoveMember, Ordinal: 0, MemberID: 100}, "RemoveMember 0 64 via [http://10.0.0.2:2379]"},
-		{Action{Kind: ActionMoveLeader, Ordinal: 0, MemberID: 100, Transferee: 101}, "MoveLeader 0 from http://10.0.0.1:2379 to 65"},
-		{Action{Kind: ActionEnableDowngrade, Version: "3.5.35"}, `Downgrade([http://10.0.0.1:2379 http://10.0.0.2:2379], "3.5.35")`},
-		{Action{Kind: ActionCancelDowngrade}, `Downgrade([http://10.0.0.1:2379 http://10.0.0.2:2379], "")`},
+		{plan.Action{Kind: plan.ActionDeletePod, Ordinal: 1}, "DeletePod demo-1"},
+		{plan.Action{Kind: plan.ActionAddLearner, Ordinal: 2}, "AddLearner 2 via [http://10.0.0.1:2379 http://10.0.0.2:2379]"},
+		{plan.Action{Kind: plan.ActionPromote, Ordinal: 2, MemberID: 102}, "Promote 2 66 via [http://10.0.0.1:2379 http://10.0.0.2:2379]"},
+		{plan.Action{Kind: plan.ActionRemoveMember, Ordinal: 0, MemberID: 100}, "RemoveMember 0 64 via [http://10.0.0.2:2379]"},
+		{plan.Action{Kind: plan.ActionMoveLeader, Ordinal: 0, MemberID: 100, Transferee: 101}, "MoveLeader 0 from http://10.0.0.1:2379 to 65"},
+		{plan.Action{Kind: plan.ActionEnableDowngrade, Version: "3.5.35"}, `Downgrade([http://10.0.0.1:2379 http://10.0.0.2:2379], "3.5.35")`},
+		{plan.Action{Kind: plan.ActionCancelDowngrade}, `Downgrade([http://10.0.0.1:2379 http://10.0.0.2:2379], "")`},
 	} {
 		f := &fakeControl{}
 		r := &Reconciler{deps: Deps{Log: quietLog()}, control: f}
@@ -106,12 +107,12 @@ func TestActRequeue(t *testing.T) {
 	c := newCluster(3)
 	f := &fakeControl{result: Result{RetryIn: time.Second, Refused: etcdutil.ErrUnhealthy}}
 	r := &Reconciler{deps: Deps{Log: quietLog()}, control: f}
-	if requeue, err := r.act(context.Background(), c, observed(c), Action{Kind: ActionAddLearner, Ordinal: 2}, ""); err != nil || requeue != time.Second {
+	if requeue, err := r.act(context.Background(), c, observed(c), plan.Action{Kind: plan.ActionAddLearner, Ordinal: 2}, ""); err != nil || requeue != time.Second {
 		t.Errorf("refused add: requeue %v, err %v; want the control's 1s", requeue, err)
 	}
 	f = &fakeControl{err: errors.New("boom")}
 	r.control = f
-	if _, err := r.act(context.Background(), c, observed(c), Action{Kind: ActionPromote, Ordinal: 2}, ""); err == nil {
+	if _, err := r.act(context.Background(), c, observed(c), plan.Action{Kind: plan.ActionPromote, Ordinal: 2}, ""); err == nil {
 		t.Error("a failed change must fail the pass")
 	}
 	o := observed(c)
@@ -119,10 +120,10 @@ func TestActRequeue(t *testing.T) {
 	o.pods[0].Status.PodIP = ""
 	f = &fakeControl{}
 	r.control = f
-	if _, err := r.act(context.Background(), c, o, Action{Kind: ActionDeletePod, Ordinal: 1}, ""); err != nil {
+	if _, err := r.act(context.Background(), c, o, plan.Action{Kind: plan.ActionDeletePod, Ordinal: 1}, ""); err != nil {
 		t.Errorf("delete of a pod already gone: %v", err)
 	}
-	if requeue, _ := r.act(context.Background(), c, o, Action{Kind: ActionMoveLeader, Ordinal: 0, Transferee: 101}, ""); requeue != whileWaiting {
+	if requeue, _ := r.act(context.Background(), c, o, plan.Action{Kind: plan.ActionMoveLeader, Ordinal: 0, Transferee: 101}, ""); requeue != whileWaiting {
 		t.Errorf("move leader without the leader's IP: requeue %v, want %v", requeue, whileWaiting)
 	}
 	if len(f.calls) != 0 {

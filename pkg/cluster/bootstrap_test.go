@@ -7,41 +7,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	k8stesting "k8s.io/client-go/testing"
 
-	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 	"github.com/etcd-operator/etcd-operator/pkg/member"
 )
-
-func TestPlanBootstrapAgain(t *testing.T) {
-	evicted := seedPod(true)
-	evicted.Phase = corev1.PodFailed
-	runPlanCases(t, []planCase{
-		{
-			name:     "seed pod gone before the cluster served: the pod made ahead goes first",
-			state:    State{Size: 3, Pods: pods(joining(1, true, 0, 1))},
-			want:     &Action{Kind: ActionDeletePod, Ordinal: 1},
-			progress: api.ReasonBootstrapping,
-			message:  []string{"never served"},
-		},
-		{
-			name:     "seed pod gone before the cluster served, the other pod going: wait",
-			state:    State{Size: 3, Pods: pods(terminating(joining(1, true, 0, 1)))},
-			progress: api.ReasonBootstrapping,
-			message:  []string{"waiting for the other pods to go"},
-		},
-		{
-			name:     "seed pod evicted before the cluster served: delete it",
-			state:    State{Size: 3, Pods: pods(evicted, joining(1, true, 0, 1))},
-			want:     &Action{Kind: ActionDeletePod, Ordinal: 0},
-			progress: api.ReasonBootstrapping,
-		},
-		{
-			name:    "seed pod gone after the cluster served: never bootstrapped again",
-			state:   State{Size: 3, Bootstrapped: true, Pods: pods(joining(1, true, 0, 1))},
-			blocked: api.ReasonEtcdUnreachable,
-		},
-	})
-}
 
 // The seed's pod deleted right after it was made, before the cluster was seen serving: the
 // pod made ahead goes, then the seed is made again. A pod marked with its started member says

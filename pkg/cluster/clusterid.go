@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 	"github.com/etcd-operator/etcd-operator/pkg/member"
 )
@@ -22,7 +23,7 @@ import (
 // change is sent as before.
 
 // ForeignEndpoint is the kind of a member pod whose IP answers for another etcd cluster.
-const ForeignEndpoint ForeignKind = "EtcdEndpoint"
+const ForeignEndpoint plan.ForeignKind = "EtcdEndpoint"
 
 // recordedClusterID is the cluster ID the cluster recorded; 0 when none is.
 func recordedClusterID(c *api.EtcdCluster) uint64 {
@@ -42,7 +43,7 @@ func (o *observation) dropForeignEndpoints() {
 		}
 		delete(o.statuses, ord)
 		p := o.pods[ord]
-		o.foreign = append(o.foreign, ForeignObject{Kind: ForeignEndpoint, Name: p.Name, Ordinal: ord,
+		o.foreign = append(o.foreign, plan.ForeignObject{Kind: ForeignEndpoint, Name: p.Name, Ordinal: ord,
 			UID:   types.UID(fmt.Sprintf("%s/%s/%x", p.UID, p.Status.PodIP, st.ClusterID)),
 			Owner: fmt.Sprintf("its IP %s answers for etcd cluster %x, not this cluster's %x", p.Status.PodIP, st.ClusterID, want)})
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 	"github.com/etcd-operator/etcd-operator/pkg/member"
 )
@@ -106,7 +107,7 @@ const etcdRefusedRetry = 250 * time.Millisecond
 // membershipChange is one kind of membership change: what etcd's answers to it mean, and
 // what is logged and recorded once a call made it.
 type membershipChange struct {
-	action ActionKind
+	action plan.ActionKind
 	// done: an earlier pass (perhaps of an operator that died since) made the change.
 	done []error
 	// notYet: etcd refuses the change for now; it is tried again after retryIn.
@@ -123,19 +124,19 @@ type membershipChange struct {
 var (
 	// addLearner: the peer URL is listed already. etcd's strict reconfiguration check refuses
 	// an add until the leader has been connected to enough members for a while.
-	addLearner = membershipChange{action: ActionAddLearner,
+	addLearner = membershipChange{action: plan.ActionAddLearner,
 		done: []error{etcdutil.ErrPeerURLExists}, notYet: []error{etcdutil.ErrUnhealthy}, retryIn: etcdRefusedRetry,
 		doing: "adding member %s as learner", logged: "added learner",
 		reason: EventMemberAdded, event: "Added member %s (%s) as a learner"}
 	// promote: the learner was promoted, or removed, already; it may still be catching up.
-	promote = membershipChange{action: ActionPromote,
+	promote = membershipChange{action: plan.ActionPromote,
 		done:   []error{etcdutil.ErrMemberNotFound, etcdutil.ErrMemberNotLearner},
 		notYet: []error{etcdutil.ErrLearnerNotReady, etcdutil.ErrUnhealthy}, retryIn: whileWaiting,
 		doing: "promoting member %s", logged: "promoted learner",
 		reason: EventMemberPromoted, event: "Promoted member %s (%s) to a voting member"}
 	// remove: the member is gone already; etcd refuses a removal that would leave too few
 	// started members.
-	remove = membershipChange{action: ActionRemoveMember,
+	remove = membershipChange{action: plan.ActionRemoveMember,
 		done: []error{etcdutil.ErrMemberNotFound}, notYet: []error{etcdutil.ErrUnhealthy}, retryIn: etcdRefusedRetry,
 		doing: "removing member %s", logged: "removed member",
 		reason: EventMemberRemoved, event: "Removed member %s (%s)"}
@@ -185,13 +186,13 @@ func (m *realMemberControl) CreatePod(ctx context.Context, c *api.EtcdCluster, t
 				return Result{}, fmt.Errorf("getting claim %s: %w", pvc.Name, err)
 			}
 			if !claimIsOurs(c, have) {
-				return Result{}, fmt.Errorf("creating pod %s: %w", name, &foreignError{obj: foreignObject(ForeignClaim, have, t.Ordinal)})
+				return Result{}, fmt.Errorf("creating pod %s: %w", name, &foreignError{obj: foreignObject(plan.ForeignClaim, have, t.Ordinal)})
 			}
 		case err != nil:
 			return Result{}, fmt.Errorf("creating claim %s: %w", pvc.Name, err)
 		default:
 			claimed = true
-			m.logFor(c, name, ActionCreatePod).WithField("claim", pvc.Name).Info("created member claim")
+			m.logFor(c, name, plan.ActionCreatePod).WithField("claim", pvc.Name).Info("created member claim")
 			m.event(c, corev1.EventTypeNormal, EventClaimCreated, "Created claim %s for member %s", pvc.Name, name)
 		}
 	}
@@ -204,25 +205,25 @@ func (m *realMemberControl) CreatePod(ctx context.Context, c *api.EtcdCluster, t
 			return Result{}, fmt.Errorf("getting pod %s: %w", name, err)
 		}
 		if !metav1.IsControlledBy(have, c) {
-			return Result{}, fmt.Errorf("creating pod %s: %w", name, &foreignError{obj: foreignObject(ForeignPod, have, t.Ordinal)})
+			return Result{}, fmt.Errorf("creating pod %s: %w", name, &foreignError{obj: foreignObject(plan.ForeignPod, have, t.Ordinal)})
 		}
 		return Result{Changed: claimed}, nil
 	}
 	if err != nil {
 		return Result{}, fmt.Errorf("creating pod %s: %w", name, err)
 	}
-	m.logFor(c, name, ActionCreatePod).WithField("clusterState", t.ClusterState).Info("created member pod")
+	m.logFor(c, name, plan.ActionCreatePod).WithField("clusterState", t.ClusterState).Info("created member pod")
 	m.event(c, corev1.EventTypeNormal, EventPodCreated, "Created pod %s (%s)", name, why)
 	return Result{Changed: true}, nil
 }
 
 func (m *realMemberControl) DeletePod(ctx context.Context, c *api.EtcdCluster, pod *corev1.Pod, why string) (Result, error) {
-	return m.deleteObject(c, "pod", pod.Name, ActionDeletePod, EventPodDeleted, why,
+	return m.deleteObject(c, "pod", pod.Name, plan.ActionDeletePod, EventPodDeleted, why,
 		m.kube.CoreV1().Pods(c.Namespace).Delete(ctx, pod.Name, uidPrecondition(pod.UID)))
 }
 
 func (m *realMemberControl) DeleteClaim(ctx context.Context, c *api.EtcdCluster, pvc *corev1.PersistentVolumeClaim, why string) (Result, error) {
-	return m.deleteObject(c, "claim", pvc.Name, ActionDeleteClaim, EventClaimDeleted, why,
+	return m.deleteObject(c, "claim", pvc.Name, plan.ActionDeleteClaim, EventClaimDeleted, why,
 		m.kube.CoreV1().PersistentVolumeClaims(c.Namespace).Delete(ctx, pvc.Name, uidPrecondition(pvc.UID)))
 }
 
@@ -234,7 +235,7 @@ func uidPrecondition(uid types.UID) metav1.DeleteOptions {
 
 // deleteObject judges the answer err to deleting the named object: gone already, or replaced
 // by a newer one (the UID precondition failed), is done; a deletion is logged and recorded.
-func (m *realMemberControl) deleteObject(c *api.EtcdCluster, kind, name string, a ActionKind, reason EventReason, why string, err error) (Result, error) {
+func (m *realMemberControl) deleteObject(c *api.EtcdCluster, kind, name string, a plan.ActionKind, reason EventReason, why string, err error) (Result, error) {
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return Result{}, nil
 	}
@@ -308,7 +309,7 @@ func (m *realMemberControl) MoveLeader(ctx context.Context, c *api.EtcdCluster, 
 	if err != nil {
 		return Result{}, fmt.Errorf("moving leadership from %s to %s: %w", name, hexID(transferee), err)
 	}
-	m.logFor(c, name, ActionMoveLeader).WithField("to", hexID(transferee)).Info("moved leadership")
+	m.logFor(c, name, plan.ActionMoveLeader).WithField("to", hexID(transferee)).Info("moved leadership")
 	m.event(c, corev1.EventTypeNormal, EventLeaderMoved, "Moved leadership from %s to member %s before removing it", name, hexID(transferee))
 	return Result{Changed: true}, nil
 }
@@ -375,7 +376,7 @@ func (m *realMemberControl) withClient(ctx context.Context, c *api.EtcdCluster, 
 	return f(cli)
 }
 
-func (m *realMemberControl) logFor(c *api.EtcdCluster, name string, a ActionKind) *logrus.Entry {
+func (m *realMemberControl) logFor(c *api.EtcdCluster, name string, a plan.ActionKind) *logrus.Entry {
 	return m.log.WithFields(logrus.Fields{"cluster": c.Namespace + "/" + c.Name, "member": name, "action": string(a)})
 }
 

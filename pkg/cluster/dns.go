@@ -86,7 +86,7 @@ func (r *Reconciler) checkDNS(ctx context.Context, c *api.EtcdCluster, o *observ
 				served[p.UID] = true
 			case time.Since(p.CreationTimestamp.Time) >= dnsutil.TrustAfter:
 				served[p.UID] = true
-				log.WithError(err).Warn("cluster DNS does not confirm the member's name; trusting the EndpointSlice, the pod is 30 s old")
+				log.WithError(err).WithField("after", dnsutil.TrustAfter).Warn("cluster DNS does not confirm the member's name; trusting the EndpointSlice")
 			default:
 				if err != nil {
 					log.WithError(err).Debug("asking cluster DNS for the member's name")

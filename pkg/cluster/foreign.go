@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
 	"github.com/etcd-operator/etcd-operator/pkg/member"
 )
 
@@ -33,47 +33,21 @@ import (
 // cluster's.
 var ErrForeignObject = errors.New("an object of that name exists and is not this cluster's")
 
-// ForeignKind is the kind of a foreign object.
-type ForeignKind string
-
-// The kinds of objects the operator names after a cluster or its members.
-const (
-	ForeignPod     ForeignKind = "Pod"
-	ForeignClaim   ForeignKind = "PersistentVolumeClaim"
-	ForeignService ForeignKind = "Service"
-)
-
-// ForeignObject is an object with the name of one of the cluster's objects that is not the
-// cluster's.
-type ForeignObject struct {
-	Kind ForeignKind
-	Name string
-	UID  types.UID
-	// Ordinal is the member the object is named after; -1 for a Service.
-	Ordinal int
-	// Owner says who controls it instead ("no controller", "EtcdCluster a-client").
-	Owner string
-}
-
-func (f ForeignObject) String() string {
-	return fmt.Sprintf("%s %s (%s)", f.Kind, f.Name, f.Owner)
-}
-
 // foreignError is the error a create returns when it met a foreign object.
-type foreignError struct{ obj ForeignObject }
+type foreignError struct{ obj plan.ForeignObject }
 
 func (e *foreignError) Error() string { return e.obj.String() + ": " + ErrForeignObject.Error() }
 func (e *foreignError) Unwrap() error { return ErrForeignObject }
 
 // foreignObject describes obj, which is not the cluster's.
-func foreignObject(kind ForeignKind, obj metav1.Object, ordinal int) ForeignObject {
+func foreignObject(kind plan.ForeignKind, obj metav1.Object, ordinal int) plan.ForeignObject {
 	owner := "no controller"
 	if ref := metav1.GetControllerOf(obj); ref != nil {
 		owner = "controlled by " + ref.Kind + " " + ref.Name
 	} else if len(obj.GetLabels()) == 0 {
 		owner = "no controller, no labels"
 	}
-	return ForeignObject{Kind: kind, Name: obj.GetName(), UID: obj.GetUID(), Ordinal: ordinal, Owner: owner}
+	return plan.ForeignObject{Kind: kind, Name: obj.GetName(), UID: obj.GetUID(), Ordinal: ordinal, Owner: owner}
 }
 
 // claimIsOurs: the claim is controlled by the cluster, or by nobody and labelled for it (a
@@ -109,20 +83,20 @@ func (r *Reconciler) adoptPod(ctx context.Context, c *api.EtcdCluster, p *corev1
 // claim of a member's name stripped of its labels, or made by hand, is found only so.
 func (r *Reconciler) lookForeign(ctx context.Context, c *api.EtcdCluster, o *observation) error {
 	for _, ord := range o.nextOrdinals() {
-		if _, ok := o.pods[ord]; !ok && !o.hasForeign(ForeignPod, ord) {
+		if _, ok := o.pods[ord]; !ok && !o.hasForeign(plan.ForeignPod, ord) {
 			p, err := r.deps.Kube.CoreV1().Pods(c.Namespace).Get(ctx, member.Name(c.Name, ord), metav1.GetOptions{})
 			switch {
 			case apierrors.IsNotFound(err):
 			case err != nil:
 				return fmt.Errorf("getting pod %s: %w", member.Name(c.Name, ord), err)
 			case !metav1.IsControlledBy(p, c):
-				o.foreign = append(o.foreign, foreignObject(ForeignPod, p, ord))
+				o.foreign = append(o.foreign, foreignObject(plan.ForeignPod, p, ord))
 			}
 		}
 		if !member.HasClaims(&c.Spec) {
 			continue
 		}
-		if _, ok := o.claims[ord]; !ok && !o.hasForeign(ForeignClaim, ord) {
+		if _, ok := o.claims[ord]; !ok && !o.hasForeign(plan.ForeignClaim, ord) {
 			name := member.ClaimName(c.Name, ord)
 			pvc, err := r.deps.Kube.CoreV1().PersistentVolumeClaims(c.Namespace).Get(ctx, name, metav1.GetOptions{})
 			switch {
@@ -130,7 +104,7 @@ func (r *Reconciler) lookForeign(ctx context.Context, c *api.EtcdCluster, o *obs
 			case err != nil:
 				return fmt.Errorf("getting claim %s: %w", name, err)
 			case !claimIsOurs(c, pvc):
-				o.foreign = append(o.foreign, foreignObject(ForeignClaim, pvc, ord))
+				o.foreign = append(o.foreign, foreignObject(plan.ForeignClaim, pvc, ord))
 			}
 		}
 	}
@@ -161,7 +135,7 @@ func (o *observation) nextOrdinals() []int {
 	return out
 }
 
-func (o *observation) hasForeign(kind ForeignKind, ordinal int) bool {
+func (o *observation) hasForeign(kind plan.ForeignKind, ordinal int) bool {
 	for _, f := range o.foreign {
 		if f.Kind == kind && f.Ordinal == ordinal {
 			return true
@@ -171,7 +145,7 @@ func (o *observation) hasForeign(kind ForeignKind, ordinal int) bool {
 }
 
 // reportForeign records a Warning Event for every foreign object not reported before.
-func (r *Reconciler) reportForeign(c *api.EtcdCluster, foreign []ForeignObject) {
+func (r *Reconciler) reportForeign(c *api.EtcdCluster, foreign []plan.ForeignObject) {
 	for _, f := range foreign {
 		if !r.conflicts.report(conflictKey(c, string(f.Kind), f.Name), f.UID) {
 			continue
@@ -181,14 +155,4 @@ func (r *Reconciler) reportForeign(c *api.EtcdCluster, foreign []ForeignObject) 
 		r.event(c, corev1.EventTypeWarning, EventForeignObject, "%s has the name of one of this cluster's objects and is not this cluster's: "+
 			"it is left alone, and nothing is done to what it is named after until it is removed or renamed", f)
 	}
-}
-
-// foreignMessage names the foreign objects, for the Degraded condition.
-func foreignMessage(foreign []ForeignObject) string {
-	names := make([]string, 0, len(foreign))
-	for _, f := range foreign {
-		names = append(names, f.String())
-	}
-	slices.Sort(names)
-	return "not this cluster's, left alone: " + strings.Join(names, ", ")
 }

@@ -18,57 +18,6 @@ import (
 	"github.com/etcd-operator/etcd-operator/pkg/member"
 )
 
-// Rule F: a foreign pod or claim of a member's name stops every change; a foreign Service
-// alone does not.
-func TestPlanForeign(t *testing.T) {
-	foreignPod := ForeignObject{Kind: ForeignPod, Name: "c-0", Ordinal: 0, Owner: "no controller"}
-	foreignClaim := ForeignObject{Kind: ForeignClaim, Name: "data-c-2", Ordinal: 2, Owner: "controlled by EtcdCluster x"}
-	foreignService := ForeignObject{Kind: ForeignService, Name: "c-client", Ordinal: -1, Owner: "controlled by EtcdCluster c-client"}
-	runPlanCases(t, []planCase{
-		{
-			// Without the rule, member 0 (its pod not seen as the cluster's) is taken as
-			// lost with its emptyDir and removed.
-			name: "a foreign pod of a voting member's name: nothing is removed",
-			state: State{Size: 3, Bootstrapped: true, MembersKnown: true,
-				Members: []MemberView{sick(voter(0)), voter(1), leader(2)},
-				Pods:    pods(running(1, 0, 1), running(2, 0, 1, 2)),
-				Foreign: []ForeignObject{foreignPod}},
-			blocked: api.ReasonForeignObject,
-			message: []string{"Pod c-0 (no controller)"},
-		},
-		{
-			name: "a foreign claim of the next member's name: its pod is not created",
-			state: State{Size: 3, Bootstrapped: true, MembersKnown: true, Persistent: true,
-				Members: []MemberView{leader(0), voter(1)},
-				Pods:    pods(running(0, 0), running(1, 0, 1)),
-				Claims:  claims(claim(0), claim(1)),
-				Foreign: []ForeignObject{foreignClaim}},
-			blocked: api.ReasonForeignObject,
-			message: []string{"PersistentVolumeClaim data-c-2"},
-		},
-		{
-			// Orphaned with --cascade=orphan, the pods and the Services are foreign together:
-			// the message names every one the user must delete.
-			name: "foreign pods and a foreign Service: the block names them all",
-			state: State{Size: 3, Bootstrapped: true, MembersKnown: true,
-				Members: []MemberView{sick(voter(0)), voter(1), leader(2)},
-				Pods:    pods(running(1, 0, 1), running(2, 0, 1, 2)),
-				Foreign: []ForeignObject{foreignPod, foreignService}},
-			blocked: api.ReasonForeignObject,
-			message: []string{"Pod c-0 (no controller)", "Service c-client"},
-		},
-		{
-			name: "a foreign client Service: the next member's pod is still created",
-			state: State{Size: 2, Bootstrapped: true, MembersKnown: true,
-				Members: []MemberView{leader(0)},
-				Pods:    pods(running(0, 0)),
-				Foreign: []ForeignObject{foreignService}},
-			want:     &Action{Kind: ActionCreatePod, Ordinal: 1, ClusterState: etcdutil.ClusterStateExisting, InitialCluster: []int{0, 1}},
-			progress: api.ReasonScalingUp,
-		},
-	})
-}
-
 // threeMembers is a running cluster of three whose member 0 runs in pod (built by the test);
 // members 1 and 2 run in the cluster's own pods; member 2 leads.
 func threeMembers(t *testing.T, pod0 func(c *api.EtcdCluster) *corev1.Pod) (*fixture, *fakeEtcd, *api.EtcdCluster) {
@@ -150,10 +99,10 @@ func TestSyncOrphanedMemberPodIsLeftAlone(t *testing.T) {
 	deg := degradedOf(t, f)
 	if deg == nil || deg.Status != metav1.ConditionTrue || deg.Reason != string(api.ReasonForeignObject) ||
 		!strings.Contains(deg.Message, "Pod demo-0") {
-		t.Errorf("Degraded = %+v, want True ForeignObject naming Pod demo-0", deg)
+		t.Errorf("Degraded = %+v, want True plan.ForeignObject naming Pod demo-0", deg)
 	}
 	if n := countEvents(f, EventForeignObject); n != 1 {
-		t.Errorf("%d ForeignObject Events over two passes, want 1", n)
+		t.Errorf("%d plan.ForeignObject Events over two passes, want 1", n)
 	}
 }
 
@@ -202,10 +151,10 @@ func TestSyncForeignServiceInCache(t *testing.T) {
 	}
 	deg := degradedOf(t, f)
 	if deg == nil || deg.Reason != string(api.ReasonForeignObject) || !strings.Contains(deg.Message, "Service demo-client (controlled by EtcdCluster demo-client)") {
-		t.Errorf("Degraded = %+v, want ForeignObject naming Service demo-client", deg)
+		t.Errorf("Degraded = %+v, want plan.ForeignObject naming Service demo-client", deg)
 	}
 	if n := countEvents(f, EventForeignObject); n != 1 {
-		t.Errorf("%d ForeignObject Events over two passes, want 1", n)
+		t.Errorf("%d plan.ForeignObject Events over two passes, want 1", n)
 	}
 	if n := len(f.actions("create", "pods")); n == 0 {
 		t.Errorf("no pod created, want the seed: a foreign Service does not stop the cluster")
@@ -226,7 +175,7 @@ func TestSyncForeignServiceOutsideCache(t *testing.T) {
 	}
 	deg := degradedOf(t, f)
 	if deg == nil || deg.Reason != string(api.ReasonForeignObject) || !strings.Contains(deg.Message, "Service demo-client (no controller, no labels)") {
-		t.Errorf("Degraded = %+v, want ForeignObject naming Service demo-client", deg)
+		t.Errorf("Degraded = %+v, want plan.ForeignObject naming Service demo-client", deg)
 	}
 }
 
@@ -246,7 +195,7 @@ func TestSyncForeignPodOutsideCache(t *testing.T) {
 		t.Errorf("%d pods created, want none", n)
 	}
 	if deg := degradedOf(t, f); deg == nil || deg.Reason != string(api.ReasonForeignObject) || !strings.Contains(deg.Message, "Pod demo-0") {
-		t.Errorf("Degraded = %+v, want ForeignObject naming Pod demo-0", deg)
+		t.Errorf("Degraded = %+v, want plan.ForeignObject naming Pod demo-0", deg)
 	}
 }
 

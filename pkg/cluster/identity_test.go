@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 	"github.com/etcd-operator/etcd-operator/pkg/member"
 )
@@ -59,7 +60,7 @@ func httpsObservation() *observation {
 		statuses: map[int]etcdutil.Status{}, leader: 100, membersKnown: true, initImage: "x"}
 	peerURLs := []string{"https://demo-0.ns.svc:2380", "https://demo-1.ns.svc:2380", "https://demo-2.demo.ns.svc:2380"}
 	for ord := range 3 {
-		t := member.Template{Ordinal: ord, ClusterState: etcdutil.ClusterStateExisting, InitialCluster: seq(ord + 1)}
+		t := member.Template{Ordinal: ord, ClusterState: etcdutil.ClusterStateExisting, InitialCluster: firstOrdinals(ord + 1)}
 		if ord == 0 {
 			t.ClusterState = etcdutil.ClusterStateNew
 		}
@@ -89,8 +90,17 @@ func TestPlanHTTPSMembersInSpec(t *testing.T) {
 			t.Errorf("member %d viewed as %+v, want ordinal %d, healthy, voting, leading only if 0", i, m, i)
 		}
 	}
-	d := Plan(s)
+	d := plan.Plan(s)
 	if d.Action != nil || d.Progress != "" || d.Blocked != "" {
 		t.Errorf("decision for a healthy full cluster on https = %+v, want none", d)
 	}
+}
+
+// firstOrdinals is 0, 1, ..., n-1: the initial cluster of a member that joined n-1 others.
+func firstOrdinals(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
 }

@@ -3,19 +3,15 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sort"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/version"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 	"github.com/etcd-operator/etcd-operator/pkg/member"
 )
@@ -35,7 +31,7 @@ type observation struct {
 	claims map[int]*corev1.PersistentVolumeClaim
 	// foreign are the objects with the name of one of the cluster's objects that are not
 	// the cluster's (foreign.go).
-	foreign []ForeignObject
+	foreign []plan.ForeignObject
 	// refusedServices are the cluster's Services the API server refused to create this pass
 	// (see State.RefusedServices).
 	refusedServices []string
@@ -83,7 +79,13 @@ func (r *Reconciler) observe(ctx context.Context, c *api.EtcdCluster) (*observat
 	}
 	o.published = publishedPods(eps, o.pods)
 	r.checkDNS(ctx, c, o)
+	return o, r.observeEtcd(ctx, c, o)
+}
 
+// observeEtcd asks every running member pod for its member's status, then a voting member
+// that answered for the member list and the alarms. A member list that does not answer is
+// not an error: o.membersKnown stays false.
+func (r *Reconciler) observeEtcd(ctx context.Context, c *api.EtcdCluster, o *observation) error {
 	endpoints := map[int]string{}
 	for ord, p := range o.pods {
 		if p.Status.PodIP != "" && p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
@@ -91,7 +93,7 @@ func (r *Reconciler) observe(ctx context.Context, c *api.EtcdCluster) (*observat
 		}
 	}
 	if len(endpoints) == 0 {
-		return o, nil
+		return nil
 	}
 	all := make([]string, 0, len(endpoints))
 	for _, e := range endpoints {
@@ -100,7 +102,7 @@ func (r *Reconciler) observe(ctx context.Context, c *api.EtcdCluster) (*observat
 	sort.Strings(all)
 	cli, err := r.deps.Etcd.New(all, etcdConn(c))
 	if err != nil {
-		return nil, fmt.Errorf("opening etcd client: %w", err)
+		return fmt.Errorf("opening etcd client: %w", err)
 	}
 	defer cli.Close()
 	o.statuses = memberStatuses(ctx, cli, endpoints)
@@ -112,26 +114,26 @@ func (r *Reconciler) observe(ctx context.Context, c *api.EtcdCluster) (*observat
 	// and a follower may lag.
 	voters := o.voterEndpoints(0)
 	if len(voters) == 0 {
-		return o, nil
+		return nil
 	}
 	lcli, err := r.deps.Etcd.New(voters, etcdConn(c))
 	if err != nil {
-		return nil, fmt.Errorf("opening etcd client: %w", err)
+		return fmt.Errorf("opening etcd client: %w", err)
 	}
 	defer lcli.Close()
 	members, err := lcli.MemberList(ctx)
 	if err != nil {
 		r.log(c).WithError(err).Debug("listing members")
-		return o, nil
+		return nil
 	}
 	o.members, o.membersKnown = members, true
 	if err := r.recordClusterID(ctx, c, o); err != nil {
-		return nil, err
+		return err
 	}
 	if o.alarms, err = lcli.AlarmList(ctx); err != nil {
 		r.log(c).WithError(err).Debug("listing alarms")
 	}
-	return o, nil
+	return nil
 }
 
 // leaderOf is the leader the members report: the one that says it leads, or else the one
@@ -192,162 +194,6 @@ func memberStatuses(ctx context.Context, cli etcdutil.Client, endpoints map[int]
 	return out
 }
 
-// observePods reads the cluster's member pods from the cache into o.pods, adopting those it
-// may (not while paused) and recording the others of a member's name as foreign.
-func (r *Reconciler) observePods(ctx context.Context, c *api.EtcdCluster, o *observation) error {
-	pods, err := r.deps.Pods.Pods(c.Namespace).List(member.ClusterSelector(c.Name))
-	if err != nil {
-		return fmt.Errorf("listing pods: %w", err)
-	}
-	for _, p := range pods {
-		ord, ok := member.Ordinal(c.Name, p.Name)
-		switch {
-		case !ok:
-		case metav1.IsControlledBy(p, c):
-			o.pods[ord] = p
-		case member.Adoptable(c, p):
-			if c.Spec.Paused {
-				continue
-			}
-			adopted, err := r.adoptPod(ctx, c, p)
-			if err != nil {
-				return err
-			}
-			o.pods[ord] = adopted
-		default:
-			o.foreign = append(o.foreign, foreignObject(ForeignPod, p, ord))
-		}
-	}
-	return nil
-}
-
-// publishedPods reports which pods their member Service routes to: an endpoint with the
-// pod's current address in an EndpointSlice of the Service of the pod's name. An address left
-// from an earlier pod of the same name does not count.
-func publishedPods(eps []*discoveryv1.EndpointSlice, pods map[int]*corev1.Pod) map[string]bool {
-	ips := map[string]string{}
-	for _, p := range pods {
-		if p.Status.PodIP != "" {
-			ips[p.Name] = p.Status.PodIP
-		}
-	}
-	out := map[string]bool{}
-	for _, s := range eps {
-		name := s.Labels[discoveryv1.LabelServiceName]
-		ip, ok := ips[name]
-		if !ok {
-			continue
-		}
-		for _, ep := range s.Endpoints {
-			if ep.Conditions.Ready != nil && !*ep.Conditions.Ready {
-				continue
-			}
-			if slices.Contains(ep.Addresses, ip) {
-				out[name] = true
-			}
-		}
-	}
-	return out
-}
-
-// state turns an observation, made at now, into the planner's input.
-func (o *observation) state(now time.Time) State {
-	c := o.cluster
-	s := State{
-		Name:               c.Name,
-		Namespace:          c.Namespace,
-		Size:               int(c.Spec.Size),
-		Bootstrapped:       c.Status.Size > 0,
-		MembersKnown:       o.membersKnown,
-		Pods:               map[int]PodView{},
-		Replaced:           map[int]bool{},
-		Version:            lowestVersion(o.statuses),
-		Persistent:         member.HasClaims(&c.Spec),
-		DeleteScaledClaims: member.Retention(&c.Spec).WhenScaled == api.RetentionDelete,
-		Claims:             o.claimViews(),
-		Statuses:           o.statuses,
-		Recovery:           quorumLossView(c),
-		Foreign:            o.foreign,
-		RefusedServices:    o.refusedServices,
-		Now:                now,
-		TargetVersion:      o.memberVersion(),
-		SpecVersion:        member.NormalizeVersion(c.Spec.Version),
-		DowngradeTarget:    downgradeTarget(o.statuses),
-	}
-	for _, cv := range s.Claims {
-		// A claim that holds a member's data: the cluster has started, whatever its status
-		// says (an EtcdCluster deleted with whenDeleted Retain and applied again).
-		if s.Persistent && cv.MemberID != 0 {
-			s.Bootstrapped = true
-		}
-	}
-	for _, m := range c.Status.Members {
-		if ord, ok := member.Ordinal(c.Name, m.Name); ok {
-			s.Replaced[ord] = true
-			s.LastMembers = append(s.LastMembers, LastMember{Ordinal: ord, ID: member.ParseID(m.ID), Learner: m.Learner})
-		}
-	}
-	for ord, p := range o.pods {
-		pv := o.podView(ord, p)
-		pv.Outdated = !member.UpToDate(c, p, s.TargetVersion, o.initImage)
-		if pv.Outdated {
-			_, _, pv.ImageOnly = member.ImageChange(c, p, s.TargetVersion, o.initImage)
-		}
-		pv.StaleMetadata = !member.PolicyMetadataPatch(c, p).Empty()
-		s.Pods[ord] = pv
-		if pv.MemberID != 0 {
-			// A pod marked with its member: that member has started, so the cluster has.
-			s.Bootstrapped = true
-		}
-	}
-	for _, m := range o.members {
-		s.Members = append(s.Members, o.memberView(m))
-	}
-	for _, a := range o.alarms {
-		v := AlarmView{Ordinal: -1, MemberID: a.MemberID, Type: a.Type}
-		for _, m := range s.Members {
-			if m.ID == a.MemberID {
-				v.Ordinal = m.Ordinal
-			}
-		}
-		s.Alarms = append(s.Alarms, v)
-	}
-	s.ElectingSince = electingSince(c)
-	return s
-}
-
-// podView is the planner's view of one member pod.
-func (o *observation) podView(ord int, p *corev1.Pod) PodView {
-	t, _ := member.ReadTemplate(o.cluster.Name, p)
-	v := PodView{
-		Ordinal:         ord,
-		Phase:           p.Status.Phase,
-		Terminating:     p.DeletionTimestamp != nil,
-		IP:              p.Status.PodIP,
-		Published:       o.published[p.Name],
-		Unschedulable:   unschedulable(p),
-		Node:            p.Spec.NodeName,
-		ClusterState:    t.ClusterState,
-		InitialCluster:  t.InitialCluster,
-		DataLost:        dataLost(p),
-		ForceNewCluster: t.ForceNewCluster,
-		MemberID:        t.MemberID,
-		Problem:         podProblem(p),
-		Version:         t.Version,
-		Created:         p.CreationTimestamp.Time,
-		Waiting:         etcdWaiting(p),
-		RestartPending:  member.RestartPending(p),
-		NotReady:        !podReady(p),
-	}
-	if at, err := time.Parse(time.RFC3339, p.Annotations[member.AnnotationRestartedAt]); err == nil {
-		v.RestartedAt = at
-	}
-	if p.DeletionTimestamp != nil {
-		v.DeletionDeadline = p.DeletionTimestamp.Time
-	}
-	return v
-}
-
 // memberOrdinal is the ordinal of an etcd member of the cluster: from its name, or from its
 // peer URL's host before it has started (member.MemberOrdinal); ok is false for any other
 // member. A new scheme or port in its peer URL changes no member's ordinal.
@@ -355,8 +201,8 @@ func (o *observation) memberOrdinal(m etcdutil.Member) (int, bool) {
 	return member.MemberOrdinal(o.cluster.Name, o.cluster.Namespace, m)
 }
 
-func (o *observation) memberView(m etcdutil.Member) MemberView {
-	v := MemberView{Ordinal: -1, ID: m.ID, Name: m.Name, Learner: m.IsLearner, Leader: m.ID == o.leader}
+func (o *observation) memberView(m etcdutil.Member) plan.MemberView {
+	v := plan.MemberView{Ordinal: -1, ID: m.ID, Name: m.Name, Learner: m.IsLearner, Leader: m.ID == o.leader}
 	if ord, ok := o.memberOrdinal(m); ok {
 		v.Ordinal = ord
 	}
@@ -364,81 +210,4 @@ func (o *observation) memberView(m etcdutil.Member) MemberView {
 		v.Healthy = true
 	}
 	return v
-}
-
-// downgradeTarget is the version etcd's downgrade is enabled for, as any member reports it:
-// a member on 3.5 reports none, and the leader may be one during a downgrade to 3.5.
-func downgradeTarget(statuses map[int]etcdutil.Status) string {
-	for _, o := range sortedOrdinals(statuses) {
-		if t := statuses[o].DowngradeTarget; t != "" {
-			return t
-		}
-	}
-	return ""
-}
-
-// lowestVersion is the oldest etcd version any member reports: the one the cluster speaks.
-func lowestVersion(statuses map[int]etcdutil.Status) string {
-	var low *version.Version
-	for _, st := range statuses {
-		v, err := version.ParseGeneric(st.Version)
-		if err != nil {
-			continue
-		}
-		if low == nil || v.LessThan(low) {
-			low = v
-		}
-	}
-	if low == nil {
-		return ""
-	}
-	return low.String()
-}
-
-func unschedulable(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-			return true
-		}
-	}
-	return false
-}
-
-// quorumLossView reads how the cluster recovers from a quorum lost for good: spec.recovery
-// with its defaults, the annotation, and when the loss was first reported.
-func quorumLossView(c *api.EtcdCluster) QuorumLossView {
-	v := QuorumLossView{Policy: api.QuorumLossManual,
-		Grace:       time.Duration(api.DefaultQuorumLossGracePeriodSeconds) * time.Second,
-		RecoverFrom: c.Annotations[api.AnnotationRecoverQuorum]}
-	if r := c.Spec.Recovery; r != nil {
-		if r.QuorumLoss != "" {
-			v.Policy = r.QuorumLoss
-		}
-		if r.GracePeriodSeconds != nil {
-			v.Grace = time.Duration(*r.GracePeriodSeconds) * time.Second
-		}
-	}
-	if quorumLostReported(c.Status.Conditions) {
-		v.Since = meta.FindStatusCondition(c.Status.Conditions, string(api.ConditionDegraded)).LastTransitionTime.Time
-	}
-	return v
-}
-
-// electingSince is when members were first seen answering without a member list, as the
-// Progressing condition says; zero when it does not.
-func electingSince(c *api.EtcdCluster) time.Time {
-	if !electionReported(c.Status.Conditions) {
-		return time.Time{}
-	}
-	return meta.FindStatusCondition(c.Status.Conditions, string(api.ConditionProgressing)).LastTransitionTime.Time
-}
-
-// podReady: the pod's Ready condition is True.
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
 	"github.com/etcd-operator/etcd-operator/pkg/member"
 )
 
@@ -26,7 +27,7 @@ import (
 // someone changed them. A Service of one of those names that is not the cluster's is
 // returned, left alone: the pass reports it and goes on; so is one the API server refuses
 // to create ("service NAME: message"), which status reports.
-func (r *Reconciler) ensureOwned(ctx context.Context, c *api.EtcdCluster) (foreign []ForeignObject, refused []string, err error) {
+func (r *Reconciler) ensureOwned(ctx context.Context, c *api.EtcdCluster) (foreign []plan.ForeignObject, refused []string, err error) {
 	for _, want := range []*corev1.Service{member.PeerService(c), member.ClientService(c)} {
 		f, err := r.ensureService(ctx, c, want)
 		if msg, ok := refusedByAPIServer(err); ok {
@@ -107,7 +108,7 @@ func (r *Reconciler) ensureMemberServices(ctx context.Context, c *api.EtcdCluste
 
 // ensureService creates or repairs one of the cluster's Services; a Service of that name that
 // is not the cluster's is returned and never changed.
-func (r *Reconciler) ensureService(ctx context.Context, c *api.EtcdCluster, want *corev1.Service) (*ForeignObject, error) {
+func (r *Reconciler) ensureService(ctx context.Context, c *api.EtcdCluster, want *corev1.Service) (*plan.ForeignObject, error) {
 	services := r.deps.Kube.CoreV1().Services(c.Namespace)
 	have, err := r.deps.Services.Services(c.Namespace).Get(want.Name)
 	if apierrors.IsNotFound(err) {
@@ -120,7 +121,7 @@ func (r *Reconciler) ensureService(ctx context.Context, c *api.EtcdCluster, want
 				return nil, fmt.Errorf("getting service %s: %w", want.Name, err)
 			}
 			if !metav1.IsControlledBy(have, c) {
-				f := foreignObject(ForeignService, have, -1)
+				f := foreignObject(plan.ForeignService, have, -1)
 				return &f, nil
 			}
 			return nil, nil
@@ -136,7 +137,7 @@ func (r *Reconciler) ensureService(ctx context.Context, c *api.EtcdCluster, want
 		return nil, fmt.Errorf("getting service %s: %w", want.Name, err)
 	}
 	if !metav1.IsControlledBy(have, c) {
-		f := foreignObject(ForeignService, have, -1)
+		f := foreignObject(plan.ForeignService, have, -1)
 		return &f, nil
 	}
 	if equality.Semantic.DeepEqual(have.Spec.Selector, want.Spec.Selector) &&

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
 	"github.com/etcd-operator/etcd-operator/pkg/dnsutil"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 	versioned "github.com/etcd-operator/etcd-operator/pkg/generated/clientset/versioned"
@@ -138,9 +139,9 @@ func (r *Reconciler) Sync(ctx context.Context, namespace, name string) (time.Dur
 		return afterAction, nil
 	}
 	state := obs.state(r.now())
-	decision := Plan(state)
+	decision := plan.Plan(state)
 	if c.Spec.Paused {
-		decision = Decision{}
+		decision = plan.Decision{}
 	}
 
 	requeue := whenSteady
@@ -182,7 +183,7 @@ func (r *Reconciler) Sync(ctx context.Context, namespace, name string) (time.Dur
 // observing it: spec.storage filled in (patched: the pass ends there, the cluster changed),
 // its Services and budget, its claims, and the recover-quorum annotation cleared once done.
 func (r *Reconciler) observeOwned(ctx context.Context, c *api.EtcdCluster) (obs *observation, patched bool, err error) {
-	var foreign []ForeignObject
+	var foreign []plan.ForeignObject
 	var refused []string
 	if !c.Spec.Paused {
 		if patched, err := r.ensureStorage(ctx, c); err != nil || patched {

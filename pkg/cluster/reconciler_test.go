@@ -22,6 +22,8 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster/status"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 	"github.com/etcd-operator/etcd-operator/pkg/generated/clientset/versioned/fake"
 	informers "github.com/etcd-operator/etcd-operator/pkg/generated/informers/externalversions"
@@ -361,7 +363,7 @@ func TestMemberVersion(t *testing.T) {
 		if got := (&observation{cluster: c}).memberVersion(); got != tc.want {
 			t.Errorf("spec %s running %q: member version %s, want %s", tc.spec, tc.running, got, tc.want)
 		}
-		st := computeStatus(c, State{Name: c.Name, Size: 3}, Decision{})
+		st := status.Compute(c, plan.State{Name: c.Name, Size: 3}, plan.Decision{})
 		deg := meta.FindStatusCondition(st.Conditions, string(api.ConditionDegraded))
 		isDeg := deg != nil && deg.Status == metav1.ConditionTrue && deg.Reason == string(api.ReasonVersionChangeUnsupported)
 		if isDeg != tc.degraded {

@@ -11,17 +11,18 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
 	"github.com/etcd-operator/etcd-operator/pkg/member"
 )
 
 // The reconciler's side of recovering a quorum lost for good (the rules are in
-// plan_quorum.go). The choice of the survivor lives in the cluster's AnnotationRecoverQuorum
+// plan/plan_quorum.go). The choice of the survivor lives in the cluster's AnnotationRecoverQuorum
 // from the moment it is made until etcd lists members again, so that an operator killed
 // between any two steps picks up the same survivor, and never a second one.
 
 // chooseSurvivor writes the survivor the planner chose in the cluster's annotation, in place
 // of "highest" (or of nothing, with FromSurvivor), and says so in an Event.
-func (r *Reconciler) chooseSurvivor(ctx context.Context, c *api.EtcdCluster, a Action) (Result, error) {
+func (r *Reconciler) chooseSurvivor(ctx context.Context, c *api.EtcdCluster, a plan.Action) (Result, error) {
 	name := member.Name(c.Name, a.Ordinal)
 	patch := annotationPatch(api.AnnotationRecoverQuorum, name, c.UID)
 	if _, err := r.deps.Clientset.EtcdV1alpha1().EtcdClusters(c.Namespace).Patch(ctx, c.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
@@ -37,7 +38,7 @@ func (r *Reconciler) chooseSurvivor(ctx context.Context, c *api.EtcdCluster, a A
 
 // forceNewCluster restarts the survivor with --force-new-cluster: its pod is deleted first
 // (that very pod: a UID precondition), and made again with the flag once it is gone.
-func (r *Reconciler) forceNewCluster(ctx context.Context, c *api.EtcdCluster, o *observation, a Action, why string) (Result, error) {
+func (r *Reconciler) forceNewCluster(ctx context.Context, c *api.EtcdCluster, o *observation, a plan.Action, why string) (Result, error) {
 	name := member.Name(c.Name, a.Ordinal)
 	if p := o.pods[a.Ordinal]; p != nil {
 		if p.DeletionTimestamp != nil {

@@ -10,6 +10,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil/etcdtest"
 )
@@ -35,9 +36,9 @@ func TestRecoverQuorumFromSurvivor(t *testing.T) {
 	}
 	survivor := members[0]
 	id := survivor.ID()
-	last := make([]LastMember, 0, 3)
+	last := make([]plan.LastMember, 0, 3)
 	for o, m := range members {
-		last = append(last, LastMember{Ordinal: o, ID: m.ID()})
+		last = append(last, plan.LastMember{Ordinal: o, ID: m.ID()})
 	}
 
 	// Two members go with their data.
@@ -60,16 +61,16 @@ func TestRecoverQuorumFromSurvivor(t *testing.T) {
 	if err != nil {
 		t.Fatalf("survivor's status: %v", err)
 	}
-	s := onClaims(State{Name: "c", Size: 3, Bootstrapped: true, LastMembers: last,
+	s := onClaims(plan.State{Name: "c", Size: 3, Bootstrapped: true, LastMembers: last,
 		Pods: pods(running(0, 0, 1, 2)), Claims: claims(markedBy(claim(0), id)),
 		Statuses: map[int]etcdutil.Status{0: st}, Now: time.Now(),
-		Recovery: QuorumLossView{Policy: api.QuorumLossManual, RecoverFrom: api.RecoverFromHighest}})
-	if d := Plan(s); d.Action == nil || d.Action.Kind != ActionChooseSurvivor || d.Action.Ordinal != 0 ||
+		Recovery: plan.QuorumLossView{Policy: api.QuorumLossManual, RecoverFrom: api.RecoverFromHighest}})
+	if d := plan.Plan(s); d.Action == nil || d.Action.Kind != plan.ActionChooseSurvivor || d.Action.Ordinal != 0 ||
 		d.Action.RaftIndex != st.RaftIndex || st.RaftIndex == 0 {
 		t.Fatalf("plan %+v (%s), want the survivor chosen at raft index %d", d.Action, d.Message, st.RaftIndex)
 	}
 	s.Recovery.RecoverFrom = "c-0"
-	if d := Plan(s); d.Action == nil || d.Action.Kind != ActionForceNewCluster || d.Action.MemberID != id {
+	if d := plan.Plan(s); d.Action == nil || d.Action.Kind != plan.ActionForceNewCluster || d.Action.MemberID != id {
 		t.Fatalf("plan %+v (%s), want its pod restarted with --force-new-cluster", d.Action, d.Message)
 	}
 
@@ -91,10 +92,10 @@ func TestRecoverQuorumFromSurvivor(t *testing.T) {
 	}
 
 	// etcd lists the survivor alone: the planner drops the flag before anyone joins.
-	s = onClaims(State{Name: "c", Size: 3, Bootstrapped: true, MembersKnown: true,
-		Members: []MemberView{{Ordinal: 0, ID: list[0].ID, Name: list[0].Name, Healthy: true, Leader: true}},
+	s = onClaims(plan.State{Name: "c", Size: 3, Bootstrapped: true, MembersKnown: true,
+		Members: []plan.MemberView{{Ordinal: 0, ID: list[0].ID, Name: list[0].Name, Healthy: true, Leader: true}},
 		Pods:    pods(forced(running(0, 0, 1, 2))), Claims: claims(markedBy(claim(0), id))})
-	if d := Plan(s); d.Action == nil || d.Action.Kind != ActionDeletePod || d.Action.Ordinal != 0 {
+	if d := plan.Plan(s); d.Action == nil || d.Action.Kind != plan.ActionDeletePod || d.Action.Ordinal != 0 {
 		t.Fatalf("plan %+v (%s), want the survivor's pod deleted to drop the flag", d.Action, d.Message)
 	}
 	survivor.Stop()

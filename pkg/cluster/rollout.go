@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
 	"github.com/etcd-operator/etcd-operator/pkg/member"
 )
 
@@ -60,7 +61,7 @@ func (r *Reconciler) restartInPlace(ctx context.Context, c *api.EtcdCluster, p *
 	if !applied {
 		return Result{}, err
 	}
-	r.log(c).WithField("member", p.Name).WithField("action", string(ActionRestartInPlace)).WithField("image", image).Info("changed the etcd image in place")
+	r.log(c).WithField("member", p.Name).WithField("action", string(plan.ActionRestartInPlace)).WithField("image", image).Info("changed the etcd image in place")
 	r.event(c, corev1.EventTypeNormal, EventMemberRolled, "Rolling member %s in place: %s", p.Name, why)
 	return Result{Changed: true}, nil
 }
@@ -77,7 +78,7 @@ func (r *Reconciler) patchPodMetadata(ctx context.Context, c *api.EtcdCluster, p
 	if !applied {
 		return Result{}, err
 	}
-	r.log(c).WithField("member", p.Name).WithField("action", string(ActionPatchPod)).Info("patched pod labels and annotations")
+	r.log(c).WithField("member", p.Name).WithField("action", string(plan.ActionPatchPod)).Info("patched pod labels and annotations")
 	r.event(c, corev1.EventTypeNormal, EventPodPatched, "Patched the labels and annotations of pod %s from spec.pod", p.Name)
 	return Result{Changed: true}, nil
 }

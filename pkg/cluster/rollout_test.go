@@ -13,6 +13,8 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster/status"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 	"github.com/etcd-operator/etcd-operator/pkg/member"
 )
@@ -140,7 +142,7 @@ func TestActRollMember(t *testing.T) {
 	fc := &fakeControl{result: Result{Changed: true}}
 	rec := record.NewFakeRecorder(10)
 	r := &Reconciler{deps: Deps{Log: quietLog(), Recorder: rec}, control: fc}
-	if _, err := r.act(context.Background(), c, observed(c), Action{Kind: ActionRollMember, Ordinal: 1, MemberID: 101}, "restarting member demo-1 on its data"); err != nil {
+	if _, err := r.act(context.Background(), c, observed(c), plan.Action{Kind: plan.ActionRollMember, Ordinal: 1, MemberID: 101}, "restarting member demo-1 on its data"); err != nil {
 		t.Fatal(err)
 	}
 	if len(fc.calls) != 1 || fc.calls[0] != "DeletePod demo-1" {
@@ -168,12 +170,12 @@ func drain(rec *record.FakeRecorder) string {
 func TestStatusDuringRollout(t *testing.T) {
 	c := newCluster(3)
 	c.Spec.Version = "3.7.3"
-	s := State{Name: c.Name, Size: 3, Bootstrapped: true, MembersKnown: true, Version: "3.6.16", TargetVersion: "3.7.3",
-		Members:  []MemberView{leader(0), voter(1), sick(voter(2))},
+	s := plan.State{Name: c.Name, Size: 3, Bootstrapped: true, MembersKnown: true, Version: "3.6.16", TargetVersion: "3.7.3",
+		Members:  []plan.MemberView{leader(0), voter(1), sick(voter(2))},
 		Pods:     pods(rolled(0, "3.6.16", true, time.Hour), rolled(1, "3.6.16", true, time.Hour), rolled(2, "3.7.3", false, time.Second)),
 		Statuses: map[int]etcdutil.Status{0: reporting(0, "3.6.16", 1000), 1: reporting(1, "3.6.16", 1000)}}
-	d := Plan(s)
-	st := computeStatus(c, s, d)
+	d := plan.Plan(s)
+	st := status.Compute(c, s, d)
 	want := map[string]struct {
 		version string
 		current bool
@@ -201,7 +203,7 @@ func TestStatusDuringRollout(t *testing.T) {
 	s.Pods[2] = p
 	s.Members[2] = voter(2)
 	s.Statuses[2] = reporting(2, "3.6.16", 1000)
-	st = computeStatus(c, s, Plan(s))
+	st = status.Compute(c, s, plan.Plan(s))
 	for _, m := range st.Members {
 		if m.Name == "demo-2" && m.PodCurrent {
 			t.Error("a pod whose old container still runs is current")

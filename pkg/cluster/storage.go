@@ -5,23 +5,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
 	"github.com/etcd-operator/etcd-operator/pkg/member"
-	"github.com/etcd-operator/etcd-operator/pkg/memberinit"
 )
-
-// claimProblemAfter is how long a claim may wait for a volume before the pass asks its Events
-// why: provisioning a volume normally takes a few seconds, and asking costs an API call.
-const claimProblemAfter = 10 * time.Second
 
 // ensureStorage fills in spec.storage when it is left out or names neither volume (a spec
 // that sets only a retentionPolicy), so that what holds the members' data is written on the
@@ -82,139 +75,6 @@ func withUID(patch []byte, uid types.UID) ([]byte, error) {
 	return json.Marshal(m)
 }
 
-// observeClaims reads the cluster's member claims from the cache: those named and labelled
-// for one of its members, controlled by the cluster or by nobody. For a claim that has waited
-// long for a volume, it asks the claim's Events why.
-func (r *Reconciler) observeClaims(ctx context.Context, c *api.EtcdCluster, o *observation) error {
-	claims, err := r.deps.Claims.PersistentVolumeClaims(c.Namespace).List(member.ClusterSelector(c.Name))
-	if err != nil {
-		return fmt.Errorf("listing claims: %w", err)
-	}
-	for _, pvc := range claims {
-		name, ok := strings.CutPrefix(pvc.Name, "data-")
-		if !ok {
-			continue
-		}
-		ord, ok := member.Ordinal(c.Name, name)
-		switch {
-		case !ok || pvc.Name != member.ClaimName(c.Name, ord):
-		case claimIsOurs(c, pvc):
-			o.claims[ord] = pvc
-		default:
-			// Another controller's claim of a member's name: a member pod would mount it.
-			o.foreign = append(o.foreign, foreignObject(ForeignClaim, pvc, ord))
-		}
-	}
-	for ord, pvc := range o.claims {
-		if pvc.Status.Phase == corev1.ClaimBound || pvc.DeletionTimestamp != nil ||
-			time.Since(pvc.CreationTimestamp.Time) < claimProblemAfter {
-			continue
-		}
-		if problem := r.claimProblem(ctx, pvc); problem != "" {
-			if o.claimProblems == nil {
-				o.claimProblems = map[int]string{}
-			}
-			o.claimProblems[ord] = problem
-		}
-	}
-	return nil
-}
-
-// claimProblem is why the claim waits, from its Events (claimWhy); "" when they say nothing
-// or cannot be read: the claim is then reported as waiting, without why.
-func (r *Reconciler) claimProblem(ctx context.Context, pvc *corev1.PersistentVolumeClaim) string {
-	events, err := r.deps.Kube.CoreV1().Events(pvc.Namespace).List(ctx, metav1.ListOptions{
-		FieldSelector: fields.Set{
-			"involvedObject.kind": "PersistentVolumeClaim",
-			"involvedObject.name": pvc.Name,
-			"involvedObject.uid":  string(pvc.UID),
-		}.String()})
-	if err != nil {
-		r.deps.Log.WithField("claim", pvc.Namespace+"/"+pvc.Name).WithError(err).Debug("reading the claim's events")
-		return ""
-	}
-	return claimWhy(events.Items, r.now())
-}
-
-// claimWhy is the reason and message of a waiting claim's latest Warning Event (a
-// StorageClass that does not exist, a provisioner that fails), else of its latest Normal one
-// that has been said for the pods' bound by now (first said that long ago: a wait that is
-// only slow is said for a moment): some waits that last are only Normal (FailedBinding: no
-// StorageClass is set and none is the default; ExternalProvisioning: the provisioner has not
-// answered). WaitForFirstConsumer is left out: that claim waits for its pod to be
-// scheduled, which the pod's own condition explains.
-func claimWhy(events []corev1.Event, now time.Time) string {
-	var warning, normal *corev1.Event
-	for i := range events {
-		e := &events[i]
-		latest := &normal
-		switch {
-		case e.Type == corev1.EventTypeWarning:
-			latest = &warning
-		case e.Reason == "WaitForFirstConsumer" || now.Sub(eventFirstTime(e)) < stuckAfter:
-			continue
-		}
-		if *latest == nil || eventTime(e).After(eventTime(*latest)) {
-			*latest = e
-		}
-	}
-	for _, e := range []*corev1.Event{warning, normal} {
-		if e != nil {
-			return e.Reason + ": " + e.Message
-		}
-	}
-	return ""
-}
-
-// eventFirstTime is when the event was first said.
-func eventFirstTime(e *corev1.Event) time.Time {
-	if !e.FirstTimestamp.IsZero() {
-		return e.FirstTimestamp.Time
-	}
-	return e.EventTime.Time
-}
-
-func eventTime(e *corev1.Event) time.Time {
-	if !e.LastTimestamp.IsZero() {
-		return e.LastTimestamp.Time
-	}
-	return e.EventTime.Time
-}
-
-// claimViews turns the observed claims into the planner's view.
-func (o *observation) claimViews() map[int]ClaimView {
-	c := o.cluster
-	out := map[int]ClaimView{}
-	for ord, pvc := range o.claims {
-		bound := pvc.Status.Phase == corev1.ClaimBound
-		out[ord] = ClaimView{
-			Ordinal:     ord,
-			Terminating: pvc.DeletionTimestamp != nil,
-			Bound:       bound,
-			Outdated:    !bound && (!member.HasClaims(&c.Spec) || !member.ClaimMatches(c, pvc)),
-			MemberID:    member.ParseID(pvc.Annotations[member.AnnotationMemberID]),
-			Problem:     o.claimProblems[ord],
-		}
-	}
-	return out
-}
-
-// dataLost reports whether member-init refused to start the pod's etcd because the member's
-// data dir is empty while the member has started before.
-func dataLost(p *corev1.Pod) bool {
-	for _, st := range p.Status.ContainerStatuses {
-		if st.Name != member.EtcdContainerName {
-			continue
-		}
-		for _, t := range []*corev1.ContainerStateTerminated{st.State.Terminated, st.LastTerminationState.Terminated} {
-			if t != nil && memberinit.IsDataLostMessage(t.Message) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // syncClaims keeps the claims' bookkeeping, before the pass plans anything: it marks the claim
 // of every listed member with the member's ID (once the member's pod uses it), writes the ID
 // on the pod of every member that has started (member-init reads it from there), and sets or
@@ -248,7 +108,7 @@ func (r *Reconciler) syncClaims(ctx context.Context, c *api.EtcdCluster, o *obse
 		if metav1.IsControlledBy(pvc, c) == owned || pvc.DeletionTimestamp != nil {
 			continue
 		}
-		if o.hasForeign(ForeignPod, ord) {
+		if o.hasForeign(plan.ForeignPod, ord) {
 			// Mounted by a pod that is not the cluster's: its ownership is not the
 			// cluster's to set (a cluster deleted with the claim's new owner would take
 			// the claim from under that pod).

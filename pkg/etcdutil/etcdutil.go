@@ -7,6 +7,8 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+
+	"github.com/etcd-operator/etcd-operator/pkg/etcdutil/etcdfacts"
 )
 
 // Sentinel errors callers check with errors.Is.
@@ -32,15 +34,13 @@ var (
 	ErrNotLeader = errors.New("member is not the leader")
 )
 
-// ClusterState is the value of etcd's --initial-cluster-state flag.
-type ClusterState string
+// ClusterState is the value of etcd's --initial-cluster-state flag (etcdfacts.ClusterState).
+type ClusterState = etcdfacts.ClusterState
 
-// The states a member's etcd starts in.
+// The states a member's etcd starts in (see etcdfacts).
 const (
-	// ClusterStateNew: the member bootstraps a new cluster, and starts at once.
-	ClusterStateNew ClusterState = "new"
-	// ClusterStateExisting: the member joins a running cluster, once it has been added.
-	ClusterStateExisting ClusterState = "existing"
+	ClusterStateNew      = etcdfacts.ClusterStateNew
+	ClusterStateExisting = etcdfacts.ClusterStateExisting
 )
 
 // Member is one entry of etcd's member list.
@@ -57,43 +57,16 @@ type Member struct {
 	IsLearner bool
 }
 
-// Status is what one member reports of itself.
-type Status struct {
-	// ID of the member that answered.
-	ID uint64
-	// ClusterID is the ID of the etcd cluster the answering member belongs to.
-	ClusterID uint64
-	// Leader is the member ID the answering member follows (0: no leader known).
-	Leader uint64
-	// RaftIndex and RaftAppliedIndex tell how far the member's log has progressed.
-	RaftIndex        uint64
-	RaftAppliedIndex uint64
-	// RaftTerm is the member's current raft term.
-	RaftTerm uint64
-	// IsLearner is true when the answering member is a learner.
-	IsLearner bool
-	// Version is the etcd server version, e.g. "3.6.16".
-	Version string
-	// StorageVersion is the version of the member's data format, e.g. "3.6.0" (etcd 3.6 and
-	// later; empty from 3.5): during a downgrade etcd lowers it before members may restart on
-	// the older release.
-	StorageVersion string
-	// DowngradeTarget is the version etcd's downgrade API is enabled for, e.g. "3.6.0"; empty
-	// when no downgrade is in progress (and always from 3.5 members).
-	DowngradeTarget string
-	// Errors are the member's reported errors (alarms such as NOSPACE, corruption).
-	Errors []string
-}
+// Status is what one member reports of itself (etcdfacts.Status).
+type Status = etcdfacts.Status
 
-// AlarmType is an alarm a member raises.
-type AlarmType string
+// AlarmType is an alarm a member raises (etcdfacts.AlarmType).
+type AlarmType = etcdfacts.AlarmType
 
-// The alarms etcd raises; both make the cluster refuse writes until disarmed.
+// The alarms etcd raises (see etcdfacts).
 const (
-	// AlarmNoSpace: the member's backend reached its quota (--quota-backend-bytes).
-	AlarmNoSpace AlarmType = "NOSPACE"
-	// AlarmCorrupt: the member's data differs from the others' (corruption check).
-	AlarmCorrupt AlarmType = "CORRUPT"
+	AlarmNoSpace = etcdfacts.AlarmNoSpace
+	AlarmCorrupt = etcdfacts.AlarmCorrupt
 )
 
 // Alarm is one alarm raised in the cluster.

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/member/naming"
 )
 
 // AnnotationMemberID records, on a member's claim and pod, the etcd ID of the member whose data
@@ -67,11 +68,9 @@ func Retention(spec *api.EtcdClusterSpec) api.RetentionPolicy {
 	return p
 }
 
-// ClaimName is the name of the claim that holds the data of the member with the given ordinal:
-// data-<cluster>-<ordinal>, as a StatefulSet would name it.
-func ClaimName(cluster string, ordinal int) string {
-	return "data-" + Name(cluster, ordinal)
-}
+// ClaimName is the name of the claim that holds the data of the member with the given ordinal
+// (naming.ClaimName).
+func ClaimName(cluster string, ordinal int) string { return naming.ClaimName(cluster, ordinal) }
 
 // Claim builds the claim of one member from the spec's volumeClaimTemplate (which must be set).
 // The cluster owns it only when whenDeleted is Delete, so that it goes with the cluster;

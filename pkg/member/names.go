@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
+	"github.com/etcd-operator/etcd-operator/pkg/member/naming"
 )
 
 // Ports every member listens on.
@@ -63,24 +64,12 @@ func PeerServiceName(cluster string) string { return cluster }
 // ClientServiceName is the Service clients use.
 func ClientServiceName(cluster string) string { return cluster + "-client" }
 
-// MemberName is the name of the member (and its pod) with the given ordinal.
-func Name(cluster string, ordinal int) string {
-	return cluster + "-" + strconv.Itoa(ordinal)
-}
+// Name is the name of the member (and its pod) with the given ordinal (naming.Name).
+func Name(cluster string, ordinal int) string { return naming.Name(cluster, ordinal) }
 
-// MemberOrdinal parses the ordinal out of a member name of the cluster. ok is false when the
-// name does not belong to the cluster.
-func Ordinal(cluster, member string) (ordinal int, ok bool) {
-	rest, found := strings.CutPrefix(member, cluster+"-")
-	if !found || rest == "" || (len(rest) > 1 && rest[0] == '0') {
-		return 0, false
-	}
-	n, err := strconv.Atoi(rest)
-	if err != nil || n < 0 {
-		return 0, false
-	}
-	return n, true
-}
+// Ordinal parses the ordinal out of a member name of the cluster; ok is false when the name
+// does not belong to the cluster (naming.Ordinal).
+func Ordinal(cluster, member string) (ordinal int, ok bool) { return naming.Ordinal(cluster, member) }
 
 // MemberServiceName is the member's own Service: a virtual IP in front of whichever pod the
 // member has, which keeps the member's address when its pod is made again.

@@ -15,6 +15,7 @@ import (
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
+	"github.com/etcd-operator/etcd-operator/pkg/member/naming"
 	"github.com/etcd-operator/etcd-operator/pkg/memberinit"
 )
 
@@ -31,7 +32,7 @@ const (
 	// DataVolumeName is the name of the volume that holds DataDir.
 	DataVolumeName = "data"
 	// EtcdContainerName is the name of the container that runs etcd.
-	EtcdContainerName = "etcd"
+	EtcdContainerName = naming.EtcdContainerName
 	// InstallContainerName is the name of the init container that copies the operator binary
 	// into a joining member's pod, for its etcd container to wait with until the member has
 	// been registered in the cluster.
@@ -88,10 +89,8 @@ func ImageFor(repository, version string) string {
 	return repository + ":v" + NormalizeVersion(version)
 }
 
-// NormalizeVersion drops the optional leading "v" of a spec.version.
-func NormalizeVersion(version string) string {
-	return strings.TrimPrefix(version, "v")
-}
+// NormalizeVersion drops the optional leading "v" of a spec.version (naming.NormalizeVersion).
+func NormalizeVersion(version string) string { return naming.NormalizeVersion(version) }
 
 // ClusterToken is the unique --initial-cluster-token of a cluster.
 func ClusterToken(c *api.EtcdCluster) string {
@@ -197,17 +196,11 @@ func Pod(c *api.EtcdCluster, t Template, initImage string) *corev1.Pod {
 	return pod
 }
 
-// FormatID writes an etcd member ID the way etcd and the operator print it.
-func FormatID(id uint64) string { return strconv.FormatUint(id, 16) }
+// FormatID writes an etcd member ID the way etcd and the operator print it (naming.FormatID).
+func FormatID(id uint64) string { return naming.FormatID(id) }
 
-// ParseID reads an ID written by FormatID; 0 when s is not one.
-func ParseID(s string) uint64 {
-	id, err := strconv.ParseUint(s, 16, 64)
-	if err != nil {
-		return 0
-	}
-	return id
-}
+// ParseID reads an ID written by FormatID; 0 when s is not one (naming.ParseID).
+func ParseID(s string) uint64 { return naming.ParseID(s) }
 
 // etcdContainer is the container that runs the member's etcd (of the given version).
 func etcdContainer(c *api.EtcdCluster, t Template, policy *api.PodPolicy, version string) corev1.Container {

@@ -1,4 +1,4 @@
-package cluster
+package plan
 
 import (
 	"fmt"
@@ -7,8 +7,8 @@ import (
 	"time"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
-	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
-	"github.com/etcd-operator/etcd-operator/pkg/member"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdutil/etcdfacts"
+	"github.com/etcd-operator/etcd-operator/pkg/member/naming"
 )
 
 // The planner's rules for a quorum lost for good, in a cluster whose members keep their data
@@ -34,7 +34,7 @@ import (
 //   - The named member's pod is deleted and made again with --force-new-cluster on its data:
 //     it becomes a cluster of one. A member named that is not a survivor is refused.
 //   - Once etcd lists members again, the annotation is removed (reconciler), the survivor's
-//     pod is deleted to restart it without the flag (ruleForcedPod), and the others' leftover
+//     pod is deleted to restart it without the flag (deleteForcedPod), and the others' leftover
 //     pods and claims are replaced by the usual rules as the cluster grows back.
 //
 // Never two survivors: while a pod started with --force-new-cluster exists, no other is made.
@@ -72,13 +72,13 @@ type quorumLoss struct {
 	// held: the members whose data may be there; survivors: those of them whose etcd answers
 	// on it, by ordinal.
 	held      []LastMember
-	survivors map[int]etcdutil.Status
+	survivors map[int]etcdfacts.Status
 }
 
 // forGood: quorum can never come back by waiting (fewer members hold data than a majority:
 // of two voters, one lost is enough), and some member's data is left.
 func (q quorumLoss) forGood() bool {
-	return q.voters > 0 && len(q.held) < quorum(q.voters) && len(q.held) > 0
+	return q.voters > 0 && len(q.held) < Quorum(q.voters) && len(q.held) > 0
 }
 
 // allGone: every last-known member's data is gone.
@@ -87,7 +87,7 @@ func (q quorumLoss) allGone() bool { return q.voters > 0 && len(q.held) == 0 }
 // assessQuorum sorts the last-known voting members into those whose data is gone for good and
 // those whose data may be left, and finds the survivors among them.
 func assessQuorum(s State) quorumLoss {
-	q := quorumLoss{gone: map[int]string{}, survivors: map[int]etcdutil.Status{}}
+	q := quorumLoss{gone: map[int]string{}, survivors: map[int]etcdfacts.Status{}}
 	for _, m := range s.LastMembers {
 		if m.Learner {
 			continue
@@ -161,13 +161,13 @@ func planQuorumLost(s State, q quorumLoss) Decision {
 	st := q.survivors[o]
 	return blocked(step(s, Action{Kind: ActionChooseSurvivor, Ordinal: o, MemberID: st.ID, RaftIndex: st.RaftIndex},
 		api.ReasonRecoveringQuorum, "recovering from %s, the survivor with the highest raft index", o),
-		"recovering from %s (raft index %d)", member.Name(s.Name, o), st.RaftIndex)
+		"recovering from %s (raft index %d)", naming.Name(s.Name, o), st.RaftIndex)
 }
 
 // planForceNewCluster recovers from the member the annotation names: its pod is deleted,
 // then made again with --force-new-cluster on its data.
 func planForceNewCluster(s State, q quorumLoss, name string, blocked func(Decision, string, ...any) Decision) Decision {
-	o, isMember := member.Ordinal(s.Name, name)
+	o, isMember := naming.Ordinal(s.Name, name)
 	var survivor *LastMember
 	for _, m := range q.held {
 		if isMember && m.Ordinal == o {
@@ -185,7 +185,7 @@ func planForceNewCluster(s State, q quorumLoss, name string, blocked func(Decisi
 	p, hasPod := s.Pods[o]
 	st, answers := q.survivors[o]
 	a := Action{Kind: ActionForceNewCluster, Ordinal: o, MemberID: survivor.ID, InitialCluster: lastOrdinals(s),
-		ClusterState: etcdutil.ClusterStateExisting, RaftIndex: st.RaftIndex}
+		ClusterState: etcdfacts.ClusterStateExisting, RaftIndex: st.RaftIndex}
 	switch {
 	case hasPod && p.Terminating:
 		return blocked(waiting(s, api.ReasonRecoveringQuorum, "waiting for the old pod of %s to go", o),
@@ -204,25 +204,25 @@ func planForceNewCluster(s State, q quorumLoss, name string, blocked func(Decisi
 	}
 }
 
-// planForcedPod keeps to one survivor while no member list answers: a pod started with
+// waitForForcedSurvivor keeps to one survivor while no member list answers: a pod started with
 // --force-new-cluster is waited for, and no other is made. ok is false when there is none,
 // or when member-init found its data dir empty (its etcd never started).
-func planForcedPod(s State) (Decision, bool) {
-	for _, o := range sortedOrdinals(s.Pods) {
+func waitForForcedSurvivor(s State) (Decision, bool) {
+	for _, o := range SortedOrdinals(s.Pods) {
 		if p := s.Pods[o]; p.ForceNewCluster && !p.DataLost {
 			return Decision{Blocked: api.ReasonQuorumLost, Progress: api.ReasonRecoveringQuorum, Message: fmt.Sprintf(
-				"recovering from %s: waiting for it to start with --force-new-cluster, as a cluster of one", member.Name(s.Name, o))}, true
+				"recovering from %s: waiting for it to start with --force-new-cluster, as a cluster of one", naming.Name(s.Name, o))}, true
 		}
 	}
 	return Decision{}, false
 }
 
-// ruleForcedPod deletes, once etcd lists members again, a pod started with
+// deleteForcedPod deletes, once etcd lists members again, a pod started with
 // --force-new-cluster: the member restarts in place without the flag, before any member
 // joins (a restart with it would drop them). A pod whose member is not listed must not force
 // a cluster of its own beside the one that answers.
-func ruleForcedPod(s State, members map[int]MemberView) (Decision, bool) {
-	for _, o := range sortedOrdinals(s.Pods) {
+func deleteForcedPod(s State, members map[int]MemberView) (Decision, bool) {
+	for _, o := range SortedOrdinals(s.Pods) {
 		p := s.Pods[o]
 		if !p.ForceNewCluster || p.Terminating {
 			continue
@@ -289,7 +289,7 @@ func allLostMessage(s State, q quorumLoss) string {
 // whose data is left, with their raft indexes.
 func lostAndLeft(s State, q quorumLoss) (lost, left []string) {
 	for _, o := range lastOrdinals(s) {
-		name := member.Name(s.Name, o)
+		name := naming.Name(s.Name, o)
 		if why, ok := q.gone[o]; ok {
 			lost = append(lost, name+" ("+why+")")
 		} else if st, ok := q.survivors[o]; ok {
@@ -308,7 +308,7 @@ func quorumLostTodo(s State, q quorumLoss) string {
 	}
 	target := api.RecoverFromHighest
 	if o, ok := highestSurvivor(q); ok {
-		target = member.Name(s.Name, o)
+		target = naming.Name(s.Name, o)
 	}
 	todo := fmt.Sprintf("to recover from %s with --force-new-cluster, losing the writes it does not have, run: kubectl annotate etcdcluster %s%s %s=%s",
 		target, namespaceFlag(s), s.Name, api.AnnotationRecoverQuorum, target)

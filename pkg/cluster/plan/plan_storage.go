@@ -1,10 +1,11 @@
-package cluster
+package plan
 
 import (
 	"slices"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
-	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdutil/etcdfacts"
+	"github.com/etcd-operator/etcd-operator/pkg/member/naming"
 )
 
 // The planner's rules about claims, for a cluster whose members keep their data on claims
@@ -46,7 +47,7 @@ func intactClaim(s State, o int, id uint64) bool {
 // planOutdatedClaims replaces a claim that never bound and was made from an earlier
 // spec.storage (or when the spec no longer asks for claims): its pod goes first.
 func planOutdatedClaims(s State) (Decision, bool) {
-	for _, o := range sortedOrdinals(s.Claims) {
+	for _, o := range SortedOrdinals(s.Claims) {
 		c := s.Claims[o]
 		if c.Bound || c.Terminating || (s.Persistent && !c.Outdated) {
 			continue
@@ -79,7 +80,7 @@ func planRestartInPlace(s State) (Decision, bool) {
 	slices.Sort(ordinals)
 	// A member whose old pod is still going does not hold back the others.
 	going := -1
-	for _, m := range sortedMembers(s.Members) {
+	for _, m := range SortedMembers(s.Members) {
 		p, hasPod := s.Pods[m.Ordinal]
 		if m.Learner || (hasPod && !p.Terminating) || !intactClaim(s, m.Ordinal, m.ID) {
 			continue
@@ -94,7 +95,7 @@ func planRestartInPlace(s State) (Decision, bool) {
 		if m.Name != "" {
 			started = m.ID
 		}
-		return step(s, Action{Kind: ActionCreatePod, Ordinal: m.Ordinal, ClusterState: etcdutil.ClusterStateExisting,
+		return step(s, Action{Kind: ActionCreatePod, Ordinal: m.Ordinal, ClusterState: etcdfacts.ClusterStateExisting,
 			InitialCluster: ordinals, MemberID: started}, api.ReasonRestartingMember,
 			"restarting member %s on its data", m.Ordinal), true
 	}
@@ -118,7 +119,7 @@ func restartMarked(s State) (Decision, bool) {
 		known[m.Ordinal] = m
 	}
 	var marked []int
-	for _, o := range sortedOrdinals(s.Claims) {
+	for _, o := range SortedOrdinals(s.Claims) {
 		c := s.Claims[o]
 		m, isKnown := known[o]
 		if c.MemberID != 0 && !c.Terminating && (len(known) == 0 || (isKnown && m.ID == c.MemberID)) {
@@ -136,7 +137,7 @@ func restartMarked(s State) (Decision, bool) {
 		case hasPod && p.Terminating && going < 0:
 			going = o
 		case !hasPod:
-			return step(s, Action{Kind: ActionCreatePod, Ordinal: o, ClusterState: etcdutil.ClusterStateExisting,
+			return step(s, Action{Kind: ActionCreatePod, Ordinal: o, ClusterState: etcdfacts.ClusterStateExisting,
 				InitialCluster: marked, MemberID: started}, api.ReasonRestartingMember, "restarting member %s on its data", o), true
 		}
 	}
@@ -170,7 +171,7 @@ func dataGone(s State, m MemberView) bool {
 func claimGoneUnder(s State, o int) bool {
 	p, hasPod := s.Pods[o]
 	_, hasClaim := s.Claims[o]
-	return s.Persistent && !hasClaim && hasPod && p.Unschedulable && podStuck(s, p)
+	return s.Persistent && !hasClaim && hasPod && p.Unschedulable() && podStuck(s, p)
 }
 
 // prepareClaim makes the claim of ordinal o, which is not a member, fit for a new member
@@ -212,7 +213,7 @@ func planScaledClaims(s State, members map[int]MemberView) (Decision, bool) {
 	if !s.Persistent || !s.DeleteScaledClaims {
 		return Decision{}, false
 	}
-	for _, o := range sortedOrdinals(s.Claims) {
+	for _, o := range SortedOrdinals(s.Claims) {
 		_, isMember := members[o]
 		_, hasPod := s.Pods[o]
 		if o < s.Size || isMember || hasPod || s.Claims[o].Terminating {
@@ -222,4 +223,19 @@ func planScaledClaims(s State, members map[int]MemberView) (Decision, bool) {
 			"deleting the claim of %s, removed by a scale-down (whenScaled: Delete)", o), true
 	}
 	return Decision{}, false
+}
+
+// claimHint is what a stuck rollout says a user can do about a member whose own data is at
+// fault: on claims, delete its claim.
+func claimHint(s State, o int) string {
+	if !s.Persistent {
+		return ""
+	}
+	return "; if its own data is at fault, " + deleteClaimCommand(s, o) + " has it replaced"
+}
+
+// deleteClaimCommand is the command that deletes the claim of ordinal o, which has its member
+// replaced on a new claim.
+func deleteClaimCommand(s State, o int) string {
+	return "kubectl delete pvc " + namespaceFlag(s) + naming.ClaimName(s.Name, o)
 }

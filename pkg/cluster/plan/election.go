@@ -1,4 +1,4 @@
-package cluster
+package plan
 
 import (
 	"fmt"
@@ -6,21 +6,21 @@ import (
 	"time"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
-	"github.com/etcd-operator/etcd-operator/pkg/member"
+	"github.com/etcd-operator/etcd-operator/pkg/member/naming"
 )
 
 // Members that answer while no member list does: a leader is being elected, or quorum is
 // lost. etcd's member list is a linearizable read, which waits for a leader, so an election
 // that outlasts the list's timeout looks like a lost quorum for a pass or two. For
-// electionBound that is reported as an election (Progressing ElectingLeader) and Available
+// ElectionBound that is reported as an election (Progressing ElectingLeader) and Available
 // and Degraded keep what they said, so a short election neither flips Available nor raises a
 // Warning; past it, Degraded says NoQuorum and names the members that answer and those that
 // do not. The time the election was first seen is the Progressing condition's
 // lastTransitionTime, so a restarted operator counts from the same instant.
 
-// electionBound is how long members may answer without a member list before the cluster is
+// ElectionBound is how long members may answer without a member list before the cluster is
 // reported without quorum: several of etcd's election timeouts.
-const electionBound = 15 * time.Second
+const ElectionBound = 15 * time.Second
 
 // planNoLeader is the rule for members that answer while no member list does.
 func planNoLeader(s State) (Decision, bool) {
@@ -29,9 +29,9 @@ func planNoLeader(s State) (Decision, bool) {
 	}
 	since := s.ElectingSince
 	if since.IsZero() {
-		since = passTime(s)
+		since = s.Now
 	}
-	if passTime(s).Before(since.Add(electionBound)) {
+	if s.Now.Before(since.Add(ElectionBound)) {
 		return Decision{Progress: api.ReasonElectingLeader, Message: fmt.Sprintf(
 			"%s answer but cannot list the members yet: waiting for a leader to be elected", answeringMembers(s))}, true
 	}
@@ -44,13 +44,13 @@ func planNoLeader(s State) (Decision, bool) {
 // they know of.
 func answeringMembers(s State) string {
 	var out []string
-	for _, o := range sortedOrdinals(s.Statuses) {
+	for _, o := range SortedOrdinals(s.Statuses) {
 		st := s.Statuses[o]
 		lead := "no leader"
 		if st.Leader != 0 {
-			lead = "leader " + hexID(st.Leader)
+			lead = "leader " + naming.FormatID(st.Leader)
 		}
-		out = append(out, fmt.Sprintf("%s (term %d, %s)", member.Name(s.Name, o), st.RaftTerm, lead))
+		out = append(out, fmt.Sprintf("%s (term %d, %s)", naming.Name(s.Name, o), st.RaftTerm, lead))
 	}
 	return strings.Join(out, ", ")
 }
@@ -60,7 +60,7 @@ func silent(s State) string {
 	var out []string
 	for _, m := range s.LastMembers {
 		if _, ok := s.Statuses[m.Ordinal]; !ok {
-			out = append(out, member.Name(s.Name, m.Ordinal)+" ("+podCondition(s.Pods, m.Ordinal)+")")
+			out = append(out, naming.Name(s.Name, m.Ordinal)+" ("+PodCondition(s.Pods, m.Ordinal)+")")
 		}
 	}
 	if len(out) == 0 {

@@ -1,4 +1,4 @@
-package cluster
+package status
 
 import (
 	"strings"
@@ -10,19 +10,20 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 )
 
 // TestComputeStatus: (State, Decision) → status, the pass's one input to the three conditions
 // and the phase.
 func TestComputeStatus(t *testing.T) {
-	healthy3 := []MemberView{leader(0), voter(1), voter(2)}
+	healthy3 := []plan.MemberView{leader(0), voter(1), voter(2)}
 	type conds struct{ available, progressing, degraded api.ConditionReason }
 	for _, tc := range []struct {
 		name   string
 		paused bool
-		state  State
-		d      Decision
+		state  plan.State
+		d      plan.Decision
 		// true status of each condition: Available, Progressing, Degraded
 		available, progressing, degraded bool
 		reasons                          conds
@@ -31,22 +32,22 @@ func TestComputeStatus(t *testing.T) {
 	}{
 		{
 			name:      "new cluster, nothing yet",
-			state:     State{Size: 3},
+			state:     plan.State{Size: 3},
 			available: false, progressing: false, degraded: false,
 			reasons: conds{api.ReasonBootstrapping, api.ReasonReconciled, api.ReasonAsExpected},
 			phase:   api.PhasePending,
 		},
 		{
 			name:      "seed being created",
-			state:     State{Size: 3},
-			d:         step(State{Name: "c"}, Action{Kind: ActionCreatePod}, api.ReasonBootstrapping, "creating seed member %s", 0),
+			state:     plan.State{Size: 3},
+			d:         plan.Decision{Action: &plan.Action{Kind: plan.ActionCreatePod}, Progress: api.ReasonBootstrapping, Message: "creating seed member c-0"},
 			available: false, progressing: true,
 			reasons: conds{api.ReasonBootstrapping, api.ReasonBootstrapping, api.ReasonAsExpected},
 			phase:   api.PhaseBootstrapping,
 		},
 		{
 			name:      "as spec'd",
-			state:     State{Size: 3, Bootstrapped: true, MembersKnown: true, Members: healthy3, Version: "3.6.16"},
+			state:     plan.State{Size: 3, Bootstrapped: true, MembersKnown: true, Members: healthy3, Version: "3.6.16"},
 			available: true,
 			reasons:   conds{api.ReasonClusterHealthy, api.ReasonReconciled, api.ReasonAsExpected},
 			phase:     api.PhaseRunning,
@@ -54,8 +55,8 @@ func TestComputeStatus(t *testing.T) {
 		},
 		{
 			name:      "growing",
-			state:     State{Size: 5, Bootstrapped: true, MembersKnown: true, Members: healthy3},
-			d:         Decision{Progress: api.ReasonScalingUp, Message: "creating pod c-3"},
+			state:     plan.State{Size: 5, Bootstrapped: true, MembersKnown: true, Members: healthy3},
+			d:         plan.Decision{Progress: api.ReasonScalingUp, Message: "creating pod c-3"},
 			available: true, progressing: true,
 			reasons: conds{api.ReasonQuorumHealthy, api.ReasonScalingUp, api.ReasonAsExpected},
 			phase:   api.PhaseScaling,
@@ -63,8 +64,8 @@ func TestComputeStatus(t *testing.T) {
 		},
 		{
 			name:      "one member unhealthy, being replaced",
-			state:     State{Size: 3, Bootstrapped: true, MembersKnown: true, Members: []MemberView{leader(0), voter(1), sick(voter(2))}},
-			d:         Decision{Progress: api.ReasonReplacingMember, Message: "removing member c-2"},
+			state:     plan.State{Size: 3, Bootstrapped: true, MembersKnown: true, Members: []plan.MemberView{leader(0), voter(1), sick(voter(2))}},
+			d:         plan.Decision{Progress: api.ReasonReplacingMember, Message: "removing member c-2"},
 			available: true, progressing: true, degraded: true,
 			reasons: conds{api.ReasonQuorumHealthy, api.ReasonReplacingMember, api.ReasonMembersUnhealthy},
 			phase:   api.PhaseRecovering,
@@ -73,8 +74,8 @@ func TestComputeStatus(t *testing.T) {
 		{
 			// Past its bound the planner blocks the rollout (RolloutStuck), which is Degraded.
 			name:      "one member restarting for a rollout: expected, not degraded",
-			state:     State{Size: 3, Bootstrapped: true, MembersKnown: true, Members: []MemberView{leader(0), voter(1), sick(voter(2))}},
-			d:         Decision{Progress: api.ReasonUpgrading, Message: "waiting for member c-2 before the next one is rolled"},
+			state:     plan.State{Size: 3, Bootstrapped: true, MembersKnown: true, Members: []plan.MemberView{leader(0), voter(1), sick(voter(2))}},
+			d:         plan.Decision{Progress: api.ReasonUpgrading, Message: "waiting for member c-2 before the next one is rolled"},
 			available: true, progressing: true, degraded: false,
 			reasons: conds{api.ReasonQuorumHealthy, api.ReasonUpgrading, api.ReasonAsExpected},
 			phase:   api.PhaseRollingOut,
@@ -82,8 +83,8 @@ func TestComputeStatus(t *testing.T) {
 		},
 		{
 			name:     "quorum lost",
-			state:    State{Size: 3, Bootstrapped: true, MembersKnown: true, Members: []MemberView{voter(0), sick(voter(1)), sick(voter(2))}},
-			d:        Plan(State{Name: "c", Size: 3, Bootstrapped: true, MembersKnown: true, Members: []MemberView{voter(0), sick(voter(1)), sick(voter(2))}}),
+			state:    plan.State{Size: 3, Bootstrapped: true, MembersKnown: true, Members: []plan.MemberView{voter(0), sick(voter(1)), sick(voter(2))}},
+			d:        plan.Plan(plan.State{Name: "c", Size: 3, Bootstrapped: true, MembersKnown: true, Members: []plan.MemberView{voter(0), sick(voter(1)), sick(voter(2))}}),
 			degraded: true,
 			reasons:  conds{api.ReasonNoQuorum, api.ReasonNoQuorum, api.ReasonNoQuorum},
 			phase:    api.PhaseDegraded,
@@ -91,8 +92,8 @@ func TestComputeStatus(t *testing.T) {
 		},
 		{
 			name:     "nobody answers a cluster that ran",
-			state:    State{Size: 3, Bootstrapped: true, Pods: pods(running(0))},
-			d:        Decision{Blocked: api.ReasonEtcdUnreachable, Message: "no member answered"},
+			state:    plan.State{Size: 3, Bootstrapped: true, Pods: pods(running(0))},
+			d:        plan.Decision{Blocked: api.ReasonEtcdUnreachable, Message: "no member answered"},
 			degraded: true,
 			reasons:  conds{api.ReasonNoQuorum, api.ReasonEtcdUnreachable, api.ReasonEtcdUnreachable},
 			phase:    api.PhaseDegraded,
@@ -100,7 +101,7 @@ func TestComputeStatus(t *testing.T) {
 		{
 			name:      "paused",
 			paused:    true,
-			state:     State{Size: 5, Bootstrapped: true, MembersKnown: true, Members: healthy3},
+			state:     plan.State{Size: 5, Bootstrapped: true, MembersKnown: true, Members: healthy3},
 			available: true,
 			reasons:   conds{api.ReasonQuorumHealthy, api.ReasonPaused, api.ReasonAsExpected},
 			phase:     api.PhasePaused,
@@ -108,15 +109,15 @@ func TestComputeStatus(t *testing.T) {
 		},
 		{
 			name:    "quorum held but no member leads: not serving",
-			state:   State{Size: 3, Bootstrapped: true, MembersKnown: true, Members: []MemberView{voter(0), voter(1), voter(2)}},
+			state:   plan.State{Size: 3, Bootstrapped: true, MembersKnown: true, Members: []plan.MemberView{voter(0), voter(1), voter(2)}},
 			reasons: conds{api.ReasonNoQuorum, api.ReasonReconciled, api.ReasonAsExpected},
 			phase:   api.PhaseRunning,
 			ready:   3,
 		},
 		{
 			name: "NOSPACE alarm: not serving writes, degraded, naming the member",
-			state: State{Size: 3, Bootstrapped: true, MembersKnown: true, Members: healthy3,
-				Alarms: []AlarmView{{Ordinal: 1, MemberID: 101, Type: etcdutil.AlarmNoSpace}}},
+			state: plan.State{Size: 3, Bootstrapped: true, MembersKnown: true, Members: healthy3,
+				Alarms: []plan.AlarmView{{Ordinal: 1, MemberID: 101, Type: etcdutil.AlarmNoSpace}}},
 			degraded: true,
 			reasons:  conds{api.ReasonAlarmNoSpace, api.ReasonReconciled, api.ReasonAlarmNoSpace},
 			phase:    api.PhaseDegraded,
@@ -124,8 +125,8 @@ func TestComputeStatus(t *testing.T) {
 		},
 		{
 			name: "CORRUPT alarm comes before NOSPACE",
-			state: State{Size: 3, Bootstrapped: true, MembersKnown: true, Members: healthy3,
-				Alarms: []AlarmView{{Ordinal: 1, MemberID: 101, Type: etcdutil.AlarmNoSpace}, {Ordinal: 2, MemberID: 102, Type: etcdutil.AlarmCorrupt}}},
+			state: plan.State{Size: 3, Bootstrapped: true, MembersKnown: true, Members: healthy3,
+				Alarms: []plan.AlarmView{{Ordinal: 1, MemberID: 101, Type: etcdutil.AlarmNoSpace}, {Ordinal: 2, MemberID: 102, Type: etcdutil.AlarmCorrupt}}},
 			degraded: true,
 			reasons:  conds{api.ReasonAlarmCorrupt, api.ReasonReconciled, api.ReasonAlarmCorrupt},
 			phase:    api.PhaseDegraded,
@@ -133,7 +134,7 @@ func TestComputeStatus(t *testing.T) {
 		},
 		{
 			name:      "running another version than spec'd",
-			state:     State{Size: 3, Bootstrapped: true, MembersKnown: true, Members: healthy3, Version: "3.5.21"},
+			state:     plan.State{Size: 3, Bootstrapped: true, MembersKnown: true, Members: healthy3, Version: "3.5.21"},
 			available: true, degraded: true,
 			reasons: conds{api.ReasonClusterHealthy, api.ReasonReconciled, api.ReasonVersionChangeUnsupported},
 			phase:   api.PhaseRunning,
@@ -144,7 +145,7 @@ func TestComputeStatus(t *testing.T) {
 			c := newCluster(int32(tc.state.Size))
 			c.Name, c.Spec.Paused = "c", tc.paused
 			tc.state.Name = c.Name
-			st := computeStatus(c, tc.state, tc.d)
+			st := Compute(c, tc.state, tc.d)
 			for _, want := range []struct {
 				t      api.ConditionType
 				true   bool
@@ -180,10 +181,10 @@ func TestDegradedNamesUnhealthyMembers(t *testing.T) {
 	gone, stuck := running(3), running(4)
 	gone.Terminating, gone.Node = true, "worker-2"
 	stuck.Phase = corev1.PodPending
-	s := State{Name: "c", Size: 5, Bootstrapped: true, MembersKnown: true,
-		Members: []MemberView{leader(0), voter(1), sick(voter(2)), sick(voter(3)), sick(voter(4))},
+	s := plan.State{Name: "c", Size: 5, Bootstrapped: true, MembersKnown: true,
+		Members: []plan.MemberView{leader(0), voter(1), sick(voter(2)), sick(voter(3)), sick(voter(4))},
 		Pods:    pods(running(0), running(1), gone, stuck)}
-	deg := meta.FindStatusCondition(computeStatus(c, s, Decision{}).Conditions, string(api.ConditionDegraded))
+	deg := meta.FindStatusCondition(Compute(c, s, plan.Decision{}).Conditions, string(api.ConditionDegraded))
 	want := "3 of 5 voting members are unhealthy: c-2 (its pod is gone), c-3 (its pod is terminating on node worker-2), c-4 (its pod is Pending)"
 	if deg == nil || deg.Message != want {
 		t.Errorf("Degraded = %+v,\nwant message %q", deg, want)
@@ -194,11 +195,11 @@ func TestDegradedNamesUnhealthyMembers(t *testing.T) {
 // twice from the same input is equal and not written again.
 func TestComputeStatusIsStable(t *testing.T) {
 	c := newCluster(3)
-	s := State{Name: c.Name, Size: 3, Bootstrapped: true, MembersKnown: true, Members: []MemberView{leader(0), voter(1), voter(2)}}
-	first := computeStatus(c, s, Decision{})
+	s := plan.State{Name: c.Name, Size: 3, Bootstrapped: true, MembersKnown: true, Members: []plan.MemberView{leader(0), voter(1), voter(2)}}
+	first := Compute(c, s, plan.Decision{})
 	for range 20 {
 		c2 := c.DeepCopy()
-		again := computeStatus(c2, s, Decision{})
+		again := Compute(c2, s, plan.Decision{})
 		for i := range again.Conditions {
 			if again.Conditions[i].Type != first.Conditions[i].Type {
 				t.Fatalf("condition order changed: %v then %v", first.Conditions, again.Conditions)
@@ -214,7 +215,7 @@ func TestComputeStatusIsStable(t *testing.T) {
 	}
 	// Fed back, the status computes to itself: nothing to write.
 	c.Status = first
-	if again := computeStatus(c, s, Decision{}); !equalConditions(again.Conditions, first.Conditions) {
+	if again := Compute(c, s, plan.Decision{}); !equalConditions(again.Conditions, first.Conditions) {
 		t.Errorf("a status fed back changed: %+v then %+v", first.Conditions, again.Conditions)
 	}
 }
@@ -235,23 +236,23 @@ func equalConditions(a, b []metav1.Condition) bool {
 func TestStatusClaims(t *testing.T) {
 	c := newCluster(3)
 	c.Name = "c"
-	s := onClaims(State{Name: "c", Size: 3, Now: passAt, Pods: pods(troubled(stuckPod(seedPod(false)), "Unschedulable",
+	s := onClaims(plan.State{Name: "c", Size: 3, Now: passAt, Pods: pods(troubled(stuckPod(seedPod(false)), "Unschedulable",
 		"0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims.", time.Hour)),
-		Claims: claims(func() ClaimView {
+		Claims: claims(func() plan.ClaimView {
 			cv := unbound(claim(0))
 			cv.Problem = `ProvisioningFailed: storageclass.storage.k8s.io "nope" not found`
 			return cv
 		}())})
-	st := computeStatus(c, s, Decision{Progress: api.ReasonBootstrapping, Message: "waiting for seed member c-0 to start"})
+	st := Compute(c, s, plan.Decision{Progress: api.ReasonBootstrapping, Message: "waiting for seed member c-0 to start"})
 	deg := meta.FindStatusCondition(st.Conditions, string(api.ConditionDegraded))
 	if deg == nil || deg.Status != metav1.ConditionTrue || deg.Reason != string(api.ReasonClaimPending) ||
 		deg.Message != `claim data-c-0 waits for a volume (ProvisioningFailed: storageclass.storage.k8s.io "nope" not found)` {
 		t.Errorf("Degraded = %+v, want ClaimPending naming the claim and its event", deg)
 	}
 
-	running3 := onClaims(State{Name: "c", Size: 3, Bootstrapped: true, MembersKnown: true,
-		Members: []MemberView{leader(0), voter(1), voter(2)}, Claims: claims(claim(0), claim(1), claim(2))})
-	st = computeStatus(c, running3, Decision{})
+	running3 := onClaims(plan.State{Name: "c", Size: 3, Bootstrapped: true, MembersKnown: true,
+		Members: []plan.MemberView{leader(0), voter(1), voter(2)}, Claims: claims(claim(0), claim(1), claim(2))})
+	st = Compute(c, running3, plan.Decision{})
 	for _, m := range st.Members {
 		if m.Claim != "data-"+m.Name {
 			t.Errorf("member %s: claim %q, want data-%s", m.Name, m.Claim, m.Name)
@@ -273,11 +274,11 @@ func TestStatusQuorumLost(t *testing.T) {
 	s := lostQuorum(3, pods(running(0, 0, 1, 2)), claims(claim(0)), answering(0, 42))
 	s.Name = "c"
 	first := s.Now
-	if v := quorumLossView(c); !v.Since.IsZero() {
+	if v := QuorumLoss(c); !v.Since.IsZero() {
 		t.Fatalf("loss reported since %s before it was reported", v.Since)
 	}
 
-	c.Status = computeStatus(c, s, Plan(s))
+	c.Status = Compute(c, s, plan.Plan(s))
 	deg := meta.FindStatusCondition(c.Status.Conditions, string(api.ConditionDegraded))
 	if deg == nil || deg.Reason != string(api.ReasonQuorumLost) || !deg.LastTransitionTime.Time.Equal(first) {
 		t.Fatalf("Degraded = %+v, want QuorumLost since %s", deg, first)
@@ -294,24 +295,24 @@ func TestStatusQuorumLost(t *testing.T) {
 
 	// A later pass, FromSurvivor: the time stays; the grace period is counted from it.
 	s.Now = first.Add(time.Minute)
-	s.Recovery = quorumLossView(c)
+	s.Recovery = QuorumLoss(c)
 	s.Recovery.Policy = api.QuorumLossFromSurvivor
 	if !s.Recovery.Since.Equal(first) {
 		t.Fatalf("loss read back as reported since %s, want %s", s.Recovery.Since, first)
 	}
-	d := Plan(s)
-	c.Status = computeStatus(c, s, d)
+	d := plan.Plan(s)
+	c.Status = Compute(c, s, d)
 	deg = meta.FindStatusCondition(c.Status.Conditions, string(api.ConditionDegraded))
 	if !deg.LastTransitionTime.Time.Equal(first) || !strings.Contains(deg.Message, "in 4m0s") {
 		t.Errorf("Degraded a minute later = %+v, want QuorumLost since %s, 4m0s left", deg, first)
 	}
 	// Recovering: Progressing says so, and the phase is Recovering.
 	s.Now = first.Add(5 * time.Minute)
-	d = Plan(s)
-	if d.Action == nil || d.Action.Kind != ActionChooseSurvivor {
+	d = plan.Plan(s)
+	if d.Action == nil || d.Action.Kind != plan.ActionChooseSurvivor {
 		t.Fatalf("past the grace period: %+v, want the survivor chosen", d)
 	}
-	c.Status = computeStatus(c, s, d)
+	c.Status = Compute(c, s, d)
 	prog := meta.FindStatusCondition(c.Status.Conditions, string(api.ConditionProgressing))
 	if prog.Reason != string(api.ReasonRecoveringQuorum) || c.Status.Phase != api.PhaseRecovering {
 		t.Errorf("Progressing %+v, phase %s: want RecoveringQuorum and Recovering", prog, c.Status.Phase)

@@ -1,4 +1,4 @@
-package cluster
+package plan
 
 import (
 	"fmt"
@@ -6,7 +6,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
-	"github.com/etcd-operator/etcd-operator/pkg/member"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdutil/etcdfacts"
+	"github.com/etcd-operator/etcd-operator/pkg/member/naming"
 )
 
 // A minor downgrade goes through etcd's downgrade API (etcd 3.6 and later), around the
@@ -24,7 +25,8 @@ import (
 //
 // A minor downgrade on emptyDir is refused (versionProblem): its members would have to join
 // again, on new data, and etcd lets no new member join while a downgrade is in progress
-// (seen with 3.6.16 and 3.7.3: "cluster version of remote member is not compatible; too low").
+// (seen going down from api.DefaultVersion to the minor before it: "cluster version of remote
+// member is not compatible; too low").
 // Every step reads what etcd reports, so an operator killed between two of them starts again
 // where etcd is.
 
@@ -52,7 +54,7 @@ func planDowngrade(s State) (Decision, bool) {
 			return Decision{Action: &Action{Kind: ActionCancelDowngrade}, Progress: rolloutReason(s), Message: fmt.Sprintf(
 				"cancelling etcd's downgrade to %d.%d: spec.version is %s now", target.Major(), target.Minor(), s.SpecVersion)}, true
 		}
-		for _, o := range sortedOrdinals(s.Statuses) {
+		for _, o := range SortedOrdinals(s.Statuses) {
 			st := s.Statuses[o]
 			sv, err := version.ParseGeneric(st.StorageVersion)
 			if err == nil && !sameMinor(sv, target) {
@@ -67,7 +69,7 @@ func planDowngrade(s State) (Decision, bool) {
 	if err != nil || !oneMinorDown(running, want) || !s.Persistent {
 		return Decision{}, false
 	}
-	voting, healthy := votingCounts(s.Members)
+	voting, healthy := VotingCounts(s.Members)
 	if healthy < voting || len(s.Members) != voting {
 		return Decision{Progress: api.ReasonDowngrading, Message: fmt.Sprintf(
 			"waiting for every member to be a healthy voting member before enabling etcd's downgrade to %d.%d (%d of %d healthy)",
@@ -87,11 +89,11 @@ func oneMinorDown(from, to *version.Version) bool {
 	return from.Major() == to.Major() && to.Minor()+1 == from.Minor()
 }
 
-// versionProblem says why the members cannot be rolled from running (the oldest version a
+// VersionProblem says why the members cannot be rolled from running (the oldest version a
 // member runs) to target; empty when they can: a patch change either way, one minor up, or
 // one minor down on claims (through etcd's downgrade API), including an upgrade set back
 // before it finished (a member still runs the older minor).
-func versionProblem(running, target string, persistent bool) string {
+func VersionProblem(running, target string, persistent bool) string {
 	r, err := version.ParseGeneric(running)
 	if err != nil {
 		return ""
@@ -119,16 +121,16 @@ func versionProblem(running, target string, persistent bool) string {
 	return ""
 }
 
-// targetVersion is the version member pods are built with: spec.version; or the version the
+// TargetVersion is the version member pods are built with: spec.version; or the version the
 // cluster runs (running: the oldest a member reported) while spec.version is a step
-// versionProblem refuses, or a minor downgrade etcd has not enabled yet (downgrade: the
+// VersionProblem refuses, or a minor downgrade etcd has not enabled yet (downgrade: the
 // version etcd's downgrade is enabled for, if any).
-func targetVersion(spec, running string, persistent bool, downgrade string) string {
-	want := member.NormalizeVersion(spec)
+func TargetVersion(spec, running string, persistent bool, downgrade string) string {
+	want := naming.NormalizeVersion(spec)
 	if running == "" {
 		return want
 	}
-	if versionProblem(running, want, persistent) != "" {
+	if VersionProblem(running, want, persistent) != "" {
 		return running
 	}
 	r, rerr := version.ParseGeneric(running)
@@ -140,4 +142,33 @@ func targetVersion(spec, running string, persistent bool, downgrade string) stri
 		return want
 	}
 	return running
+}
+
+// DowngradeTarget is the version etcd's downgrade is enabled for, as any member reports it:
+// a member on 3.5 reports none, and the leader may be one during a downgrade to 3.5.
+func DowngradeTarget(statuses map[int]etcdfacts.Status) string {
+	for _, o := range SortedOrdinals(statuses) {
+		if t := statuses[o].DowngradeTarget; t != "" {
+			return t
+		}
+	}
+	return ""
+}
+
+// LowestVersion is the oldest etcd version any member reports: the one the cluster speaks.
+func LowestVersion(statuses map[int]etcdfacts.Status) string {
+	var low *version.Version
+	for _, st := range statuses {
+		v, err := version.ParseGeneric(st.Version)
+		if err != nil {
+			continue
+		}
+		if low == nil || v.LessThan(low) {
+			low = v
+		}
+	}
+	if low == nil {
+		return ""
+	}
+	return low.String()
 }

@@ -1,12 +1,12 @@
-package cluster
+package plan
 
 import (
 	"fmt"
 	"strings"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
-	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
-	"github.com/etcd-operator/etcd-operator/pkg/member"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdutil/etcdfacts"
+	"github.com/etcd-operator/etcd-operator/pkg/member/naming"
 )
 
 // etcd's alarms. A NOSPACE or CORRUPT alarm, raised by any member, makes the whole cluster
@@ -20,19 +20,19 @@ type AlarmView struct {
 	// Ordinal of the member that raised it; -1 when the member is not one of the operator's.
 	Ordinal  int
 	MemberID uint64
-	Type     etcdutil.AlarmType
+	Type     etcdfacts.AlarmType
 }
 
-// writeAlarm is the first alarm that blocks writes, CORRUPT before NOSPACE, and the reason
+// WriteAlarm is the first alarm that blocks writes, CORRUPT before NOSPACE, and the reason
 // that names it.
-func writeAlarm(s State) (api.ConditionReason, string, bool) {
+func WriteAlarm(s State) (api.ConditionReason, string, bool) {
 	for _, want := range []struct {
-		t      etcdutil.AlarmType
+		t      etcdfacts.AlarmType
 		reason api.ConditionReason
 		what   string
 	}{
-		{etcdutil.AlarmCorrupt, api.ReasonAlarmCorrupt, "its data differs from the other members'"},
-		{etcdutil.AlarmNoSpace, api.ReasonAlarmNoSpace, "its backend reached its quota"},
+		{etcdfacts.AlarmCorrupt, api.ReasonAlarmCorrupt, "its data differs from the other members'"},
+		{etcdfacts.AlarmNoSpace, api.ReasonAlarmNoSpace, "its backend reached its quota"},
 	} {
 		var on []string
 		for _, a := range s.Alarms {
@@ -50,13 +50,13 @@ func writeAlarm(s State) (api.ConditionReason, string, bool) {
 
 func alarmMember(s State, a AlarmView) string {
 	if a.Ordinal < 0 {
-		return "member " + hexID(a.MemberID)
+		return "member " + naming.FormatID(a.MemberID)
 	}
-	return fmt.Sprintf("%s (%s)", member.Name(s.Name, a.Ordinal), hexID(a.MemberID))
+	return fmt.Sprintf("%s (%s)", naming.Name(s.Name, a.Ordinal), naming.FormatID(a.MemberID))
 }
 
-// alarmed: an alarm blocks writes.
-func alarmed(s State) bool {
-	_, _, ok := writeAlarm(s)
+// Alarmed: an alarm blocks writes.
+func Alarmed(s State) bool {
+	_, _, ok := WriteAlarm(s)
 	return ok
 }

@@ -1,4 +1,4 @@
-package cluster
+package plan
 
 import (
 	"strings"
@@ -6,12 +6,12 @@ import (
 	"time"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
-	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdutil/etcdfacts"
 )
 
 // downgrading is what member o answers during a downgrade: its version, its storage version
 // and the downgrade etcd has enabled ("" for none).
-func downgrading(o int, v, storage, target string) etcdutil.Status {
+func downgrading(o int, v, storage, target string) etcdfacts.Status {
 	st := reporting(o, v, 1000)
 	st.StorageVersion, st.DowngradeTarget = storage, target
 	return st
@@ -22,15 +22,15 @@ func TestPlanDowngrade(t *testing.T) {
 	all := []MemberView{leader(0), voter(1), voter(2)}
 	hour := time.Hour
 	// The pods of a cluster on 3.7.3 whose spec says 3.6.16; state fills in what observe does.
-	state := func(spec string, persistent bool, ms []MemberView, ps map[int]PodView, st map[int]etcdutil.Status) State {
-		s := rolloutState(targetVersion(spec, lowestVersion(st), persistent, downgradeTarget(st)), persistent, ms, ps, st)
-		s.SpecVersion, s.Version, s.DowngradeTarget = spec, lowestVersion(st), downgradeTarget(st)
+	state := func(spec string, persistent bool, ms []MemberView, ps map[int]PodView, st map[int]etcdfacts.Status) State {
+		s := rolloutState(TargetVersion(spec, LowestVersion(st), persistent, DowngradeTarget(st)), persistent, ms, ps, st)
+		s.SpecVersion, s.Version, s.DowngradeTarget = spec, LowestVersion(st), DowngradeTarget(st)
 		return s
 	}
-	notYet := map[int]etcdutil.Status{0: downgrading(0, newer, "3.7.0", ""), 1: downgrading(1, newer, "3.7.0", ""), 2: downgrading(2, newer, "3.7.0", "")}
-	enabled := map[int]etcdutil.Status{0: downgrading(0, newer, "3.6.0", "3.6.0"), 1: downgrading(1, newer, "3.6.0", "3.6.0"), 2: downgrading(2, newer, "3.6.0", "3.6.0")}
-	storageLeft := map[int]etcdutil.Status{0: downgrading(0, newer, "3.6.0", "3.6.0"), 1: downgrading(1, newer, "3.7.0", "3.6.0"), 2: downgrading(2, newer, "3.6.0", "3.6.0")}
-	oneDown := map[int]etcdutil.Status{0: downgrading(0, newer, "3.6.0", "3.6.0"), 1: downgrading(1, newer, "3.6.0", "3.6.0"), 2: downgrading(2, older, "3.6.0", "3.6.0")}
+	notYet := map[int]etcdfacts.Status{0: downgrading(0, newer, "3.7.0", ""), 1: downgrading(1, newer, "3.7.0", ""), 2: downgrading(2, newer, "3.7.0", "")}
+	enabled := map[int]etcdfacts.Status{0: downgrading(0, newer, "3.6.0", "3.6.0"), 1: downgrading(1, newer, "3.6.0", "3.6.0"), 2: downgrading(2, newer, "3.6.0", "3.6.0")}
+	storageLeft := map[int]etcdfacts.Status{0: downgrading(0, newer, "3.6.0", "3.6.0"), 1: downgrading(1, newer, "3.7.0", "3.6.0"), 2: downgrading(2, newer, "3.6.0", "3.6.0")}
+	oneDown := map[int]etcdfacts.Status{0: downgrading(0, newer, "3.6.0", "3.6.0"), 1: downgrading(1, newer, "3.6.0", "3.6.0"), 2: downgrading(2, older, "3.6.0", "3.6.0")}
 	onNewer := pods(rolled(0, newer, false, hour), rolled(1, newer, false, hour), rolled(2, newer, false, hour))
 	toOlder := pods(rolled(0, newer, true, hour), rolled(1, newer, true, hour), rolled(2, newer, true, hour))
 	twoLeft := pods(rolled(0, newer, true, hour), rolled(1, newer, true, hour), rolled(2, older, false, hour))
@@ -77,7 +77,7 @@ func TestPlanDowngrade(t *testing.T) {
 		{
 			name: "the leader last, leadership moved to the member already on the older release",
 			state: state(older, true, all, pods(rolled(0, newer, true, hour), rolled(1, older, false, hour), rolled(2, older, false, hour)),
-				map[int]etcdutil.Status{0: downgrading(0, newer, "3.6.0", "3.6.0"), 1: downgrading(1, older, "3.6.0", "3.6.0"), 2: downgrading(2, older, "3.6.0", "3.6.0")}),
+				map[int]etcdfacts.Status{0: downgrading(0, newer, "3.6.0", "3.6.0"), 1: downgrading(1, older, "3.6.0", "3.6.0"), 2: downgrading(2, older, "3.6.0", "3.6.0")}),
 			want:     &Action{Kind: ActionMoveLeader, Ordinal: 0, MemberID: 100, Transferee: 102},
 			progress: api.ReasonDowngrading,
 		},
@@ -96,7 +96,7 @@ func TestPlanDowngrade(t *testing.T) {
 		},
 		{
 			name:     "cancelled: the member that went down is rolled back up (replaced: 3.7 may not replay its log)",
-			state:    state(newer, true, all, backUp, map[int]etcdutil.Status{0: reporting(0, newer, 1000), 1: reporting(1, newer, 1000), 2: reporting(2, older, 1000)}),
+			state:    state(newer, true, all, backUp, map[int]etcdfacts.Status{0: reporting(0, newer, 1000), 1: reporting(1, newer, 1000), 2: reporting(2, older, 1000)}),
 			want:     &Action{Kind: ActionRemoveMember, Ordinal: 2, MemberID: 102},
 			progress: api.ReasonUpgrading,
 		},
@@ -134,7 +134,7 @@ func TestVersionProblem(t *testing.T) {
 		{"3.7.3", "4.0.0", true, "major version"},
 		{"", "3.7.3", false, ""},
 	} {
-		got := versionProblem(tc.running, tc.target, tc.persistent)
+		got := VersionProblem(tc.running, tc.target, tc.persistent)
 		if (tc.says == "") != (got == "") || !strings.Contains(got, tc.says) {
 			t.Errorf("versionProblem(%s, %s, claims %v) = %q, want one that says %q", tc.running, tc.target, tc.persistent, got, tc.says)
 		}
@@ -159,7 +159,7 @@ func TestTargetVersion(t *testing.T) {
 		{"3.6.15", "3.6.16", false, "", "3.6.15"},
 		{"3.6.16", "3.6.16", true, "3.6.0", "3.6.16"},
 	} {
-		if got := targetVersion(tc.spec, tc.running, tc.persistent, tc.downgrade); got != tc.want {
+		if got := TargetVersion(tc.spec, tc.running, tc.persistent, tc.downgrade); got != tc.want {
 			t.Errorf("targetVersion(%s, running %s, claims %v, downgrade %q) = %s, want %s", tc.spec, tc.running, tc.persistent, tc.downgrade, got, tc.want)
 		}
 	}

@@ -1,11 +1,11 @@
-package cluster
+package plan
 
 import (
 	"testing"
 	"time"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
-	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdutil/etcdfacts"
 )
 
 // lastVoters are the voting members status last listed, voter(o) each (ID o+100).
@@ -19,11 +19,11 @@ func lastVoters(ordinals ...int) []LastMember {
 
 // answering: the members of the given ordinals answer a status request, each with its raft
 // index (in the same order).
-func answering(ordinalIndex ...int) map[int]etcdutil.Status {
-	out := map[int]etcdutil.Status{}
+func answering(ordinalIndex ...int) map[int]etcdfacts.Status {
+	out := map[int]etcdfacts.Status{}
 	for i := 0; i+1 < len(ordinalIndex); i += 2 {
 		o := ordinalIndex[i]
-		out[o] = etcdutil.Status{ID: uint64(o + 100), RaftIndex: uint64(ordinalIndex[i+1]), RaftTerm: 3}
+		out[o] = etcdfacts.Status{ID: uint64(o + 100), RaftIndex: uint64(ordinalIndex[i+1]), RaftTerm: 3}
 	}
 	return out
 }
@@ -32,7 +32,7 @@ func forced(p PodView) PodView { p.ForceNewCluster = true; return p }
 
 // lostQuorum is a cluster of `size` on claims that status last listed whole and that answers
 // no member list, with the given pods, claims and answers.
-func lostQuorum(size int, ps map[int]PodView, cs map[int]ClaimView, st map[int]etcdutil.Status) State {
+func lostQuorum(size int, ps map[int]PodView, cs map[int]ClaimView, st map[int]etcdfacts.Status) State {
 	all := make([]int, size)
 	for i := range all {
 		all[i] = i
@@ -94,7 +94,7 @@ func TestPlanQuorumLoss(t *testing.T) {
 			name:  "annotation names a survivor: its pod is deleted, to restart it with --force-new-cluster",
 			state: withRecovery(threeGone(40, 42), func(r *QuorumLossView) { r.RecoverFrom = "c-0" }),
 			want: &Action{Kind: ActionForceNewCluster, Ordinal: 0, MemberID: 100, RaftIndex: 40,
-				ClusterState: etcdutil.ClusterStateExisting, InitialCluster: all},
+				ClusterState: etcdfacts.ClusterStateExisting, InitialCluster: all},
 			progress: api.ReasonRecoveringQuorum,
 			blocked:  api.ReasonQuorumLost,
 			message:  []string{"recovering from c-0 (raft index 40)"},
@@ -111,7 +111,7 @@ func TestPlanQuorumLoss(t *testing.T) {
 			state: withRecovery(lostQuorum(5, pods(running(1, all...)), claims(claim(0), claim(1)), answering(1, 42)),
 				func(r *QuorumLossView) { r.RecoverFrom = "c-0" }),
 			want: &Action{Kind: ActionForceNewCluster, Ordinal: 0, MemberID: 100,
-				ClusterState: etcdutil.ClusterStateExisting, InitialCluster: all},
+				ClusterState: etcdfacts.ClusterStateExisting, InitialCluster: all},
 			progress: api.ReasonRecoveringQuorum,
 			blocked:  api.ReasonQuorumLost,
 		},
@@ -164,7 +164,7 @@ func TestPlanQuorumLoss(t *testing.T) {
 			state: withRecovery(lostQuorum(5, pods(running(0, all...)), claims(claim(0), claim(1)), answering(0, 40)),
 				func(r *QuorumLossView) { r.RecoverFrom = "highest" }),
 			want: &Action{Kind: ActionCreatePod, Ordinal: 1, MemberID: 101,
-				ClusterState: etcdutil.ClusterStateExisting, InitialCluster: []int{0, 1}},
+				ClusterState: etcdfacts.ClusterStateExisting, InitialCluster: []int{0, 1}},
 			progress: api.ReasonRestartingMember,
 			blocked:  api.ReasonQuorumLost,
 		},
@@ -194,40 +194,40 @@ func TestPlanQuorumLoss(t *testing.T) {
 			state: onClaims(State{Size: 3, Bootstrapped: true, LastMembers: lastVoters(1), Pods: pods(),
 				Claims: claims(claim(0), claim(1))}),
 			want: &Action{Kind: ActionCreatePod, Ordinal: 1, MemberID: 101,
-				ClusterState: etcdutil.ClusterStateExisting, InitialCluster: []int{1}},
+				ClusterState: etcdfacts.ClusterStateExisting, InitialCluster: []int{1}},
 			progress: api.ReasonRestartingMember,
 		},
 		{
 			name: "grown back: a lost member's leftover pod goes first",
 			state: onClaims(State{Size: 3, Bootstrapped: true, MembersKnown: true, Members: []MemberView{leader(1)},
-				Pods: pods(running(1, 1), lost(joining(0, false, 0, 1, 2))), Claims: claims(claim(0), claim(1)), Replaced: map[int]bool{0: true}}),
+				Pods: pods(running(1, 1), lost(joining(0, false, 0, 1, 2))), Claims: claims(claim(0), claim(1)), LastMembers: []LastMember{{Ordinal: 0}}}),
 			want:     &Action{Kind: ActionDeletePod, Ordinal: 0},
 			progress: api.ReasonReplacingMember,
 		},
 		{
 			name: "then its claim, which holds the lost member's data",
 			state: onClaims(State{Size: 3, Bootstrapped: true, MembersKnown: true, Members: []MemberView{leader(1)},
-				Pods: pods(running(1, 1)), Claims: claims(claim(0), claim(1)), Replaced: map[int]bool{0: true}}),
+				Pods: pods(running(1, 1)), Claims: claims(claim(0), claim(1)), LastMembers: []LastMember{{Ordinal: 0}}}),
 			want:     &Action{Kind: ActionDeleteClaim, Ordinal: 0},
 			progress: api.ReasonReplacingMember,
 		},
 		{
 			name: "then it joins as a new member, through the learner path",
 			state: onClaims(State{Size: 3, Bootstrapped: true, MembersKnown: true, Members: []MemberView{leader(1)},
-				Pods: pods(running(1, 1)), Claims: claims(claim(1)), Replaced: map[int]bool{0: true}}),
-			want:     &Action{Kind: ActionCreatePod, Ordinal: 0, ClusterState: etcdutil.ClusterStateExisting, InitialCluster: []int{0, 1}},
+				Pods: pods(running(1, 1)), Claims: claims(claim(1)), LastMembers: []LastMember{{Ordinal: 0}}}),
+			want:     &Action{Kind: ActionCreatePod, Ordinal: 0, ClusterState: etcdfacts.ClusterStateExisting, InitialCluster: []int{0, 1}},
 			progress: api.ReasonReplacingMember,
 		},
 		{
 			name: "pods merely starting on claims that hold their data: not a quorum loss",
 			state: lostQuorum(3, pods(running(0, 0, 1, 2), joining(1, false, 0, 1, 2), joining(2, false, 0, 1, 2)),
 				claims(claim(0), claim(1), claim(2)), answering(0, 42)),
-			progress: api.ReasonElectingLeader, // for electionBound; then NoQuorum (TestPlanNoLeader)
+			progress: api.ReasonElectingLeader, // for ElectionBound; then NoQuorum (TestPlanNoLeader)
 		},
 		{
 			name:     "pods gone, claims that hold their data: restarted as members that have started, not a quorum loss",
 			state:    lostQuorum(3, pods(running(0, 0, 1, 2)), claims(claim(0), claim(1), claim(2)), answering(0, 42)),
-			want:     &Action{Kind: ActionCreatePod, Ordinal: 1, MemberID: 101, ClusterState: etcdutil.ClusterStateExisting, InitialCluster: []int{0, 1, 2}},
+			want:     &Action{Kind: ActionCreatePod, Ordinal: 1, MemberID: 101, ClusterState: etcdfacts.ClusterStateExisting, InitialCluster: []int{0, 1, 2}},
 			progress: api.ReasonRestartingMember,
 		},
 		{
@@ -245,7 +245,7 @@ func TestPlanQuorumLoss(t *testing.T) {
 		{
 			name:     "two of five gone for good: quorum may come back, not a quorum loss",
 			state:    lostQuorum(5, pods(running(0, all...), running(1, all...), joining(2, false, all...)), claims(claim(0), claim(1), claim(2)), answering(0, 40)),
-			progress: api.ReasonElectingLeader, // for electionBound; then NoQuorum (TestPlanNoLeader)
+			progress: api.ReasonElectingLeader, // for ElectionBound; then NoQuorum (TestPlanNoLeader)
 		},
 		{
 			name:    "every member's claim gone: all data lost, reported, nothing re-created",
@@ -267,7 +267,7 @@ func TestPlanQuorumLoss(t *testing.T) {
 				s.Persistent = false
 				return s
 			}(),
-			progress: api.ReasonElectingLeader, // for electionBound; then NoQuorum (TestPlanNoLeader)
+			progress: api.ReasonElectingLeader, // for ElectionBound; then NoQuorum (TestPlanNoLeader)
 		},
 	}
 	runPlanCases(t, tests)

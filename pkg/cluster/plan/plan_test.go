@@ -1,4 +1,4 @@
-package cluster
+package plan
 
 import (
 	"strings"
@@ -7,13 +7,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
-	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
-	"github.com/etcd-operator/etcd-operator/pkg/member"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdutil/etcdfacts"
+	"github.com/etcd-operator/etcd-operator/pkg/member/naming"
 )
 
 // voter is a healthy voting member with the given ordinal; its ID is ordinal+100.
 func voter(o int) MemberView {
-	return MemberView{Ordinal: o, ID: uint64(o + 100), Name: member.Name("c", o), Healthy: true}
+	return MemberView{Ordinal: o, ID: uint64(o + 100), Name: naming.Name("c", o), Healthy: true}
 }
 
 func leader(o int) MemberView { m := voter(o); m.Leader = true; return m }
@@ -34,31 +34,32 @@ func running(o int, initial ...int) PodView {
 	if len(initial) == 0 {
 		initial = []int{o}
 	}
-	state := etcdutil.ClusterStateExisting
+	state := etcdfacts.ClusterStateExisting
 	if o == 0 && len(initial) == 1 {
-		state = etcdutil.ClusterStateNew
+		state = etcdfacts.ClusterStateNew
 	}
-	return PodView{Ordinal: o, Phase: corev1.PodRunning, IP: "10.0.0.1", Published: true,
+	return PodView{Ordinal: o, Phase: corev1.PodRunning, Published: true,
 		ClusterState: state, InitialCluster: initial}
 }
 
 func joining(o int, published bool, initial ...int) PodView {
 	p := running(o, initial...)
-	p.ClusterState = etcdutil.ClusterStateExisting
+	p.ClusterState = etcdfacts.ClusterStateExisting
 	p.Phase, p.Published = corev1.PodPending, published
-	if !published {
-		p.IP = ""
-	}
 	return p
 }
 
 func seedPod(published bool) PodView {
 	p := joining(0, published, 0)
-	p.ClusterState = etcdutil.ClusterStateNew
+	p.ClusterState = etcdfacts.ClusterStateNew
 	return p
 }
 
-func stuckPod(p PodView) PodView { p.Unschedulable = true; return p }
+// stuckPod is a pod the scheduler finds no node for (since the zero time).
+func stuckPod(p PodView) PodView {
+	p.Problem = &PodProblem{Reason: corev1.PodReasonUnschedulable}
+	return p
+}
 
 func terminating(p PodView) PodView { p.Terminating = true; return p }
 
@@ -220,13 +221,13 @@ func TestPlan(t *testing.T) {
 		},
 		{
 			name:     "an unschedulable scale-up pod does not stop a repair: remove the lost member",
-			state:    State{Size: 4, MembersKnown: true, Members: []MemberView{leader(0), sick(voter(1)), voter(2)}, Pods: pods(running(0), running(2, 0, 1, 2), stuckPod(joining(3, false, 0, 1, 2, 3))), Replaced: map[int]bool{1: true}},
+			state:    State{Size: 4, MembersKnown: true, Members: []MemberView{leader(0), sick(voter(1)), voter(2)}, Pods: pods(running(0), running(2, 0, 1, 2), stuckPod(joining(3, false, 0, 1, 2, 3))), LastMembers: []LastMember{{Ordinal: 1}}},
 			want:     &Action{Kind: ActionRemoveMember, Ordinal: 1, MemberID: 101},
 			progress: api.ReasonReplacingMember,
 		},
 		{
 			name:     "an unschedulable scale-up pod does not stop a repair: re-create the lost member",
-			state:    State{Size: 4, MembersKnown: true, Members: []MemberView{leader(0), voter(2)}, Pods: pods(running(0), running(2, 0, 1, 2), stuckPod(joining(3, false, 0, 1, 2, 3))), Replaced: map[int]bool{1: true}},
+			state:    State{Size: 4, MembersKnown: true, Members: []MemberView{leader(0), voter(2)}, Pods: pods(running(0), running(2, 0, 1, 2), stuckPod(joining(3, false, 0, 1, 2, 3))), LastMembers: []LastMember{{Ordinal: 1}}},
 			want:     &Action{Kind: ActionCreatePod, Ordinal: 1, ClusterState: "existing", InitialCluster: []int{0, 1, 2}},
 			progress: api.ReasonReplacingMember,
 		},
@@ -260,19 +261,19 @@ func TestPlan(t *testing.T) {
 		},
 		{
 			name:     "replace: a voting member whose pod is gone is removed first",
-			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{leader(0), sick(voter(1)), voter(2)}, Pods: pods(running(0), running(2, 0, 1, 2)), Replaced: map[int]bool{1: true}},
+			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{leader(0), sick(voter(1)), voter(2)}, Pods: pods(running(0), running(2, 0, 1, 2)), LastMembers: []LastMember{{Ordinal: 1}}},
 			want:     &Action{Kind: ActionRemoveMember, Ordinal: 1, MemberID: 101},
 			progress: api.ReasonReplacingMember,
 		},
 		{
 			name:     "replace: then re-added under the same name",
-			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{leader(0), voter(2)}, Pods: pods(running(0), running(2, 0, 1, 2)), Replaced: map[int]bool{1: true}},
+			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{leader(0), voter(2)}, Pods: pods(running(0), running(2, 0, 1, 2)), LastMembers: []LastMember{{Ordinal: 1}}},
 			want:     &Action{Kind: ActionCreatePod, Ordinal: 1, ClusterState: "existing", InitialCluster: []int{0, 1, 2}},
 			progress: api.ReasonReplacingMember,
 		},
 		{
 			name:     "replace: the lost seed leader",
-			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{sick(voter(0)), leader(1), voter(2)}, Pods: pods(running(1, 0, 1), running(2, 0, 1, 2)), Replaced: map[int]bool{0: true}},
+			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{sick(voter(0)), leader(1), voter(2)}, Pods: pods(running(1, 0, 1), running(2, 0, 1, 2)), LastMembers: []LastMember{{Ordinal: 0}}},
 			want:     &Action{Kind: ActionRemoveMember, Ordinal: 0, MemberID: 100},
 			progress: api.ReasonReplacingMember,
 		},
@@ -307,7 +308,7 @@ func TestPlan(t *testing.T) {
 		},
 		{
 			name:     "terminating pod of a member: remove the member, wait for the pod to go",
-			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{leader(0), voter(1), voter(2)}, Pods: pods(running(0), PodView{Ordinal: 1, Terminating: true, Phase: corev1.PodRunning}, running(2, 0, 1, 2)), Replaced: map[int]bool{1: true}},
+			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{leader(0), voter(1), voter(2)}, Pods: pods(running(0), PodView{Ordinal: 1, Terminating: true, Phase: corev1.PodRunning}, running(2, 0, 1, 2)), LastMembers: []LastMember{{Ordinal: 1}}},
 			want:     &Action{Kind: ActionRemoveMember, Ordinal: 1, MemberID: 101},
 			progress: api.ReasonReplacingMember,
 		},
@@ -379,13 +380,13 @@ func TestPlanNeverLosesQuorum(t *testing.T) {
 				if d.Action == nil || d.Action.Kind != ActionRemoveMember {
 					continue
 				}
-				voting, healthy := votingCounts(ms)
+				voting, healthy := VotingCounts(ms)
 				for _, m := range ms {
 					if m.ID == d.Action.MemberID && m.Healthy {
 						healthy--
 					}
 				}
-				if healthy < quorum(voting-1) {
+				if healthy < Quorum(voting-1) {
 					t.Errorf("n=%d mask=%b size=%d: removal of %d leaves %d healthy of %d", n, mask, size, d.Action.Ordinal, healthy, voting-1)
 				}
 			}

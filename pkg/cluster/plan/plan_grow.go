@@ -1,14 +1,11 @@
-package cluster
+package plan
 
 import (
-	"fmt"
 	"slices"
 	"sort"
 	"strings"
 
-	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
-	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
-	"github.com/etcd-operator/etcd-operator/pkg/member"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdutil/etcdfacts"
 )
 
 // Rule 7 of the planner (see plan.go): grow toward spec.size one member at a time, lowest
@@ -43,7 +40,7 @@ func podAhead(s State, members []int, from int) (Decision, bool) {
 			// Replacing a claim ahead is fine; waiting for one is not worth saying here.
 			return d, d.Action != nil
 		}
-		return step(s, Action{Kind: ActionCreatePod, Ordinal: o, ClusterState: etcdutil.ClusterStateExisting,
+		return step(s, Action{Kind: ActionCreatePod, Ordinal: o, ClusterState: etcdfacts.ClusterStateExisting,
 			InitialCluster: slices.Clone(want)}, reasonFor(s, o), "creating pod %s ahead of its member", o), true
 	}
 	return Decision{}, false
@@ -60,32 +57,6 @@ func podAheadOf(s State, starting []MemberView) (Decision, bool) {
 		members = append(members, m.Ordinal)
 	}
 	return podAhead(s, members, 0)
-}
-
-// removeVoter removes a voting member, first moving leadership away if it leads, and only if
-// the members left keep a healthy majority.
-func removeVoter(s State, m MemberView, reason api.ConditionReason) Decision {
-	voting, healthy := votingCounts(s.Members)
-	if m.Healthy {
-		healthy--
-	}
-	if healthy < quorum(voting-1) {
-		return Decision{Blocked: api.ReasonQuorumAtRisk, Message: fmt.Sprintf(
-			"removing member %s would leave %d healthy of %d voting members, less than a majority",
-			member.Name(s.Name, m.Ordinal), healthy, voting-1)}
-	}
-	if m.Leader && m.Healthy {
-		for _, t := range sortedMembers(s.Members) {
-			if t.ID != m.ID && t.Healthy && !t.Learner {
-				return step(s, Action{Kind: ActionMoveLeader, Ordinal: m.Ordinal, MemberID: m.ID, Transferee: t.ID},
-					reason, "moving leadership away from %s before removing it", m.Ordinal)
-			}
-		}
-		return Decision{Blocked: api.ReasonQuorumAtRisk, Message: fmt.Sprintf(
-			"member %s leads and no other healthy voting member can take over", member.Name(s.Name, m.Ordinal))}
-	}
-	return step(s, Action{Kind: ActionRemoveMember, Ordinal: m.Ordinal, MemberID: m.ID}, reason,
-		"removing member %s", m.Ordinal)
 }
 
 func planGrow(s State, members map[int]MemberView) Decision {
@@ -106,7 +77,7 @@ func planGrow(s State, members map[int]MemberView) Decision {
 		p, hasPod := s.Pods[o]
 		switch {
 		case !hasPod:
-			return step(s, Action{Kind: ActionCreatePod, Ordinal: o, ClusterState: etcdutil.ClusterStateExisting,
+			return step(s, Action{Kind: ActionCreatePod, Ordinal: o, ClusterState: etcdfacts.ClusterStateExisting,
 				InitialCluster: want}, reasonFor(s, o), "creating pod %s", o)
 		case p.Terminating:
 			// A pod that does not go (its node stopped answering) must not hold back the
@@ -114,7 +85,7 @@ func planGrow(s State, members map[int]MemberView) Decision {
 			if going < 0 {
 				going = o
 			}
-		case p.ClusterState != etcdutil.ClusterStateExisting || !slices.Equal(p.InitialCluster, want):
+		case p.ClusterState != etcdfacts.ClusterStateExisting || !slices.Equal(p.InitialCluster, want):
 			// Its etcd would be refused (or worse, bootstrap a cluster of its own):
 			// member-init still holds it back, so the pod can go.
 			return step(s, Action{Kind: ActionDeletePod, Ordinal: o}, reasonFor(s, o),
@@ -123,12 +94,12 @@ func planGrow(s State, members map[int]MemberView) Decision {
 			// Claims are made with their pod: this one's went before the pod had a node.
 			return step(s, Action{Kind: ActionDeletePod, Ordinal: o}, reasonFor(s, o),
 				"deleting pod %s, whose claim is gone, to make both again", o)
-		case (p.Unschedulable || p.Problem != nil) && p.Outdated:
+		case p.Problem != nil && p.Outdated:
 			// It holds no member, and the spec has changed since it was built (a fix of
 			// spec.pod or spec.version): it is made again from the current one.
 			return step(s, Action{Kind: ActionDeletePod, Ordinal: o}, reasonFor(s, o),
 				"deleting pod %s, which cannot start and was built from an earlier spec", o)
-		case p.Unschedulable || p.Problem != nil:
+		case p.Problem != nil:
 			// A pod that cannot be scheduled or started must not hold back the other
 			// ordinals, and never becomes a learner that would take etcd's one learner slot.
 			if stuck < 0 {
@@ -145,14 +116,15 @@ func planGrow(s State, members map[int]MemberView) Decision {
 			return waiting(s, reasonFor(s, o), "waiting for pod %s to start and be reachable at its Service's name", o)
 		}
 	}
+	return waitForHeldBack(s, stuck, going)
+}
+
+// waitForHeldBack says what growing waits for once no ordinal can move: the first pod that
+// cannot start (stuck), else the first old pod that does not go (going); -1 for none.
+func waitForHeldBack(s State, stuck, going int) Decision {
 	switch {
 	case stuck >= 0:
-		p := s.Pods[stuck]
-		problem := "cannot be scheduled"
-		if p.Problem != nil {
-			problem = "cannot start (" + p.Problem.String() + ")"
-		}
-		return waiting(s, reasonFor(s, stuck), "waiting for pod %s, which "+escape(problem), stuck)
+		return waiting(s, reasonFor(s, stuck), "waiting for pod %s, which cannot start ("+escape(s.Pods[stuck].Problem.String())+")", stuck)
 	case going >= 0:
 		return waiting(s, reasonFor(s, going), "waiting for the old pod %s to go", going)
 	}

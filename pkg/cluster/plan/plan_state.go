@@ -1,15 +1,16 @@
-package cluster
+package plan
 
 // What the planner decides from (State, with its views of members and pods) and what it
 // decides (a Decision of at most one Action). plan.go holds the rules.
 
 import (
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
-	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdutil/etcdfacts"
 )
 
 // ActionKind is the kind of change a pass makes.
@@ -43,7 +44,7 @@ type Action struct {
 	// Transferee is the member that receives leadership (MoveLeader).
 	Transferee uint64
 	// ClusterState and InitialCluster describe the pod to create (CreatePod).
-	ClusterState   etcdutil.ClusterState
+	ClusterState   etcdfacts.ClusterState
 	InitialCluster []int
 	// RaftIndex is the survivor's raft index (ChooseSurvivor, ForceNewCluster), 0 when it
 	// does not answer.
@@ -86,16 +87,13 @@ type PodView struct {
 	Ordinal     int
 	Phase       corev1.PodPhase
 	Terminating bool
-	IP          string
 	// Published: the pod's DNS record is in the headless Service's EndpointSlices and cluster
 	// DNS answers for its name: a lookup of it now cannot cache a negative answer.
 	Published bool
-	// Unschedulable: the scheduler found no node for the pod.
-	Unschedulable bool
 	// Node is the node the pod was scheduled to; empty until it is.
 	Node string
 	// ClusterState and InitialCluster are what the pod's etcd was started with.
-	ClusterState   etcdutil.ClusterState
+	ClusterState   etcdfacts.ClusterState
 	InitialCluster []int
 	// DataLost: member-init refused to start etcd, because the member has started before
 	// and its data dir is empty.
@@ -110,12 +108,12 @@ type PodView struct {
 	// DeletionDeadline is the pod's deletion timestamp: the end of its grace period.
 	DeletionDeadline time.Time
 	// Outdated: the pod was built from an earlier spec or template than the spec builds now
-	// (see member.UpToDate); StaleMetadata: its labels and annotations from spec.pod are not
+	// (see naming.UpToDate); StaleMetadata: its labels and annotations from spec.pod are not
 	// those of the spec.
 	Outdated      bool
 	StaleMetadata bool
 	// ImageOnly: the pod is outdated in its etcd container's image alone, which is changed in
-	// place (member.ImageChange). RestartPending: it was, and the kubelet still reports the
+	// place (naming.ImageChange). RestartPending: it was, and the kubelet still reports the
 	// container that ran then. RestartedAt is when it was (zero if never).
 	ImageOnly      bool
 	RestartPending bool
@@ -145,9 +143,6 @@ type State struct {
 	MembersKnown bool
 	Members      []MemberView
 	Pods         map[int]PodView
-	// Replaced names the ordinals that status reported as members before, so re-adding one
-	// is reported as a replacement rather than a scale-up.
-	Replaced map[int]bool
 	// Version is the oldest etcd version a member reports (the one the cluster speaks); empty
 	// when no member answered.
 	Version string
@@ -158,11 +153,12 @@ type State struct {
 	Claims             map[int]ClaimView
 	// LastMembers are the members status last listed (empty for a cluster applied again
 	// over retained claims), and Statuses the answers of the members reached this pass, by
-	// ordinal: with no member list they are all the planner knows of the members.
+	// ordinal: with no member list they are all the planner knows of the members. Re-adding
+	// an ordinal of LastMembers is reported as a replacement rather than a scale-up.
 	LastMembers []LastMember
-	Statuses    map[int]etcdutil.Status
+	Statuses    map[int]etcdfacts.Status
 	// Foreign are the objects with the name of one of the cluster's objects that are not
-	// the cluster's (foreign.go).
+	// the cluster's (pkg/cluster/foreign.go).
 	Foreign []ForeignObject
 	// RefusedServices are the API server's refusals of the cluster's Services this pass, one
 	// "service NAME: message" each (a ResourceQuota on Services, an admission policy).
@@ -184,4 +180,37 @@ type State struct {
 	ElectingSince time.Time
 	// Alarms are the alarms etcd reports, by member (see alarms.go).
 	Alarms []AlarmView
+}
+
+// Unschedulable: the scheduler found no node for the pod (Problem says so: observe reads it
+// from the pod's PodScheduled condition, for a pod that is not terminating).
+func (p PodView) Unschedulable() bool {
+	return p.Problem != nil && p.Problem.Reason == corev1.PodReasonUnschedulable
+}
+
+// PodCondition says what a member's pod tells about why the member does not answer.
+func PodCondition(pods map[int]PodView, ordinal int) string {
+	p, ok := pods[ordinal]
+	on := ""
+	if p.Node != "" {
+		on = " on node " + p.Node
+	}
+	switch {
+	case !ok:
+		return "its pod is gone"
+	case p.Terminating:
+		// A pod on a node that stopped answering stays terminating until the node is
+		// deleted or the pod force-deleted; see the README on node loss.
+		return "its pod is terminating" + on
+	case p.DataLost:
+		return "its data dir is empty although it has started before; it is replaced" + on
+	case p.Unschedulable():
+		return "its pod cannot be scheduled"
+	case p.Phase != corev1.PodRunning:
+		return fmt.Sprintf("its pod is %s%s", p.Phase, on)
+	case p.Waiting != "":
+		return "its etcd container waits: " + p.Waiting + on
+	default:
+		return "etcd does not answer at its pod" + on
+	}
 }

@@ -1,31 +1,28 @@
-package cluster
+package status
 
 import (
-	"context"
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
 	"github.com/etcd-operator/etcd-operator/pkg/member"
 )
 
-// condition is one condition a pass computes; computeStatus stamps it with the generation.
+// condition is one condition a pass computes; Compute stamps it with the generation.
 type condition struct {
 	status  metav1.ConditionStatus
 	reason  api.ConditionReason
 	message string
 }
 
-// computeStatus derives the status from the pass's State and Decision alone: the same State
+// Compute derives the status from the pass's State and Decision alone: the same State
 // the planner decided from, so status never says something the planner did not see.
-func computeStatus(c *api.EtcdCluster, s State, d Decision) api.EtcdClusterStatus {
+func Compute(c *api.EtcdCluster, s plan.State, d plan.Decision) api.EtcdClusterStatus {
 	st := *c.Status.DeepCopy()
 	st.ObservedGeneration = c.Generation
 	st.ServiceName = member.PeerServiceName(c.Name)
@@ -36,7 +33,7 @@ func computeStatus(c *api.EtcdCluster, s State, d Decision) api.EtcdClusterStatu
 	if s.MembersKnown {
 		st.Size = int32(len(s.Members))
 		st.Members = statusMembers(s)
-		_, healthy := votingCounts(s.Members)
+		_, healthy := plan.VotingCounts(s.Members)
 		st.ReadyMembers = int32(healthy)
 	} else if !electing {
 		// Nobody answered: the last known members stay listed, none of them ready.
@@ -61,21 +58,21 @@ func computeStatus(c *api.EtcdCluster, s State, d Decision) api.EtcdClusterStatu
 		next := metav1.Condition{Type: string(cond.t), Status: cond.status,
 			Reason: string(cond.reason), Message: cond.message, ObservedGeneration: c.Generation}
 		if prev := meta.FindStatusCondition(st.Conditions, next.Type); electing && cond.t != api.ConditionProgressing && prev != nil {
-			// A short election: the condition keeps what it said (see leader.go).
+			// A short election: the condition keeps what it said (see plan/election.go).
 			prev.ObservedGeneration = c.Generation
 			continue
 		}
 		if cond.t == api.ConditionProgressing && electing && !electionReported(st.Conditions) {
 			// Progressing may be True already: its lastTransitionTime is made the time the
-			// election was first seen, which electionBound counts from.
+			// election was first seen, which ElectionBound counts from.
 			meta.RemoveStatusCondition(&st.Conditions, next.Type)
-			next.LastTransitionTime = metav1.NewTime(passTime(s))
+			next.LastTransitionTime = metav1.NewTime(s.Now)
 		}
 		if cond.t == api.ConditionDegraded && cond.reason == api.ReasonQuorumLost && !quorumLostReported(st.Conditions) {
 			// Degraded is often True already (no quorum): its lastTransitionTime is made the
 			// time the loss was first reported, which FromSurvivor's grace period counts from.
 			meta.RemoveStatusCondition(&st.Conditions, next.Type)
-			next.LastTransitionTime = metav1.NewTime(passTime(s))
+			next.LastTransitionTime = metav1.NewTime(s.Now)
 		}
 		meta.SetStatusCondition(&st.Conditions, next)
 	}
@@ -86,28 +83,8 @@ func computeStatus(c *api.EtcdCluster, s State, d Decision) api.EtcdClusterStatu
 	return st
 }
 
-// quorumLostReported: the conditions report a quorum lost for good already.
-func quorumLostReported(conds []metav1.Condition) bool {
-	deg := meta.FindStatusCondition(conds, string(api.ConditionDegraded))
-	return deg != nil && deg.Status == metav1.ConditionTrue && deg.Reason == string(api.ReasonQuorumLost)
-}
-
-// electionReported: Progressing reports members answering without a member list already.
-func electionReported(conds []metav1.Condition) bool {
-	p := meta.FindStatusCondition(conds, string(api.ConditionProgressing))
-	return p != nil && p.Status == metav1.ConditionTrue && p.Reason == string(api.ReasonElectingLeader)
-}
-
-// passTime is the time of the pass that observed s.
-func passTime(s State) time.Time {
-	if s.Now.IsZero() {
-		return time.Now()
-	}
-	return s.Now
-}
-
 // statusMembers lists the members etcd reports, by name.
-func statusMembers(s State) []api.MemberStatus {
+func statusMembers(s plan.State) []api.MemberStatus {
 	var out []api.MemberStatus
 	for _, m := range s.Members {
 		name := m.Name
@@ -115,7 +92,7 @@ func statusMembers(s State) []api.MemberStatus {
 			name = member.Name(s.Name, m.Ordinal)
 		}
 		ms := api.MemberStatus{
-			Name: name, ID: hexID(m.ID), Ready: m.Healthy && !m.Learner, Leader: m.Leader, Learner: m.Learner,
+			Name: name, ID: member.FormatID(m.ID), Ready: m.Healthy && !m.Learner, Leader: m.Leader, Learner: m.Learner,
 		}
 		if st, ok := s.Statuses[m.Ordinal]; ok && m.Healthy && m.Ordinal >= 0 {
 			ms.Version = st.Version
@@ -133,8 +110,8 @@ func statusMembers(s State) []api.MemberStatus {
 }
 
 // inSpec: exactly the members spec.size asks for, every one healthy and voting.
-func inSpec(s State) bool {
-	voting, healthy := votingCounts(s.Members)
+func inSpec(s plan.State) bool {
+	voting, healthy := plan.VotingCounts(s.Members)
 	if !s.MembersKnown || len(s.Members) != s.Size || healthy != voting || voting != s.Size {
 		return false
 	}
@@ -149,8 +126,8 @@ func inSpec(s State) bool {
 // available: the cluster serves reads and writes: a healthy majority of its voting members
 // follows a leader, and no alarm blocks writes. Whether it matches its spec is Progressing's
 // to say.
-func available(s State, inSpec bool) condition {
-	voting, healthy := votingCounts(s.Members)
+func available(s plan.State, inSpec bool) condition {
+	voting, healthy := plan.VotingCounts(s.Members)
 	// A leader the members follow, even one the operator itself cannot reach.
 	led := false
 	for _, m := range s.Members {
@@ -159,10 +136,10 @@ func available(s State, inSpec bool) condition {
 	switch {
 	case !s.MembersKnown && !s.Bootstrapped:
 		return condition{metav1.ConditionFalse, api.ReasonBootstrapping, "the seed member is starting"}
-	case !s.MembersKnown || healthy < quorum(voting) || !led:
+	case !s.MembersKnown || healthy < plan.Quorum(voting) || !led:
 		return condition{metav1.ConditionFalse, api.ReasonNoQuorum, "no quorum: the cluster cannot serve writes"}
 	}
-	if reason, msg, ok := writeAlarm(s); ok {
+	if reason, msg, ok := plan.WriteAlarm(s); ok {
 		return condition{metav1.ConditionFalse, reason, msg}
 	}
 	if inSpec {
@@ -174,7 +151,7 @@ func available(s State, inSpec bool) condition {
 }
 
 // progressing: the planner is changing the cluster toward its spec.
-func progressing(paused bool, d Decision) condition {
+func progressing(paused bool, d plan.Decision) condition {
 	switch {
 	case paused:
 		return condition{metav1.ConditionFalse, api.ReasonPaused, "spec.paused is set; no change is made"}
@@ -190,29 +167,29 @@ func progressing(paused bool, d Decision) condition {
 
 // degraded: a step is refused, a member is unhealthy, or the spec asks for what the operator
 // does not do.
-func degraded(s State, d Decision, specVersion, running string) condition {
-	voting, healthy := votingCounts(s.Members)
+func degraded(s plan.State, d plan.Decision, specVersion, running string) condition {
+	voting, healthy := plan.VotingCounts(s.Members)
 	switch {
 	case d.Blocked != "" && d.Report != "":
 		return condition{metav1.ConditionTrue, d.Blocked, withForeign(d.Report, s.Foreign, d.Blocked)}
 	case d.Blocked != "":
 		return condition{metav1.ConditionTrue, d.Blocked, withForeign(d.Message, s.Foreign, d.Blocked)}
-	case alarmed(s):
-		reason, msg, _ := writeAlarm(s)
+	case plan.Alarmed(s):
+		reason, msg, _ := plan.WriteAlarm(s)
 		return condition{metav1.ConditionTrue, reason, msg}
 	case len(s.Foreign) > 0:
-		return condition{metav1.ConditionTrue, api.ReasonForeignObject, foreignMessage(s.Foreign)}
+		return condition{metav1.ConditionTrue, api.ReasonForeignObject, plan.ForeignMessage(s.Foreign)}
 	case len(s.RefusedServices) > 0:
 		return condition{metav1.ConditionTrue, api.ReasonPodRefused,
 			"the API server refuses " + strings.Join(s.RefusedServices, "; ")}
 	case pendingClaims(s) != "":
 		// Before the pods: a pod waiting on its claim says less than the claim's Event.
 		return condition{metav1.ConditionTrue, api.ReasonClaimPending, pendingClaims(s)}
-	case stuckPodsMessage(s) != "":
-		return condition{metav1.ConditionTrue, api.ReasonPodCannotStart, stuckPodsMessage(s)}
-	case stuckTerminatingMessage(s) != "":
-		return condition{metav1.ConditionTrue, api.ReasonPodStuckTerminating, stuckTerminatingMessage(s)}
-	case s.MembersKnown && healthy < voting && rolling(d.Progress) && healthy >= quorum(voting):
+	case plan.StuckPodsMessage(s) != "":
+		return condition{metav1.ConditionTrue, api.ReasonPodCannotStart, plan.StuckPodsMessage(s)}
+	case plan.StuckTerminatingMessage(s) != "":
+		return condition{metav1.ConditionTrue, api.ReasonPodStuckTerminating, plan.StuckTerminatingMessage(s)}
+	case s.MembersKnown && healthy < voting && plan.Rolling(d.Progress) && healthy >= plan.Quorum(voting):
 		// Members the rollout restarts are down on purpose, one at a time; one that does not
 		// come back within its bound blocks the rollout (RolloutStuck), above.
 		return condition{metav1.ConditionFalse, api.ReasonAsExpected,
@@ -220,10 +197,10 @@ func degraded(s State, d Decision, specVersion, running string) condition {
 	case s.MembersKnown && healthy < voting:
 		return condition{metav1.ConditionTrue, api.ReasonMembersUnhealthy,
 			fmt.Sprintf("%d of %d voting members are unhealthy: %s", voting-healthy, voting, unhealthyMembers(s))}
-	case running != "" && versionProblem(running, member.NormalizeVersion(specVersion), s.Persistent) != "":
+	case running != "" && plan.VersionProblem(running, member.NormalizeVersion(specVersion), s.Persistent) != "":
 		return condition{metav1.ConditionTrue, api.ReasonVersionChangeUnsupported, fmt.Sprintf(
 			"%s. Members, new ones included, keep running %s",
-			versionProblem(running, member.NormalizeVersion(specVersion), s.Persistent), running)}
+			plan.VersionProblem(running, member.NormalizeVersion(specVersion), s.Persistent), running)}
 	default:
 		return condition{metav1.ConditionFalse, api.ReasonAsExpected, "nothing is wrong"}
 	}
@@ -231,18 +208,18 @@ func degraded(s State, d Decision, specVersion, running string) condition {
 
 // withForeign adds the foreign objects to a Degraded message about something else, so that
 // a refused step does not hide them.
-func withForeign(msg string, foreign []ForeignObject, blocked api.ConditionReason) string {
+func withForeign(msg string, foreign []plan.ForeignObject, blocked api.ConditionReason) string {
 	if len(foreign) == 0 || blocked == api.ReasonForeignObject {
 		return msg
 	}
-	return msg + "; also " + foreignMessage(foreign)
+	return msg + "; also " + plan.ForeignMessage(foreign)
 }
 
 // unhealthyMembers names the voting members that did not answer, each with what its pod says
 // about why.
-func unhealthyMembers(s State) string {
+func unhealthyMembers(s plan.State) string {
 	var out []string
-	for _, m := range sortedMembers(s.Members) {
+	for _, m := range plan.SortedMembers(s.Members) {
 		if m.Learner || m.Healthy {
 			continue
 		}
@@ -250,43 +227,16 @@ func unhealthyMembers(s State) string {
 		if m.Ordinal < 0 {
 			name = fmt.Sprintf("%x", m.ID)
 		}
-		out = append(out, name+" ("+podCondition(s.Pods, m.Ordinal)+")")
+		out = append(out, name+" ("+plan.PodCondition(s.Pods, m.Ordinal)+")")
 	}
 	return strings.Join(out, ", ")
 }
 
-// podCondition says what a member's pod tells about why the member does not answer.
-func podCondition(pods map[int]PodView, ordinal int) string {
-	p, ok := pods[ordinal]
-	on := ""
-	if p.Node != "" {
-		on = " on node " + p.Node
-	}
-	switch {
-	case !ok:
-		return "its pod is gone"
-	case p.Terminating:
-		// A pod on a node that stopped answering stays terminating until the node is
-		// deleted or the pod force-deleted; see docs/nodes.md.
-		return "its pod is terminating" + on
-	case p.DataLost:
-		return "its data dir is empty although it has started before; it is replaced" + on
-	case p.Unschedulable:
-		return "its pod cannot be scheduled"
-	case p.Phase != corev1.PodRunning:
-		return fmt.Sprintf("its pod is %s%s", p.Phase, on)
-	case p.Waiting != "":
-		return "its etcd container waits: " + p.Waiting + on
-	default:
-		return "etcd does not answer at its pod" + on
-	}
-}
-
 // pendingClaims names the claims that wait for a volume and say why (their latest Warning
 // Event): a StorageClass that does not exist, a provisioner that fails. Empty when none does.
-func pendingClaims(s State) string {
+func pendingClaims(s plan.State) string {
 	var out []string
-	for _, o := range sortedOrdinals(s.Claims) {
+	for _, o := range plan.SortedOrdinals(s.Claims) {
 		if c := s.Claims[o]; !c.Bound && !c.Terminating && c.Problem != "" {
 			out = append(out, fmt.Sprintf("claim %s waits for a volume (%s)", member.ClaimName(s.Name, o), c.Problem))
 		}
@@ -294,7 +244,7 @@ func pendingClaims(s State) string {
 	return strings.Join(out, "; ")
 }
 
-func phase(paused bool, s State, d Decision, inSpec bool) api.ClusterPhase {
+func phase(paused bool, s plan.State, d plan.Decision, inSpec bool) api.ClusterPhase {
 	switch {
 	case paused:
 		return api.PhasePaused
@@ -309,52 +259,15 @@ func phase(paused bool, s State, d Decision, inSpec bool) api.ClusterPhase {
 		return api.PhaseBootstrapping
 	case d.Progress == api.ReasonReplacingMember || d.Progress == api.ReasonRestartingMember:
 		return api.PhaseRecovering
-	case rolling(d.Progress):
+	case plan.Rolling(d.Progress):
 		return api.PhaseRollingOut
 	case d.Progress != "":
 		return api.PhaseScaling
-	case alarmed(s):
+	case plan.Alarmed(s):
 		return api.PhaseDegraded
 	case inSpec:
 		return api.PhaseRunning
 	default:
 		return api.PhaseDegraded
 	}
-}
-
-// updateStatus writes the status through the status subresource, only when it changed, and
-// records an Event when the cluster becomes available or degraded.
-func (r *Reconciler) updateStatus(ctx context.Context, cached *api.EtcdCluster, s State, d Decision) error {
-	st := computeStatus(cached, s, d)
-	if equality.Semantic.DeepEqual(st, cached.Status) {
-		return nil
-	}
-	wasAvailable := meta.IsStatusConditionTrue(cached.Status.Conditions, string(api.ConditionAvailable))
-	oldDegraded := meta.FindStatusCondition(cached.Status.Conditions, string(api.ConditionDegraded))
-
-	c := cached.DeepCopy()
-	c.Status = st
-	if _, err := r.deps.Clientset.EtcdV1alpha1().EtcdClusters(c.Namespace).UpdateStatus(ctx, c, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("updating status: %w", err)
-	}
-
-	if avail := meta.FindStatusCondition(st.Conditions, string(api.ConditionAvailable)); avail != nil &&
-		avail.Status == metav1.ConditionTrue && !wasAvailable {
-		r.event(c, corev1.EventTypeNormal, EventClusterAvailable, "Cluster available: %s", avail.Message)
-	}
-	if deg := meta.FindStatusCondition(st.Conditions, string(api.ConditionDegraded)); deg != nil &&
-		deg.Status == metav1.ConditionTrue && (oldDegraded == nil || oldDegraded.Status != metav1.ConditionTrue ||
-		oldDegraded.Reason != deg.Reason) {
-		reason := EventClusterDegraded
-		switch api.ConditionReason(deg.Reason) {
-		case api.ReasonQuorumAtRisk:
-			reason = EventChangeRefused
-		case api.ReasonPodRefused:
-			reason = EventPodRefused
-		case api.ReasonPodCannotStart:
-			reason = EventPodCannotStart
-		}
-		r.event(c, corev1.EventTypeWarning, reason, "%s", deg.Message)
-	}
-	return nil
 }

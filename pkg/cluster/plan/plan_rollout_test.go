@@ -1,11 +1,11 @@
-package cluster
+package plan
 
 import (
 	"testing"
 	"time"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
-	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdutil/etcdfacts"
 )
 
 var rolloutNow = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
@@ -19,11 +19,11 @@ func rolled(o int, v string, outdated bool, age time.Duration) PodView {
 }
 
 // reporting is what member o answers: its version and its raft indexes.
-func reporting(o int, v string, applied uint64) etcdutil.Status {
-	return etcdutil.Status{ID: uint64(o + 100), Version: v, RaftIndex: 1000, RaftAppliedIndex: applied}
+func reporting(o int, v string, applied uint64) etcdfacts.Status {
+	return etcdfacts.Status{ID: uint64(o + 100), Version: v, RaftIndex: 1000, RaftAppliedIndex: applied}
 }
 
-func rolloutState(target string, persistent bool, ms []MemberView, ps map[int]PodView, st map[int]etcdutil.Status) State {
+func rolloutState(target string, persistent bool, ms []MemberView, ps map[int]PodView, st map[int]etcdfacts.Status) State {
 	return State{Size: 3, Bootstrapped: true, MembersKnown: true, Members: ms, Pods: ps, Statuses: st,
 		Persistent: persistent, TargetVersion: target, Version: "3.5.35", Now: rolloutNow,
 		Claims: map[int]ClaimView{}}
@@ -32,8 +32,8 @@ func rolloutState(target string, persistent bool, ms []MemberView, ps map[int]Po
 func TestPlanRollout(t *testing.T) {
 	old, cur := "3.5.35", "3.6.16"
 	all := []MemberView{leader(0), voter(1), voter(2)}
-	allOld := map[int]etcdutil.Status{0: reporting(0, old, 1000), 1: reporting(1, old, 1000), 2: reporting(2, old, 1000)}
-	twoDone := map[int]etcdutil.Status{0: reporting(0, old, 1000), 1: reporting(1, cur, 1000), 2: reporting(2, cur, 1000)}
+	allOld := map[int]etcdfacts.Status{0: reporting(0, old, 1000), 1: reporting(1, old, 1000), 2: reporting(2, old, 1000)}
+	twoDone := map[int]etcdfacts.Status{0: reporting(0, old, 1000), 1: reporting(1, cur, 1000), 2: reporting(2, cur, 1000)}
 	hour := time.Hour
 	stalePod := rolled(1, cur, false, hour)
 	stalePod.StaleMetadata = true
@@ -45,7 +45,7 @@ func TestPlanRollout(t *testing.T) {
 	stuckBack.Outdated = true
 
 	one := []MemberView{leader(0)}
-	oneOld := map[int]etcdutil.Status{0: reporting(0, old, 1000)}
+	oneOld := map[int]etcdfacts.Status{0: reporting(0, old, 1000)}
 	single := func(persistent bool) State {
 		s := rolloutState(cur, persistent, one, pods(rolled(0, old, true, hour)), oneOld)
 		s.Size = 1
@@ -60,8 +60,8 @@ func TestPlanRollout(t *testing.T) {
 		return p
 	}
 	v36, v37 := "3.6.16", "3.7.3"
-	at36 := map[int]etcdutil.Status{0: reporting(0, v36, 1000), 1: reporting(1, v36, 1000), 2: reporting(2, v36, 1000)}
-	at37 := map[int]etcdutil.Status{0: reporting(0, v37, 1000), 1: reporting(1, v37, 1000), 2: reporting(2, v37, 1000)}
+	at36 := map[int]etcdfacts.Status{0: reporting(0, v36, 1000), 1: reporting(1, v36, 1000), 2: reporting(2, v36, 1000)}
+	at37 := map[int]etcdfacts.Status{0: reporting(0, v37, 1000), 1: reporting(1, v37, 1000), 2: reporting(2, v37, 1000)}
 	// Member 2's image was changed a minute ago in a pod made an hour ago.
 	restarted := func(pending bool, ago time.Duration) PodView {
 		p := rolled(2, v36, false, hour)
@@ -73,7 +73,7 @@ func TestPlanRollout(t *testing.T) {
 		return p
 	}
 	singleImage := func(persistent bool) State {
-		s := rolloutState(v36, persistent, one, pods(imageOnly(0, v37)), map[int]etcdutil.Status{0: reporting(0, v37, 1000)})
+		s := rolloutState(v36, persistent, one, pods(imageOnly(0, v37)), map[int]etcdfacts.Status{0: reporting(0, v37, 1000)})
 		s.Size = 1
 		return s
 	}
@@ -94,7 +94,7 @@ func TestPlanRollout(t *testing.T) {
 		s := rolloutState(cur, true, []MemberView{leader(0), voter(1), voter(2), sick(voter(3)), sick(voter(4))},
 			pods(rolled(0, old, true, hour), rolled(1, old, true, hour), rolled(2, old, true, hour), rolled(3, old, true, hour),
 				rolled(4, cur, false, 10*time.Second)),
-			map[int]etcdutil.Status{0: reporting(0, old, 1000), 1: reporting(1, old, 1000), 2: reporting(2, old, 1000)})
+			map[int]etcdfacts.Status{0: reporting(0, old, 1000), 1: reporting(1, old, 1000), 2: reporting(2, old, 1000)})
 		s.Size = 5
 		for o := range 5 {
 			s.Claims[o] = ClaimView{Ordinal: o, Bound: true, MemberID: uint64(100 + o)}
@@ -133,7 +133,6 @@ func TestPlanRollout(t *testing.T) {
 			state: func() State {
 				s := crashSingle(true)
 				p := troubled(s.Pods[0], "Unschedulable", "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector.", time.Minute)
-				p.Unschedulable = true
 				s.Pods[0] = p
 				return s
 			}(),
@@ -206,14 +205,14 @@ func TestPlanRollout(t *testing.T) {
 		{
 			name: "gate: the image was changed but the kubelet still runs the old container",
 			state: rolloutState(v36, true, all, pods(imageOnly(0, v37), imageOnly(1, v37), restarted(true, time.Second)),
-				map[int]etcdutil.Status{0: reporting(0, v37, 1000), 1: reporting(1, v37, 1000), 2: reporting(2, v36, 1000)}),
+				map[int]etcdfacts.Status{0: reporting(0, v37, 1000), 1: reporting(1, v37, 1000), 2: reporting(2, v36, 1000)}),
 			progress: api.ReasonDowngrading,
 			message:  []string{"waiting for member c-2", "not restarted its etcd container"},
 		},
 		{
 			name: "gate: restarted in place, etcd answers on the new version but the pod is not Ready yet",
 			state: rolloutState(v36, true, all, pods(imageOnly(0, v37), imageOnly(1, v37), notReady(restarted(false, time.Second))),
-				map[int]etcdutil.Status{0: reporting(0, v37, 1000), 1: reporting(1, v37, 1000), 2: reporting(2, v36, 1000)}),
+				map[int]etcdfacts.Status{0: reporting(0, v37, 1000), 1: reporting(1, v37, 1000), 2: reporting(2, v36, 1000)}),
 			progress: api.ReasonDowngrading,
 			message:  []string{"waiting for member c-2", "not Ready yet"},
 		},
@@ -221,7 +220,7 @@ func TestPlanRollout(t *testing.T) {
 			name: "gate: restarted in place a minute ago in a pod made an hour ago: within the bound",
 			state: rolloutState(v36, true, []MemberView{leader(0), voter(1), sick(voter(2))},
 				pods(imageOnly(0, v37), imageOnly(1, v37), restarted(false, time.Minute)),
-				map[int]etcdutil.Status{0: reporting(0, v37, 1000), 1: reporting(1, v37, 1000)}),
+				map[int]etcdfacts.Status{0: reporting(0, v37, 1000), 1: reporting(1, v37, 1000)}),
 			progress: api.ReasonDowngrading,
 			message:  []string{"waiting for member c-2"},
 		},
@@ -229,7 +228,7 @@ func TestPlanRollout(t *testing.T) {
 			name: "the last member restarted in place is down: the rollout waits for it",
 			state: rolloutState(v36, true, []MemberView{voter(0), leader(1), sick(voter(2))},
 				pods(rolled(0, v36, false, hour), rolled(1, v36, false, hour), restarted(false, time.Second)),
-				map[int]etcdutil.Status{0: reporting(0, v36, 1000), 1: reporting(1, v36, 1000)}),
+				map[int]etcdfacts.Status{0: reporting(0, v36, 1000), 1: reporting(1, v36, 1000)}),
 			progress: api.ReasonRollingPods,
 			message:  []string{"waiting for member c-2, restarted in place", "2 of 3 members done"},
 		},
@@ -237,13 +236,13 @@ func TestPlanRollout(t *testing.T) {
 			name: "a member restarted in place long ago and down now is not the rollout's",
 			state: rolloutState(v36, true, []MemberView{voter(0), leader(1), sick(voter(2))},
 				pods(rolled(0, v36, false, hour), rolled(1, v36, false, hour), restarted(false, hour)),
-				map[int]etcdutil.Status{0: reporting(0, v36, 1000), 1: reporting(1, v36, 1000)}),
+				map[int]etcdfacts.Status{0: reporting(0, v36, 1000), 1: reporting(1, v36, 1000)}),
 		},
 		{
 			name: "restarted in place longer ago than the bound and not back: the rollout stops",
 			state: rolloutState(v36, true, []MemberView{leader(0), voter(1), sick(voter(2))},
 				pods(imageOnly(0, v37), imageOnly(1, v37), restarted(false, comebackBound+time.Second)),
-				map[int]etcdutil.Status{0: reporting(0, v37, 1000), 1: reporting(1, v37, 1000)}),
+				map[int]etcdfacts.Status{0: reporting(0, v37, 1000), 1: reporting(1, v37, 1000)}),
 			blocked: api.ReasonRolloutStuck,
 			message: []string{"member c-2 did not come back on 3.6.16"},
 		},
@@ -280,7 +279,7 @@ func TestPlanRollout(t *testing.T) {
 		{
 			name: "up to 3.7 on claims a non-leader is removed, to be added back from a snapshot: 3.7 cannot replay what 3.5 may have logged",
 			state: rolloutState("3.7.3", true, all, pods(rolled(0, "3.6.16", true, hour), rolled(1, "3.6.16", true, hour), rolled(2, "3.6.16", true, hour)),
-				map[int]etcdutil.Status{0: reporting(0, "3.6.16", 1000), 1: reporting(1, "3.6.16", 1000), 2: reporting(2, "3.6.16", 1000)}),
+				map[int]etcdfacts.Status{0: reporting(0, "3.6.16", 1000), 1: reporting(1, "3.6.16", 1000), 2: reporting(2, "3.6.16", 1000)}),
 			want:     &Action{Kind: ActionRemoveMember, Ordinal: 2, MemberID: 102},
 			progress: api.ReasonUpgrading,
 			message:  []string{"replacing member c-2", "cannot replay"},
@@ -324,7 +323,7 @@ func TestPlanRollout(t *testing.T) {
 		{
 			name: "gate: the rolled member has not caught up with the leader",
 			state: rolloutState(cur, true, all, pods(rolled(0, old, true, hour), rolled(1, old, true, hour), rolled(2, cur, false, time.Second)),
-				map[int]etcdutil.Status{0: reporting(0, old, 1000), 1: reporting(1, old, 1000), 2: reporting(2, cur, 10)}),
+				map[int]etcdfacts.Status{0: reporting(0, old, 1000), 1: reporting(1, old, 1000), 2: reporting(2, cur, 10)}),
 			progress: api.ReasonUpgrading,
 			message:  []string{"waiting for member c-2", "applied raft index 10"},
 		},
@@ -337,21 +336,21 @@ func TestPlanRollout(t *testing.T) {
 		{
 			name: "gate: the rolled member is down, within the bound: wait, touch nobody",
 			state: rolloutState(cur, true, []MemberView{leader(0), voter(1), sick(voter(2))},
-				pods(rolled(0, old, true, hour), rolled(1, old, true, hour), pulling), map[int]etcdutil.Status{0: reporting(0, old, 1000), 1: reporting(1, old, 1000)}),
+				pods(rolled(0, old, true, hour), rolled(1, old, true, hour), pulling), map[int]etcdfacts.Status{0: reporting(0, old, 1000), 1: reporting(1, old, 1000)}),
 			progress: api.ReasonUpgrading,
 			message:  []string{"waiting for member c-2", "ImagePullBackOff"},
 		},
 		{
 			name: "the rolled member did not come back within the bound: the rollout stops and says why",
 			state: rolloutState(cur, true, []MemberView{leader(0), voter(1), sick(voter(2))},
-				pods(rolled(0, old, true, hour), rolled(1, old, true, hour), stuck), map[int]etcdutil.Status{0: reporting(0, old, 1000), 1: reporting(1, old, 1000)}),
+				pods(rolled(0, old, true, hour), rolled(1, old, true, hour), stuck), map[int]etcdfacts.Status{0: reporting(0, old, 1000), 1: reporting(1, old, 1000)}),
 			blocked: api.ReasonRolloutStuck,
 			message: []string{"member c-2 did not come back on 3.6.16", "ImagePullBackOff", "no other member is touched"},
 		},
 		{
 			name: "version set back: the stuck member is rolled back first",
 			state: rolloutState(old, true, []MemberView{leader(0), voter(1), sick(voter(2))},
-				pods(rolled(0, old, false, hour), rolled(1, old, false, hour), stuckBack), map[int]etcdutil.Status{0: reporting(0, old, 1000), 1: reporting(1, old, 1000)}),
+				pods(rolled(0, old, false, hour), rolled(1, old, false, hour), stuckBack), map[int]etcdfacts.Status{0: reporting(0, old, 1000), 1: reporting(1, old, 1000)}),
 			want:     &Action{Kind: ActionRollMember, Ordinal: 2, MemberID: 102},
 			progress: api.ReasonDowngrading,
 		},
@@ -366,7 +365,7 @@ func TestPlanRollout(t *testing.T) {
 		{
 			name: "emptyDir: the rolled member's pod is gone, its removal is reported as the rollout",
 			state: rolloutState(cur, false, all, pods(rolled(0, old, true, hour), rolled(1, old, true, hour)),
-				map[int]etcdutil.Status{0: reporting(0, old, 1000), 1: reporting(1, old, 1000)}),
+				map[int]etcdfacts.Status{0: reporting(0, old, 1000), 1: reporting(1, old, 1000)}),
 			want:     &Action{Kind: ActionRemoveMember, Ordinal: 2, MemberID: 102},
 			progress: api.ReasonUpgrading,
 			message:  []string{"rollout: 0 of 3 members done"},

@@ -1,4 +1,4 @@
-package cluster
+package plan
 
 import (
 	"fmt"
@@ -9,19 +9,21 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
-	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
-	"github.com/etcd-operator/etcd-operator/pkg/member"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdutil/etcdfacts"
+	"github.com/etcd-operator/etcd-operator/pkg/member/naming"
 )
 
-// The planner is a pure function from what a pass observed to at most one action. It never
-// does I/O, so every rule below is a table test in plan_test.go.
+// The planner is a pure function from what a pass observed to at most one action. It cannot
+// do I/O (imports_test.go fails any import that could, and any read of the clock: the pass's
+// time is State.Now), so every rule below is a table test in plan_test.go or in the test file
+// of the rule's own file.
 //
 // Rules, in the order they are tried (the first that applies wins):
 //
 //  F. A pod or claim with a member's name that is not the cluster's (no controller reference
 //     to it, not adopted, not a retained claim of the cluster): change nothing, and name it
 //     (plan_foreign.go). A foreign Service, or a member pod whose IP answers for another
-//     etcd cluster (clusterid.go), is reported but does not stop the planner.
+//     etcd cluster (pkg/cluster/clusterid.go), is reported but does not stop the planner.
 //  0. A claim that never bound, made from an earlier spec.storage, is replaced (its pod
 //     first): the spec of a cluster that never started may be fixed (plan_storage.go).
 //  1. etcd unreachable: bootstrap the seed member <name>-0 if the cluster never had a member
@@ -104,7 +106,7 @@ func plan(s State) Decision {
 	for _, m := range s.Members {
 		members[m.Ordinal] = m
 	}
-	if d, ok := ruleForcedPod(s, members); ok {
+	if d, ok := deleteForcedPod(s, members); ok {
 		return d
 	}
 	if d, ok := planStrayPods(s, members); ok {
@@ -115,8 +117,8 @@ func plan(s State) Decision {
 	}
 
 	// Rule 3: quorum.
-	voting, healthy := votingCounts(s.Members)
-	if healthy < quorum(voting) {
+	voting, healthy := VotingCounts(s.Members)
+	if healthy < Quorum(voting) {
 		return Decision{Blocked: api.ReasonNoQuorum, Message: fmt.Sprintf(
 			"only %d of %d voting members are healthy; a majority is needed before any change",
 			healthy, voting)}
@@ -125,26 +127,21 @@ func plan(s State) Decision {
 	if d, ok := planLearner(s); ok {
 		return d
 	}
-
-	// Rule 5: voting members whose data is gone.
-	for _, m := range sortedMembers(s.Members) {
-		if m.Learner || !dataGone(s, m) {
-			continue
-		}
-		reason := api.ReasonReplacingMember
-		if m.Ordinal >= s.Size {
-			reason = api.ReasonScalingDown
-		}
-		return removeVoter(s, m, reason)
+	if d, ok := planDataGone(s); ok {
+		return d
 	}
-
 	if d, ok := planCrashLooping(s); ok {
 		return d
 	}
+	return planSize(s, members)
+}
 
+// planSize is rules 6 to 8, once every member is sound: scale down, scale up, then roll the
+// members whose pods are out of date.
+func planSize(s State, members map[int]MemberView) Decision {
 	// Rule 6: scale down, highest ordinal first; then the removed members' claims.
 	if len(s.Members) > s.Size {
-		sorted := sortedMembers(s.Members)
+		sorted := SortedMembers(s.Members)
 		return removeVoter(s, sorted[len(sorted)-1], api.ReasonScalingDown)
 	}
 	if d, ok := planScaledClaims(s, members); ok {
@@ -161,10 +158,26 @@ func plan(s State) Decision {
 	return planRollout(s)
 }
 
+// planDataGone is rule 5 for a voting member whose data is gone: it is removed (leadership
+// moved away first) to be added again under the same name.
+func planDataGone(s State) (Decision, bool) {
+	for _, m := range SortedMembers(s.Members) {
+		if m.Learner || !dataGone(s, m) {
+			continue
+		}
+		reason := api.ReasonReplacingMember
+		if m.Ordinal >= s.Size {
+			reason = api.ReasonScalingDown
+		}
+		return removeVoter(s, m, reason), true
+	}
+	return Decision{}, false
+}
+
 // planStrayPods is rule 2: delete a pod that holds no member and never will (an ordinal at or
 // above spec.size), or a pod that failed for good.
 func planStrayPods(s State, members map[int]MemberView) (Decision, bool) {
-	for _, o := range sortedOrdinals(s.Pods) {
+	for _, o := range SortedOrdinals(s.Pods) {
 		p := s.Pods[o]
 		if _, isMember := members[o]; isMember || p.Terminating {
 			continue
@@ -174,7 +187,7 @@ func planStrayPods(s State, members map[int]MemberView) (Decision, bool) {
 				"deleting pod %s, which holds no member", o), true
 		}
 	}
-	for _, o := range sortedOrdinals(s.Pods) {
+	for _, o := range SortedOrdinals(s.Pods) {
 		p := s.Pods[o]
 		if !p.Terminating && (p.Phase == corev1.PodFailed || p.Phase == corev1.PodSucceeded) {
 			return step(s, Action{Kind: ActionDeletePod, Ordinal: o}, api.ReasonReplacingMember,
@@ -223,14 +236,14 @@ func planUnreachable(s State) Decision {
 		}
 	}
 	if !s.Bootstrapped && len(s.Pods) == 0 {
-		return step(s, Action{Kind: ActionCreatePod, Ordinal: 0, ClusterState: etcdutil.ClusterStateNew,
+		return step(s, Action{Kind: ActionCreatePod, Ordinal: 0, ClusterState: etcdfacts.ClusterStateNew,
 			InitialCluster: []int{0}}, api.ReasonBootstrapping, "creating seed member %s", 0)
 	}
 	if d, ok := planBootstrapAgain(s); ok {
 		return d
 	}
 	if !s.Bootstrapped {
-		if p, ok := s.Pods[0]; ok && !p.Terminating && p.ClusterState == etcdutil.ClusterStateNew {
+		if p, ok := s.Pods[0]; ok && !p.Terminating && p.ClusterState == etcdfacts.ClusterStateNew {
 			if d, ok := podAheadOf(s, []MemberView{{Ordinal: 0}}); ok {
 				d.Progress = api.ReasonBootstrapping
 				return d
@@ -239,7 +252,7 @@ func planUnreachable(s State) Decision {
 		return waiting(s, api.ReasonBootstrapping, "waiting for seed member %s to start", 0)
 	}
 	if s.Persistent {
-		if d, ok := planForcedPod(s); ok {
+		if d, ok := waitForForcedSurvivor(s); ok {
 			return d
 		}
 		switch q := assessQuorum(s); {
@@ -288,7 +301,7 @@ func planBootstrapAgain(s State) (Decision, bool) {
 	case hasSeed:
 		return Decision{}, false
 	}
-	for _, o := range sortedOrdinals(s.Pods) {
+	for _, o := range SortedOrdinals(s.Pods) {
 		if !s.Pods[o].Terminating {
 			return step(s, Action{Kind: ActionDeletePod, Ordinal: o}, api.ReasonBootstrapping,
 				"the seed's pod is gone and the cluster never served: deleting pod %s to bootstrap again", o), true
@@ -297,7 +310,7 @@ func planBootstrapAgain(s State) (Decision, bool) {
 	if len(s.Pods) > 0 {
 		return waiting(s, api.ReasonBootstrapping,
 			"the seed's pod is gone and the cluster never served: waiting for the other pods to go, from %s on, to bootstrap again",
-			sortedOrdinals(s.Pods)[0]), true
+			SortedOrdinals(s.Pods)[0]), true
 	}
 	return Decision{}, false
 }
@@ -306,13 +319,17 @@ func reasonFor(s State, ordinal int) api.ConditionReason {
 	if ordinal >= s.Size {
 		return api.ReasonScalingDown
 	}
-	if s.Replaced[ordinal] {
-		return api.ReasonReplacingMember
+	for _, m := range s.LastMembers {
+		if m.Ordinal == ordinal {
+			// Status listed it as a member before: re-adding it replaces it.
+			return api.ReasonReplacingMember
+		}
 	}
 	return api.ReasonScalingUp
 }
 
-func votingCounts(ms []MemberView) (voting, healthy int) {
+// VotingCounts counts the voting members, and those of them that answered.
+func VotingCounts(ms []MemberView) (voting, healthy int) {
 	for _, m := range ms {
 		if m.Learner {
 			continue
@@ -325,26 +342,53 @@ func votingCounts(ms []MemberView) (voting, healthy int) {
 	return voting, healthy
 }
 
-// quorum is the majority of n voting members.
-func quorum(n int) int { return n/2 + 1 }
+// Quorum is the majority of n voting members.
+func Quorum(n int) int { return n/2 + 1 }
 
 // step decides on an action; the message names the member it is about.
 func step(s State, a Action, reason api.ConditionReason, format string, ordinal int) Decision {
-	return Decision{Action: &a, Progress: reason, Message: fmt.Sprintf(format, member.Name(s.Name, ordinal))}
+	return Decision{Action: &a, Progress: reason, Message: fmt.Sprintf(format, naming.Name(s.Name, ordinal))}
 }
 
 // waiting decides on no action for now, and says what the cluster waits for.
 func waiting(s State, reason api.ConditionReason, format string, ordinal int) Decision {
-	return Decision{Progress: reason, Message: fmt.Sprintf(format, member.Name(s.Name, ordinal))}
+	return Decision{Progress: reason, Message: fmt.Sprintf(format, naming.Name(s.Name, ordinal))}
 }
 
-// sortedOrdinals are the ordinals a map by ordinal holds, in ascending order.
-func sortedOrdinals[V any](byOrdinal map[int]V) []int {
+// SortedOrdinals are the ordinals a map by ordinal holds, in ascending order.
+func SortedOrdinals[V any](byOrdinal map[int]V) []int {
 	return slices.Sorted(maps.Keys(byOrdinal))
 }
 
-func sortedMembers(ms []MemberView) []MemberView {
+// SortedMembers are the members by ascending ordinal.
+func SortedMembers(ms []MemberView) []MemberView {
 	out := slices.Clone(ms)
 	sort.Slice(out, func(i, j int) bool { return out[i].Ordinal < out[j].Ordinal })
 	return out
+}
+
+// removeVoter removes a voting member, first moving leadership away if it leads, and only if
+// the members left keep a healthy majority.
+func removeVoter(s State, m MemberView, reason api.ConditionReason) Decision {
+	voting, healthy := VotingCounts(s.Members)
+	if m.Healthy {
+		healthy--
+	}
+	if healthy < Quorum(voting-1) {
+		return Decision{Blocked: api.ReasonQuorumAtRisk, Message: fmt.Sprintf(
+			"removing member %s would leave %d healthy of %d voting members, less than a majority",
+			naming.Name(s.Name, m.Ordinal), healthy, voting-1)}
+	}
+	if m.Leader && m.Healthy {
+		for _, t := range SortedMembers(s.Members) {
+			if t.ID != m.ID && t.Healthy && !t.Learner {
+				return step(s, Action{Kind: ActionMoveLeader, Ordinal: m.Ordinal, MemberID: m.ID, Transferee: t.ID},
+					reason, "moving leadership away from %s before removing it", m.Ordinal)
+			}
+		}
+		return Decision{Blocked: api.ReasonQuorumAtRisk, Message: fmt.Sprintf(
+			"member %s leads and no other healthy voting member can take over", naming.Name(s.Name, m.Ordinal))}
+	}
+	return step(s, Action{Kind: ActionRemoveMember, Ordinal: m.Ordinal, MemberID: m.ID}, reason,
+		"removing member %s", m.Ordinal)
 }

@@ -1,4 +1,4 @@
-package cluster
+package plan
 
 import (
 	"fmt"
@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
-	"github.com/etcd-operator/etcd-operator/pkg/member"
+	"github.com/etcd-operator/etcd-operator/pkg/member/naming"
 )
 
 // Rule 8 of the planner (see plan.go): roll the member pods that were built from an earlier
@@ -47,7 +47,7 @@ const (
 
 // planRollout is rule 8.
 func planRollout(s State) Decision {
-	for _, o := range sortedOrdinals(s.Pods) {
+	for _, o := range SortedOrdinals(s.Pods) {
 		if p := s.Pods[o]; !p.Terminating && p.StaleMetadata {
 			return step(s, Action{Kind: ActionPatchPod, Ordinal: o}, api.ReasonRollingPods,
 				"patching the labels and annotations of pod %s from spec.pod", o)
@@ -57,7 +57,7 @@ func planRollout(s State) Decision {
 		return d
 	}
 	var outdated []MemberView
-	for _, m := range sortedMembers(s.Members) {
+	for _, m := range SortedMembers(s.Members) {
 		if p, ok := s.Pods[m.Ordinal]; ok && !m.Learner && !p.Terminating && p.Outdated {
 			outdated = append(outdated, m)
 		}
@@ -71,25 +71,8 @@ func planRollout(s State) Decision {
 	if !hasLeader {
 		return Decision{Progress: reason, Message: "waiting for the cluster to elect a leader before the next member is rolled"}
 	}
-	// The gate: every member must be back before another is rolled; only a member that is down
-	// and out of date (with a pod that is not going: the members of outdated) is not waited
-	// for, since it is the one rolled next.
-	for _, m := range sortedMembers(s.Members) {
-		if p, ok := s.Pods[m.Ordinal]; ok && !m.Healthy && p.Outdated && !p.Terminating {
-			continue
-		}
-		why := notCaughtUp(s, m, leader)
-		if why == "" {
-			continue
-		}
-		p := s.Pods[m.Ordinal]
-		if !p.Outdated && s.Now.Sub(p.rolledAt()) > comebackBound {
-			return Decision{Blocked: api.ReasonRolloutStuck, Message: fmt.Sprintf(
-				"the rollout is stopped: member %s did not come back on %s within %s (%s); no other member is touched. Set spec.version (or spec.pod) back to roll it back%s",
-				member.Name(s.Name, m.Ordinal), p.Version, comebackBound, why, claimHint(s, m.Ordinal))}
-		}
-		return Decision{Progress: reason, Message: fmt.Sprintf("waiting for member %s before the next one is rolled: %s (%d of %d members done)",
-			member.Name(s.Name, m.Ordinal), why, done, len(s.Members))}
+	if d, ok := rolloutGate(s, leader, reason, done); ok {
+		return d
 	}
 	// A member that is down anyway goes first: rolling it costs no quorum, and a member stuck
 	// on a bad version is rolled back this way once spec.version is set back.
@@ -108,19 +91,29 @@ func planRollout(s State) Decision {
 	return rollMember(s, next, reason, done)
 }
 
-// claimHint is what a stuck rollout says a user can do about a member whose own data is at
-// fault: on claims, delete its claim.
-func claimHint(s State, o int) string {
-	if !s.Persistent {
-		return ""
+// rolloutGate holds the rollout until every member is back before another is rolled; only a
+// member that is down and out of date (with a pod that is not going: one of those rolled) is
+// not waited for, since it is the one rolled next. A member rolled that does not come back
+// within comebackBound stops the rollout.
+func rolloutGate(s State, leader MemberView, reason api.ConditionReason, done int) (Decision, bool) {
+	for _, m := range SortedMembers(s.Members) {
+		if p, ok := s.Pods[m.Ordinal]; ok && !m.Healthy && p.Outdated && !p.Terminating {
+			continue
+		}
+		why := notCaughtUp(s, m, leader)
+		if why == "" {
+			continue
+		}
+		p := s.Pods[m.Ordinal]
+		if !p.Outdated && s.Now.Sub(p.rolledAt()) > comebackBound {
+			return Decision{Blocked: api.ReasonRolloutStuck, Message: fmt.Sprintf(
+				"the rollout is stopped: member %s did not come back on %s within %s (%s); no other member is touched. Set spec.version (or spec.pod) back to roll it back%s",
+				naming.Name(s.Name, m.Ordinal), p.Version, comebackBound, why, claimHint(s, m.Ordinal))}, true
+		}
+		return Decision{Progress: reason, Message: fmt.Sprintf("waiting for member %s before the next one is rolled: %s (%d of %d members done)",
+			naming.Name(s.Name, m.Ordinal), why, done, len(s.Members))}, true
 	}
-	return "; if its own data is at fault, " + deleteClaimCommand(s, o) + " has it replaced"
-}
-
-// deleteClaimCommand is the command that deletes the claim of ordinal o, which has its member
-// replaced on a new claim.
-func deleteClaimCommand(s State, o int) string {
-	return "kubectl delete pvc " + namespaceFlag(s) + member.ClaimName(s.Name, o)
+	return Decision{}, false
 }
 
 // waitForRestartedInPlace is the end of a rollout whose last member was restarted in place:
@@ -128,7 +121,7 @@ func deleteClaimCommand(s State, o int) string {
 // as for any other member (a pod made again is waited for by the rules that make it).
 func waitForRestartedInPlace(s State, reason api.ConditionReason) Decision {
 	leader, hasLeader := leaderMember(s.Members)
-	for _, m := range sortedMembers(s.Members) {
+	for _, m := range SortedMembers(s.Members) {
 		p, ok := s.Pods[m.Ordinal]
 		if !ok || p.RestartedAt.IsZero() || s.Now.Sub(p.RestartedAt) > comebackBound {
 			continue
@@ -139,7 +132,7 @@ func waitForRestartedInPlace(s State, reason api.ConditionReason) Decision {
 		}
 		if why != "" {
 			return Decision{Progress: reason, Message: fmt.Sprintf("waiting for member %s, restarted in place for the rollout: %s (%d of %d members done)",
-				member.Name(s.Name, m.Ordinal), why, len(s.Members)-1, len(s.Members))}
+				naming.Name(s.Name, m.Ordinal), why, len(s.Members)-1, len(s.Members))}
 		}
 	}
 	return Decision{}
@@ -152,7 +145,7 @@ func waitForRestartedInPlace(s State, reason api.ConditionReason) Decision {
 // with its data, once spec.version is set back. On a claim, an out-of-date pod that cannot
 // start is made again (below).
 func rollDownMemberInPlace(s State) (Decision, bool) {
-	for _, o := range slices.Backward(sortedOrdinals(s.Pods)) {
+	for _, o := range slices.Backward(SortedOrdinals(s.Pods)) {
 		p := s.Pods[o]
 		if p.Terminating || !p.ImageOnly || p.Waiting == "" || replacedOnUpgrade(p.Version, s.TargetVersion) {
 			continue
@@ -168,7 +161,7 @@ func rollDownMemberInPlace(s State) (Decision, bool) {
 	// value etcd refuses in spec.pod.env, a placement no node fits) comes back once the spec is
 	// set back. Not a pod whose member-init found its data gone, nor across a version change
 	// that replaces members.
-	for _, o := range slices.Backward(sortedOrdinals(s.Pods)) {
+	for _, o := range slices.Backward(SortedOrdinals(s.Pods)) {
 		p := s.Pods[o]
 		if !s.Persistent || p.Terminating || !p.Outdated || p.MemberID == 0 || p.DataLost || !podStuck(s, p) ||
 			replacedOnUpgrade(p.Version, s.TargetVersion) {
@@ -187,11 +180,11 @@ func rollDownMemberInPlace(s State) (Decision, bool) {
 // first moving leadership away if it leads, and only if the members left keep a healthy
 // majority.
 func rollMember(s State, m MemberView, reason api.ConditionReason, done int) Decision {
-	voting, healthy := votingCounts(s.Members)
+	voting, healthy := VotingCounts(s.Members)
 	if m.Healthy {
 		healthy--
 	}
-	name := member.Name(s.Name, m.Ordinal)
+	name := naming.Name(s.Name, m.Ordinal)
 	// A cluster of one member has no majority to keep: rolling it means a short outage,
 	// which its user chose with size 1. On a claim its member restarts on its data; on
 	// emptyDir its data would go with the pod, so it is rolled there only in place.
@@ -204,7 +197,7 @@ func rollMember(s State, m MemberView, reason api.ConditionReason, done int) Dec
 		return Decision{Blocked: api.ReasonQuorumAtRisk, Message: fmt.Sprintf(
 			"member %s is the only member and keeps its data on an emptyDir: rolling it would lose every key. Scale to 3 members first, or create a new cluster", name)}
 	}
-	if healthy < quorum(voting) && !alone {
+	if healthy < Quorum(voting) && !alone {
 		return Decision{Blocked: api.ReasonQuorumAtRisk, Message: fmt.Sprintf(
 			"rolling member %s would leave %d healthy of %d voting members, less than a majority", name, healthy, voting)}
 	}
@@ -246,7 +239,7 @@ func rollMember(s State, m MemberView, reason api.ConditionReason, done int) Dec
 // the highest ordinal first (so it is not moved again), else any healthy voting member.
 func transferee(s State, m MemberView) (MemberView, bool) {
 	var fallback *MemberView
-	for _, t := range slices.Backward(sortedMembers(s.Members)) {
+	for _, t := range slices.Backward(SortedMembers(s.Members)) {
 		if t.ID == m.ID || !t.Healthy || t.Learner {
 			continue
 		}
@@ -288,7 +281,7 @@ func notCaughtUp(s State, m MemberView, leader MemberView) string {
 		if p.Waiting != "" {
 			return "its etcd container waits: " + p.Waiting
 		}
-		return podCondition(s.Pods, m.Ordinal)
+		return PodCondition(s.Pods, m.Ordinal)
 	case p.RestartPending:
 		return "the kubelet has not restarted its etcd container on the new image yet"
 	case p.NotReady:
@@ -296,7 +289,7 @@ func notCaughtUp(s State, m MemberView, leader MemberView) string {
 		// its own address, answers at once); the next member waits for the probe too, so that
 		// the client Service never has fewer members behind it than the rollout takes down.
 		return "etcd answers, its pod is not Ready yet"
-	case p.Version != "" && member.NormalizeVersion(st.Version) != p.Version:
+	case p.Version != "" && naming.NormalizeVersion(st.Version) != p.Version:
 		return fmt.Sprintf("it reports etcd %s, its pod runs %s", st.Version, p.Version)
 	}
 	ls, ok := s.Statuses[leader.Ordinal]
@@ -337,8 +330,8 @@ func rolloutReason(s State) api.ConditionReason {
 	return reason
 }
 
-// rolling: a Progressing reason of a rollout.
-func rolling(r api.ConditionReason) bool {
+// Rolling: a Progressing reason of a rollout.
+func Rolling(r api.ConditionReason) bool {
 	return r == api.ReasonUpgrading || r == api.ReasonDowngrading || r == api.ReasonRollingPods
 }
 
@@ -360,7 +353,7 @@ func duringRollout(s State, d Decision) Decision {
 		}
 	}
 	for _, st := range s.Statuses {
-		if member.NormalizeVersion(st.Version) != s.TargetVersion {
+		if naming.NormalizeVersion(st.Version) != s.TargetVersion {
 			underway = true
 		}
 	}

@@ -1,0 +1,127 @@
+package cluster
+
+import (
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
+	"github.com/etcd-operator/etcd-operator/pkg/member"
+)
+
+// Why a member pod does not start, read from the pod alone for the planner's PodView.Problem
+// (the bound and what the planner does about it: plan/stuck.go).
+
+// crashLoopRestarts is how often etcd's container must have failed in a row to count as
+// crash-looping: a member that failed once or twice while its peers came back is not.
+const crashLoopRestarts = 3
+
+// cannotStart are the kubelet's waiting reasons of a container that will not start by
+// waiting a little: the image, the container's configuration, or the container itself.
+var cannotStart = map[string]bool{
+	"ImagePullBackOff": true, "ErrImagePull": true, "InvalidImageName": true, "ErrImageNeverPull": true,
+	plan.ReasonCrashLoop: true, "CreateContainerConfigError": true, "CreateContainerError": true, "RunContainerError": true,
+}
+
+// maxProblemMessage bounds what a pod's message adds to a condition: a termination message
+// may hold the tail of etcd's log.
+const maxProblemMessage = 300
+
+// podProblem reads why the pod does not start, or nil. A crash-looping etcd container is
+// reported as such whether it waits for its next restart or briefly runs.
+func podProblem(p *corev1.Pod) *plan.PodProblem {
+	if p.DeletionTimestamp != nil {
+		return nil
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			return &plan.PodProblem{Reason: c.Reason, Message: clip(c.Message), Since: since(c.LastTransitionTime.Time, p)}
+		}
+	}
+	if st := etcdStatus(p); st != nil && crashLooping(st) {
+		msg := ""
+		if t := st.LastTerminationState.Terminated; t != nil {
+			msg = fmt.Sprintf("container %s restarted %d times, last exit code %d", st.Name, st.RestartCount, t.ExitCode)
+			if m := strings.TrimSpace(t.Message); m != "" {
+				// The message is the tail of the container's log: its last words (why etcd
+				// exited) are at the end, so the end is what is kept.
+				msg += ": " + clipHead(m, maxProblemMessage-len(msg)-len(": ..."))
+			} else if t.Reason != "" {
+				msg += " (" + t.Reason + ")"
+			}
+		}
+		return &plan.PodProblem{Reason: plan.ReasonCrashLoop, Message: clip(msg), Since: notReadySince(p)}
+	}
+	for _, st := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+		if st.Name == member.EtcdContainerName && !st.Ready && st.RestartCount < crashLoopRestarts &&
+			st.State.Waiting != nil && st.State.Waiting.Reason == plan.ReasonCrashLoop {
+			// etcd failed once or twice: its peers may just be coming back.
+			continue
+		}
+		if w := st.State.Waiting; w != nil && cannotStart[w.Reason] {
+			return &plan.PodProblem{Reason: w.Reason, Message: clip(fmt.Sprintf("container %s: %s", st.Name, w.Message)),
+				Since: notReadySince(p)}
+		}
+	}
+	return nil
+}
+
+// etcdStatus is the status of the pod's etcd container, nil before it has one.
+func etcdStatus(p *corev1.Pod) *corev1.ContainerStatus {
+	for i := range p.Status.ContainerStatuses {
+		if p.Status.ContainerStatuses[i].Name == member.EtcdContainerName {
+			return &p.Status.ContainerStatuses[i]
+		}
+	}
+	return nil
+}
+
+// crashLooping: the container failed crashLoopRestarts times or more, its last run ended in an
+// error, and it is not ready now.
+func crashLooping(st *corev1.ContainerStatus) bool {
+	t := st.LastTerminationState.Terminated
+	return !st.Ready && st.RestartCount >= crashLoopRestarts && t != nil && t.ExitCode != 0
+}
+
+// notReadySince is when the pod last became not ready (or was created, before it has a Ready
+// condition): when its trouble began, as far as the pod says.
+func notReadySince(p *corev1.Pod) time.Time {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady && c.Status != corev1.ConditionTrue {
+			return since(c.LastTransitionTime.Time, p)
+		}
+	}
+	return p.CreationTimestamp.Time
+}
+
+func since(t time.Time, p *corev1.Pod) time.Time {
+	if t.IsZero() || t.Before(p.CreationTimestamp.Time) {
+		return p.CreationTimestamp.Time
+	}
+	return t
+}
+
+func clip(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > maxProblemMessage {
+		return s[:maxProblemMessage] + "..."
+	}
+	return s
+}
+
+// clipHead is s with its white space folded, cut to its last n bytes (at a character's start)
+// behind "...", when it is longer.
+func clipHead(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) <= n {
+		return s
+	}
+	i := len(s) - n
+	for i < len(s) && !utf8.RuneStart(s[i]) {
+		i++
+	}
+	return "..." + s[i:]
+}
