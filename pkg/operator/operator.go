@@ -22,13 +22,10 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
-	"github.com/etcd-operator/etcd-operator/pkg/cluster"
 	"github.com/etcd-operator/etcd-operator/pkg/controller"
 	"github.com/etcd-operator/etcd-operator/pkg/crd"
 	"github.com/etcd-operator/etcd-operator/pkg/dnsutil"
-	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 	versioned "github.com/etcd-operator/etcd-operator/pkg/generated/clientset/versioned"
-	"github.com/etcd-operator/etcd-operator/pkg/member"
 
 	"github.com/etcd-operator/etcd-operator/deploy"
 )
@@ -74,7 +71,7 @@ func Run(ctx context.Context, o *Options, log *logrus.Logger) error {
 func runWith(ctx context.Context, o *Options, cl *clients, entry *logrus.Entry, start time.Time) error {
 
 	reg := newOperatorRegistry()
-	metrics, err := controller.NewMetrics(reg)
+	metrics, err := newMetrics(reg)
 	if err != nil {
 		return err
 	}
@@ -199,27 +196,10 @@ func runController(ctx context.Context, o *Options, cl *clients, metrics *contro
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cl.kube.CoreV1().Events("")})
 	recorder := broadcaster.NewRecorder(scheme, corev1.EventSource{Component: componentName})
 
-	reconciler := cluster.NewReconciler(cluster.Deps{
-		Kube:            cl.kube,
-		Clientset:       cl.etcd,
-		Clusters:        informers.Clusters.Lister(),
-		Pods:            informers.Pods.Lister(),
-		Services:        informers.Services.Lister(),
-		EndpointSlices:  informers.EndpointSlices.Lister(),
-		Budgets:         informers.Budgets.Lister(),
-		NetworkPolicies: informers.NetworkPolicies.Lister(),
-		OperatorPeer:    member.OperatorPeer(o.LeaseNamespace),
-		Claims:          informers.Claims.Lister(),
-		Recorder:        recorder,
-		Etcd:            etcdutil.NewFactory(0, 0),
-		DNS:             clusterDNS(o, log),
-		MemberInitImage: o.MemberInitImage,
-		Installation:    installation(o),
-		Log:             log.WithField("component", "cluster"),
-	})
 	ctrl, err := controller.New(controller.Config{
-		Informers:     informers,
-		Syncer:        reconciler,
+		Kinds: []controller.Kind{
+			clusterKind(informers, newClusterReconciler(o, cl, informers, recorder, log)),
+		},
 		Metrics:       metrics,
 		Log:           log.WithField("component", "controller"),
 		Workers:       o.Workers,
@@ -243,10 +223,6 @@ func runController(ctx context.Context, o *Options, cl *clients, metrics *contro
 	}
 	return nil
 }
-
-// The cluster Reconciler is the controller's Syncer: it reports a deleted cluster with
-// cluster.ErrGone, on which the controller stops the cluster's loop.
-var _ controller.Syncer = (*cluster.Reconciler)(nil)
 
 // clusterDNS asks the pod's own name servers, which are cluster DNS, whether a member's name is
 // served yet. Outside the cluster (--kubeconfig) the host's resolver knows no cluster names: the
