@@ -107,19 +107,28 @@ func New(cfg Config) (*Controller, error) {
 		cfg.BackoffMax = DefaultBackoffMax
 	}
 	c := &Controller{cfg: cfg, log: cfg.Log}
+	if err := c.register(cfg.Kinds); err != nil {
+		c.shutDownQueues()
+		return nil, err
+	}
+	return c, nil
+}
+
+// register builds a dispatcher for each kind.
+func (c *Controller) register(kinds []Kind) error {
 	names := map[string]bool{}
-	for _, k := range cfg.Kinds {
+	for _, k := range kinds {
 		if names[k.Name] {
-			return nil, fmt.Errorf("registering kind %s: registered twice", k.Name)
+			return fmt.Errorf("registering kind %s: registered twice", k.Name)
 		}
 		names[k.Name] = true
 		d, err := newDispatcher(c, k)
 		if err != nil {
-			return nil, fmt.Errorf("registering kind %s: %w", k.Name, err)
+			return fmt.Errorf("registering kind %s: %w", k.Name, err)
 		}
 		c.kinds = append(c.kinds, d)
 	}
-	return c, nil
+	return nil
 }
 
 // Run dispatches work until ctx is done, then shuts down: the workers stop taking keys, each
