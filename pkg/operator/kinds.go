@@ -10,7 +10,13 @@ import (
 	"github.com/etcd-operator/etcd-operator/pkg/controller"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 	"github.com/etcd-operator/etcd-operator/pkg/member"
+
+	"github.com/etcd-operator/etcd-operator/deploy"
 )
+
+// crds are the CustomResourceDefinitions of the kinds the operator runs, as YAML, installed
+// in this order, each established before the next.
+var crds = [][]byte{deploy.EtcdClusterCRD}
 
 // clusterKindName is the EtcdCluster kind, as its objects' ownerReferences name it.
 const clusterKindName = "EtcdCluster"

@@ -26,8 +26,6 @@ import (
 	"github.com/etcd-operator/etcd-operator/pkg/crd"
 	"github.com/etcd-operator/etcd-operator/pkg/dnsutil"
 	versioned "github.com/etcd-operator/etcd-operator/pkg/generated/clientset/versioned"
-
-	"github.com/etcd-operator/etcd-operator/deploy"
 )
 
 // Client-side rate limits for the API server: client-go's 5 QPS would starve passes of many
@@ -122,30 +120,33 @@ func newOperatorRegistry() *prometheus.Registry {
 }
 
 // leading is what a replica does once it leads (or, without leader election, at once): it
-// installs the CRD, then runs the controller. A replica reports itself not ready until its
+// installs the CRDs, then runs the controller. A replica reports itself not ready until its
 // caches have synced.
 func leading(o *Options, cl *clients, metrics *controller.Metrics, ready *readiness, log *logrus.Entry, start time.Time) func(context.Context) error {
 	return func(ctx context.Context) error {
 		ready.leading(func() bool { return false })
-		if err := installCRD(ctx, o, cl, log, start); err != nil {
+		if err := installCRDs(ctx, o, cl, crds, log, start); err != nil {
 			return err
 		}
 		return runController(ctx, o, cl, metrics, ready, log)
 	}
 }
 
-// installCRD creates or updates the EtcdCluster CRD, unless an admin installs it. Only the
-// leader runs it, once elected: replicas that stand by write nothing, and crd.Ensure never
-// writes an older schema over a newer one, so two operator versions never flap the CRD.
-func installCRD(ctx context.Context, o *Options, cl *clients, log *logrus.Entry, start time.Time) error {
+// installCRDs creates or updates each CRD of defs (YAML) in turn, each established before the
+// next, unless an admin installs them. Only the leader runs it, once elected: replicas that
+// stand by write nothing, and crd.Ensure never writes an older schema over a newer one, so
+// two operator versions never flap a CRD.
+func installCRDs(ctx context.Context, o *Options, cl *clients, defs [][]byte, log *logrus.Entry, start time.Time) error {
 	if o.SkipCRDInstall {
 		log.Info("Skipping CRD installation (--skip-crd-install)")
 		return nil
 	}
-	if err := crd.Ensure(ctx, cl.extension, deploy.EtcdClusterCRD, log.WithField("component", "crd")); err != nil {
-		return fmt.Errorf("installing the EtcdCluster CRD: %w", err)
+	for _, def := range defs {
+		if err := crd.Ensure(ctx, cl.extension, def, log.WithField("component", "crd")); err != nil {
+			return fmt.Errorf("installing the operator's CRDs: %w", err)
+		}
 	}
-	log.WithFields(sinceStart(start)).Info("EtcdCluster CRD established")
+	log.WithFields(sinceStart(start)).WithField("crds", len(defs)).Info("CRDs established")
 	return nil
 }
 
