@@ -47,7 +47,7 @@ func configMapKind(inf *Informers, s Syncer) Kind {
 func TestTwoKindsEachObjectOwnLoop(t *testing.T) {
 	clusters, maps := newFakeSyncer(), newFakeSyncer()
 	e := newKindsEnv(t, clusters, func(inf *Informers) []Kind {
-		return []Kind{clusterKind(inf, clusters), configMapKind(inf, maps)}
+		return []Kind{clusterKind(inf, clusters), configMapKind(inf, SyncFunc(maps.Sync))}
 	}, []LoopGauge{clusterGauge, configMapGauge}, nil)
 	clusters.observe = e.seqObserver
 	// A ConfigMap's pass observes how many pods it owns.

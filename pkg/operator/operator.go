@@ -50,7 +50,7 @@ type clients struct {
 }
 
 // Run runs the operator until ctx is done (SIGTERM) or the leader Lease is lost. In order:
-// clients, the metrics and health server, leader election, and while leading the CRD (unless
+// clients, the metrics and health server, leader election, and while leading the CRDs (unless
 // skipped), the informers and the controller. It returns nil after a clean shutdown.
 func Run(ctx context.Context, o *Options, log *logrus.Logger) error {
 	start := time.Now()
@@ -65,7 +65,7 @@ func Run(ctx context.Context, o *Options, log *logrus.Logger) error {
 }
 
 // runWith is Run past the clients: the health server, leader election, and while leading the
-// CRD, the informers and the controller.
+// CRDs, the informers and the controller.
 func runWith(ctx context.Context, o *Options, cl *clients, entry *logrus.Entry, start time.Time) error {
 
 	reg := newOperatorRegistry()
