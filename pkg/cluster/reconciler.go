@@ -6,7 +6,6 @@ package cluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -23,6 +22,7 @@ import (
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
 	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
+	"github.com/etcd-operator/etcd-operator/pkg/controller"
 	"github.com/etcd-operator/etcd-operator/pkg/dnsutil"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 	versioned "github.com/etcd-operator/etcd-operator/pkg/generated/clientset/versioned"
@@ -31,7 +31,7 @@ import (
 
 // ErrGone is returned by Sync when the EtcdCluster no longer exists (or is being deleted):
 // the controller stops its loop. Its owned objects go with it through their ownerReferences.
-var ErrGone = errors.New("etcd cluster no longer exists")
+var ErrGone = controller.ErrGone
 
 // How soon a pass asks to run again when no event is expected to wake it.
 const (

@@ -38,7 +38,7 @@ func TestBurstReachesEachClusterInOrder(t *testing.T) {
 	keys := make([]string, 0, clusters)
 	for i := range clusters {
 		r := ref{fmt.Sprintf("ns-%d", i%namespaces), fmt.Sprintf("etcd-%d", i)}
-		refs, keys = append(refs, r), append(keys, clusterKey(r.ns, r.name))
+		refs, keys = append(refs, r), append(keys, objectKey(r.ns, r.name))
 	}
 	// Each cluster's writer issues its updates back to back, waiting only until the cache has
 	// the previous one: the fake clientset's watch buffers just 100 events and panics when
@@ -97,7 +97,7 @@ func TestBurstReachesEachClusterInOrder(t *testing.T) {
 			t.Errorf("%s has no running loop", k)
 		}
 	}
-	if got := testutil.ToFloat64(e.metrics.clustersManaged); got != clusters {
+	if got := testutil.ToFloat64(e.metrics.loops["EtcdCluster"]); got != clusters {
 		t.Errorf("clusters managed gauge = %v, want %d", got, clusters)
 	}
 	t.Logf("%d events coalesced into %d passes", clusters*(updates+1), total)
@@ -108,12 +108,12 @@ func TestDeletedClusterLoopStops(t *testing.T) {
 	s := newFakeSyncer()
 	e := newEnv(t, s, nil)
 	s.observe = e.seqObserver
-	key := clusterKey("default", "doomed")
+	key := objectKey("default", "doomed")
 
 	e.createCluster(t, "default", "doomed")
 	e.createCluster(t, "default", "survivor")
 	eventually(t, 5*time.Second, "first passes", func() bool {
-		return s.passCount(key) > 0 && s.passCount(clusterKey("default", "survivor")) > 0
+		return s.passCount(key) > 0 && s.passCount(objectKey("default", "survivor")) > 0
 	})
 
 	err := e.etcd.EtcdV1alpha1().EtcdClusters("default").Delete(context.Background(), "doomed", metav1.DeleteOptions{})
@@ -124,10 +124,10 @@ func TestDeletedClusterLoopStops(t *testing.T) {
 		running, exiting := e.loopState(key)
 		return !running && !exiting
 	})
-	if running, _ := e.loopState(clusterKey("default", "survivor")); !running {
+	if running, _ := e.loopState(objectKey("default", "survivor")); !running {
 		t.Error("the other cluster's loop stopped too")
 	}
-	if got := testutil.ToFloat64(e.metrics.clustersManaged); got != 1 {
+	if got := testutil.ToFloat64(e.metrics.loops["EtcdCluster"]); got != 1 {
 		t.Errorf("clusters managed gauge = %v, want 1", got)
 	}
 
@@ -143,7 +143,7 @@ func TestDeletedClusterLoopStops(t *testing.T) {
 func TestPodEventWakesOwnerCluster(t *testing.T) {
 	s := newFakeSyncer()
 	e := newEnv(t, s, nil)
-	pods := e.inf.Pods.Lister()
+	pods := e.inf.Kube().Core().V1().Pods().Lister()
 	// A pass observes how many pods of its own cluster the cache holds.
 	s.observe = func(namespace, name string) int {
 		got, err := pods.Pods(namespace).List(labels.SelectorFromSet(labels.Set{member.LabelCluster: name}))
@@ -154,7 +154,7 @@ func TestPodEventWakesOwnerCluster(t *testing.T) {
 	}
 	e.createCluster(t, "db", "a")
 	e.createCluster(t, "db", "b")
-	keyA, keyB := clusterKey("db", "a"), clusterKey("db", "b")
+	keyA, keyB := objectKey("db", "a"), objectKey("db", "b")
 	eventually(t, 5*time.Second, "first passes", func() bool {
 		return s.lastObserved(keyA) == 0 && s.lastObserved(keyB) == 0
 	})
@@ -198,7 +198,7 @@ func TestNoGoroutineLeak(t *testing.T) {
 	}
 	eventually(t, 5*time.Second, "every cluster's first pass", func() bool {
 		for i := range 10 {
-			if s.passCount(clusterKey("default", fmt.Sprintf("c%d", i))) == 0 {
+			if s.passCount(objectKey("default", fmt.Sprintf("c%d", i))) == 0 {
 				return false
 			}
 		}

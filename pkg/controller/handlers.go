@@ -6,28 +6,22 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
-
-	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
-	"github.com/etcd-operator/etcd-operator/pkg/member"
 )
 
-// clusterKind is the kind of the controller ownerReference that maps pods and Services to
-// their cluster.
-const clusterKind = "EtcdCluster"
+// KeyFunc maps an object the controller watches to the key (namespace/name) of the object it
+// belongs to; ok is false when it belongs to none of the kind's objects.
+type KeyFunc func(obj metav1.Object) (key string, ok bool)
 
-// keyFunc maps an object the controller watches to the key of its EtcdCluster.
-type keyFunc func(obj metav1.Object) (key string, ok bool)
-
-// clusterHandler enqueues an EtcdCluster's own key on every event, resyncs included: a resync
-// is how idle loops are woken periodically.
-func (c *Controller) clusterHandler() cache.ResourceEventHandler {
+// kindHandler enqueues an object's own key on every event, resyncs included: a resync is how
+// idle loops are woken periodically.
+func (d *dispatcher) kindHandler() cache.ResourceEventHandler {
 	enqueue := func(obj any) {
 		key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
 		if err != nil {
-			c.log.WithError(err).Warn("Ignoring an EtcdCluster event without a key")
+			d.log.WithError(err).Warn("Ignoring an event without a key")
 			return
 		}
-		c.queue.Add(key)
+		d.queue.Add(key)
 	}
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc:    enqueue,
@@ -36,20 +30,20 @@ func (c *Controller) clusterHandler() cache.ResourceEventHandler {
 	}
 }
 
-// ownedHandler enqueues the key of the cluster an object belongs to, as told by keyOf. An
-// update that moves an object from one cluster to another enqueues both.
-func (c *Controller) ownedHandler(keyOf keyFunc) cache.ResourceEventHandler {
+// ownedHandler enqueues the key of the object another object belongs to, as told by keyOf.
+// An update that moves an object from one owner to another enqueues both.
+func (d *dispatcher) ownedHandler(keyOf KeyFunc) cache.ResourceEventHandler {
 	enqueue := func(obj any) {
 		if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = tombstone.Obj
 		}
 		m, ok := obj.(metav1.Object)
 		if !ok {
-			c.log.WithField("type", typeName(obj)).Warn("Ignoring an event for an object without metadata")
+			d.log.WithField("type", typeName(obj)).Warn("Ignoring an event for an object without metadata")
 			return
 		}
 		if key, ok := keyOf(m); ok {
-			c.queue.Add(key)
+			d.queue.Add(key)
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{
@@ -62,31 +56,37 @@ func (c *Controller) ownedHandler(keyOf keyFunc) cache.ResourceEventHandler {
 	}
 }
 
-// ownerClusterKey maps an object to the EtcdCluster named by its controller ownerReference.
-func ownerClusterKey(obj metav1.Object) (string, bool) {
-	ref := metav1.GetControllerOf(obj)
-	if ref == nil || ref.Kind != clusterKind {
-		return "", false
+// OwnerKey maps an object to the object named by its controller ownerReference, when that
+// reference is to kind in API group (any version of it).
+func OwnerKey(group, kind string) KeyFunc {
+	return func(obj metav1.Object) (string, bool) {
+		ref := metav1.GetControllerOf(obj)
+		if ref == nil || ref.Kind != kind {
+			return "", false
+		}
+		gv, err := schema.ParseGroupVersion(ref.APIVersion)
+		if err != nil || gv.Group != group {
+			return "", false
+		}
+		return objectKey(obj.GetNamespace(), ref.Name), true
 	}
-	gv, err := schema.ParseGroupVersion(ref.APIVersion)
-	if err != nil || gv.Group != api.GroupName {
-		return "", false
-	}
-	return clusterKey(obj.GetNamespace(), ref.Name), true
 }
 
-// labelClusterKey maps an object to the EtcdCluster named by its cluster label. EndpointSlices
-// carry no ownerReference to the cluster (their owner is the Service) but inherit its labels.
-func labelClusterKey(obj metav1.Object) (string, bool) {
-	name := obj.GetLabels()[member.LabelCluster]
-	if name == "" {
-		return "", false
+// LabelKey maps an object to the object named by its label, in the object's namespace. It
+// serves objects that carry no controller ownerReference to their owner: an EndpointSlice
+// (owned by its Service) that inherits the Service's labels, or a claim kept after its owner.
+func LabelKey(label string) KeyFunc {
+	return func(obj metav1.Object) (string, bool) {
+		name := obj.GetLabels()[label]
+		if name == "" {
+			return "", false
+		}
+		return objectKey(obj.GetNamespace(), name), true
 	}
-	return clusterKey(obj.GetNamespace(), name), true
 }
 
-// clusterKey is the workqueue key of a cluster.
-func clusterKey(namespace, name string) string {
+// objectKey is the workqueue key of an object.
+func objectKey(namespace, name string) string {
 	return cache.NewObjectName(namespace, name).String()
 }
 

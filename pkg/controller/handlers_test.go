@@ -28,6 +28,12 @@ func podOwnedBy(refs ...metav1.OwnerReference) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", OwnerReferences: refs}}
 }
 
+// ownerClusterKey and labelClusterKey map objects to their EtcdCluster as the operator does.
+var (
+	ownerClusterKey = OwnerKey(api.GroupName, "EtcdCluster")
+	labelClusterKey = LabelKey(member.LabelCluster)
+)
+
 func TestOwnerClusterKey(t *testing.T) {
 	gv := api.SchemeGroupVersion.String()
 	tests := []struct {
@@ -66,33 +72,34 @@ func TestLabelClusterKey(t *testing.T) {
 	}
 }
 
-// newIdleController builds a controller that is never run, to inspect what handlers enqueue.
-func newIdleController(t *testing.T) *Controller {
+// newIdleController builds a controller that is never run, and returns its EtcdCluster
+// dispatcher, to inspect what handlers enqueue.
+func newIdleController(t *testing.T) *dispatcher {
 	t.Helper()
-	m, err := NewMetrics(prometheus.NewRegistry())
+	m, err := NewMetrics(prometheus.NewRegistry(), clusterGauge)
 	if err != nil {
 		t.Fatalf("NewMetrics: %v", err)
 	}
+	inf := NewInformers(k8sfake.NewClientset(), etcdfake.NewSimpleClientset(), "", 0)
 	c, err := New(Config{
-		Informers: NewInformers(k8sfake.NewClientset(), etcdfake.NewSimpleClientset(), "", 0),
-		Syncer:    newFakeSyncer(),
-		Metrics:   m,
-		Log:       logrus.NewEntry(logrus.New()),
+		Kinds:   []Kind{clusterKind(inf, newFakeSyncer())},
+		Metrics: m,
+		Log:     logrus.NewEntry(logrus.New()),
 	})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	t.Cleanup(c.queue.ShutDown)
-	return c
+	t.Cleanup(c.shutDownQueues)
+	return c.kind("EtcdCluster")
 }
 
 // drain returns the queued keys.
-func drain(c *Controller) map[string]bool {
+func drain(d *dispatcher) map[string]bool {
 	keys := map[string]bool{}
-	for c.queue.Len() > 0 {
-		k, _ := c.queue.Get()
+	for d.queue.Len() > 0 {
+		k, _ := d.queue.Get()
 		keys[k] = true
-		c.queue.Done(k)
+		d.queue.Done(k)
 	}
 	return keys
 }
@@ -108,33 +115,33 @@ func TestHandlersEnqueueClusterKeys(t *testing.T) {
 
 	tests := []struct {
 		name string
-		fire func(c *Controller)
+		fire func(d *dispatcher)
 		want []string
 	}{
-		{"pod add", func(c *Controller) { c.ownedHandler(ownerClusterKey).OnAdd(podA, false) }, []string{"ns/a"}},
-		{"pod of another controller", func(c *Controller) { c.ownedHandler(ownerClusterKey).OnAdd(foreign, false) }, nil},
-		{"pod delete", func(c *Controller) { c.ownedHandler(ownerClusterKey).OnDelete(podA) }, []string{"ns/a"}},
-		{"pod tombstone", func(c *Controller) {
-			c.ownedHandler(ownerClusterKey).OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/p", Obj: podA})
+		{"pod add", func(d *dispatcher) { d.ownedHandler(ownerClusterKey).OnAdd(podA, false) }, []string{"ns/a"}},
+		{"pod of another controller", func(d *dispatcher) { d.ownedHandler(ownerClusterKey).OnAdd(foreign, false) }, nil},
+		{"pod delete", func(d *dispatcher) { d.ownedHandler(ownerClusterKey).OnDelete(podA) }, []string{"ns/a"}},
+		{"pod tombstone", func(d *dispatcher) {
+			d.ownedHandler(ownerClusterKey).OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/p", Obj: podA})
 		}, []string{"ns/a"}},
-		{"pod moved between owners", func(c *Controller) {
-			c.ownedHandler(ownerClusterKey).OnUpdate(podA, podB)
+		{"pod moved between owners", func(d *dispatcher) {
+			d.ownedHandler(ownerClusterKey).OnUpdate(podA, podB)
 		}, []string{"ns/a", "ns/b"}},
-		{"endpointslice by label", func(c *Controller) { c.ownedHandler(labelClusterKey).OnAdd(slice, false) }, []string{"ns/a"}},
-		{"endpointslice tombstone", func(c *Controller) {
-			c.ownedHandler(labelClusterKey).OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/a-client-x", Obj: slice})
+		{"endpointslice by label", func(d *dispatcher) { d.ownedHandler(labelClusterKey).OnAdd(slice, false) }, []string{"ns/a"}},
+		{"endpointslice tombstone", func(d *dispatcher) {
+			d.ownedHandler(labelClusterKey).OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/a-client-x", Obj: slice})
 		}, []string{"ns/a"}},
-		{"cluster update", func(c *Controller) { c.clusterHandler().OnUpdate(cluster, cluster) }, []string{"ns/c"}},
-		{"cluster tombstone", func(c *Controller) {
-			c.clusterHandler().OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/c", Obj: cluster})
+		{"cluster update", func(d *dispatcher) { d.kindHandler().OnUpdate(cluster, cluster) }, []string{"ns/c"}},
+		{"cluster tombstone", func(d *dispatcher) {
+			d.kindHandler().OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/c", Obj: cluster})
 		}, []string{"ns/c"}},
-		{"object without metadata", func(c *Controller) { c.ownedHandler(ownerClusterKey).OnAdd("junk", false) }, nil},
+		{"object without metadata", func(d *dispatcher) { d.ownedHandler(ownerClusterKey).OnAdd("junk", false) }, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := newIdleController(t)
-			tt.fire(c)
-			got := drain(c)
+			d := newIdleController(t)
+			tt.fire(d)
+			got := drain(d)
 			if len(got) != len(tt.want) {
 				t.Fatalf("enqueued %v, want %v", got, tt.want)
 			}

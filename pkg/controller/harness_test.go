@@ -15,6 +15,7 @@ import (
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
 	etcdfake "github.com/etcd-operator/etcd-operator/pkg/generated/clientset/versioned/fake"
+	"github.com/etcd-operator/etcd-operator/pkg/member"
 )
 
 // seqAnnotation numbers the test's updates of a cluster; passes record the value they saw.
@@ -25,7 +26,7 @@ const seqAnnotation = "test.etcd.operator.dev/seq"
 type syncFunc func(ctx context.Context, key string, pass, observed int) (time.Duration, error)
 
 // fakeSyncer records every pass: the key, when it started, and what observe returned when the
-// pass read the caches. It counts passes of one cluster that overlap.
+// pass read the caches. It counts passes of one object that overlap.
 type fakeSyncer struct {
 	observe func(namespace, name string) int
 	script  syncFunc
@@ -49,7 +50,7 @@ func newFakeSyncer() *fakeSyncer {
 }
 
 func (s *fakeSyncer) Sync(ctx context.Context, namespace, name string) (time.Duration, error) {
-	key := clusterKey(namespace, name)
+	key := objectKey(namespace, name)
 	s.mu.Lock()
 	s.inflight[key]++
 	if s.inflight[key] > 1 {
@@ -123,8 +124,44 @@ type env struct {
 	stopOnce sync.Once
 }
 
-// newEnv starts informers and a controller; t.Cleanup stops them. tweak may adjust the config.
+// clusterGauge is the EtcdCluster kind's loop gauge, as the operator declares it.
+var clusterGauge = LoopGauge{Kind: "EtcdCluster", Name: "etcd_operator_clusters_managed", Help: "EtcdClusters with a loop."}
+
+// clusterKind registers EtcdClusters as the operator does, with s as their Syncer.
+func clusterKind(inf *Informers, s Syncer) Kind {
+	clusters := inf.Etcd().Etcd().V1alpha1().EtcdClusters()
+	core := inf.Kube().Core().V1()
+	byOwner, byLabel := OwnerKey(api.GroupName, "EtcdCluster"), LabelKey(member.LabelCluster)
+	return Kind{
+		Name:     "EtcdCluster",
+		LogField: "cluster",
+		Informer: clusters.Informer(),
+		Exists: ListerExists(func(namespace, name string) (*api.EtcdCluster, error) {
+			return clusters.Lister().EtcdClusters(namespace).Get(name)
+		}),
+		Syncer: s,
+		Owned: []Owned{
+			{core.Pods().Informer(), byOwner},
+			{core.Services().Informer(), byOwner},
+			{inf.Kube().Discovery().V1().EndpointSlices().Informer(), byLabel},
+			{inf.Kube().Policy().V1().PodDisruptionBudgets().Informer(), byOwner},
+			{inf.Kube().Networking().V1().NetworkPolicies().Informer(), byOwner},
+			{core.PersistentVolumeClaims().Informer(), byLabel},
+		},
+	}
+}
+
+// newEnv starts informers and a controller running the EtcdCluster kind with syncer;
+// t.Cleanup stops them. tweak may adjust the config.
 func newEnv(t *testing.T, syncer *fakeSyncer, tweak func(*Config)) *env {
+	t.Helper()
+	return newKindsEnv(t, syncer, func(inf *Informers) []Kind { return []Kind{clusterKind(inf, syncer)} },
+		[]LoopGauge{clusterGauge}, tweak)
+}
+
+// newKindsEnv starts informers and a controller running the kinds that kinds registers on
+// the informers, with the loop gauges gauges; syncer is the EtcdCluster kind's, if any.
+func newKindsEnv(t *testing.T, syncer *fakeSyncer, kinds func(*Informers) []Kind, gauges []LoopGauge, tweak func(*Config)) *env {
 	t.Helper()
 	e := &env{
 		kube:    k8sfake.NewClientset(),
@@ -133,7 +170,7 @@ func newEnv(t *testing.T, syncer *fakeSyncer, tweak func(*Config)) *env {
 		runDone: make(chan struct{}),
 	}
 	e.inf = NewInformers(e.kube, e.etcd, "", 0)
-	m, err := NewMetrics(prometheus.NewRegistry())
+	m, err := NewMetrics(prometheus.NewRegistry(), gauges...)
 	if err != nil {
 		t.Fatalf("NewMetrics: %v", err)
 	}
@@ -141,8 +178,7 @@ func newEnv(t *testing.T, syncer *fakeSyncer, tweak func(*Config)) *env {
 	log := logrus.New()
 	log.SetLevel(logrus.WarnLevel)
 	cfg := Config{
-		Informers:   e.inf,
-		Syncer:      syncer,
+		Kinds:       kinds(e.inf),
 		Metrics:     m,
 		Log:         logrus.NewEntry(log),
 		Workers:     4,
@@ -211,7 +247,7 @@ func (e *env) setSeq(namespace, name string, seq int) error {
 
 // seqObserver reads the seq annotation of the cluster from the informer cache.
 func (e *env) seqObserver(namespace, name string) int {
-	c, err := e.inf.Clusters.Lister().EtcdClusters(namespace).Get(name)
+	c, err := e.inf.Etcd().Etcd().V1alpha1().EtcdClusters().Lister().EtcdClusters(namespace).Get(name)
 	if err != nil {
 		return -1
 	}
@@ -222,13 +258,31 @@ func (e *env) seqObserver(namespace, name string) int {
 	return n
 }
 
-// loopState tells whether key has a running loop and whether a stopped one is still exiting.
+// loopState tells whether the EtcdCluster key has a running loop and whether a stopped one is
+// still exiting.
 func (e *env) loopState(key string) (running, exiting bool) {
-	e.ctrl.mu.Lock()
-	defer e.ctrl.mu.Unlock()
-	_, running = e.ctrl.loops[key]
-	_, exiting = e.ctrl.exiting[key]
+	return e.kindLoopState("EtcdCluster", key)
+}
+
+// kindLoopState tells whether key of kind has a running loop and whether a stopped one is
+// still exiting.
+func (e *env) kindLoopState(kind, key string) (running, exiting bool) {
+	d := e.ctrl.kind(kind)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	_, running = d.loops[key]
+	_, exiting = d.exiting[key]
 	return running, exiting
+}
+
+// kind is the dispatcher of the kind named name, nil if none.
+func (c *Controller) kind(name string) *dispatcher {
+	for _, d := range c.kinds {
+		if d.kind.Name == name {
+			return d
+		}
+	}
+	return nil
 }
 
 // eventually polls cond until it holds or the deadline passes.

@@ -8,77 +8,48 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubeinformers "k8s.io/client-go/informers"
-	coreinformers "k8s.io/client-go/informers/core/v1"
-	discoveryinformers "k8s.io/client-go/informers/discovery/v1"
-	networkinginformers "k8s.io/client-go/informers/networking/v1"
-	policyinformers "k8s.io/client-go/informers/policy/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
 	versioned "github.com/etcd-operator/etcd-operator/pkg/generated/clientset/versioned"
 	etcdinformers "github.com/etcd-operator/etcd-operator/pkg/generated/informers/externalversions"
-	etcdinformersv1 "github.com/etcd-operator/etcd-operator/pkg/generated/informers/externalversions/etcd/v1alpha1"
 	"github.com/etcd-operator/etcd-operator/pkg/member"
 )
 
-// Informers are the shared informers the controller and the cluster passes read from. The
-// EtcdCluster informer sees every EtcdCluster in scope; the Pod, Service and EndpointSlice
-// (and claim) informers see only objects labelled as managed by the operator, so the cache stays small
-// however busy the rest of the cluster is.
+// Informers are the shared informer factories every kind and every pass reads from: a kind
+// takes its informers from them (Etcd().Etcd().V1alpha1().EtcdClusters(), Kube().Core().V1().Pods()),
+// and two kinds that ask for the same type share one informer and one cache. The
+// etcd.operator.dev informers see every object in scope; the Kubernetes informers see only
+// objects labelled as managed by the operator, so the cache stays small however busy the rest
+// of the cluster is. Ask for every informer before Start: the factories start only the
+// informers that exist.
 type Informers struct {
 	etcdFactory etcdinformers.SharedInformerFactory
 	kubeFactory kubeinformers.SharedInformerFactory
-
-	// Clusters informs on EtcdClusters.
-	Clusters etcdinformersv1.EtcdClusterInformer
-	// Pods informs on the member pods.
-	Pods coreinformers.PodInformer
-	// Services informs on the peer and client Services.
-	Services coreinformers.ServiceInformer
-	// EndpointSlices informs on the EndpointSlices of those Services.
-	EndpointSlices discoveryinformers.EndpointSliceInformer
-	// Budgets informs on the clusters' PodDisruptionBudgets.
-	Budgets policyinformers.PodDisruptionBudgetInformer
-	// Claims informs on the members' PersistentVolumeClaims.
-	Claims coreinformers.PersistentVolumeClaimInformer
-	// NetworkPolicies informs on the clusters' NetworkPolicies.
-	NetworkPolicies networkinginformers.NetworkPolicyInformer
 }
 
-// NewInformers builds the informers for namespace ("" means all namespaces). resync is the
-// EtcdCluster informer's resync period: every resync wakes every cluster's loop once. The
-// managed-object informers never resync; their changes reach the loops as events, and the
-// EtcdCluster resync already wakes each loop periodically.
+// NewInformers builds the informer factories for namespace ("" means all namespaces). resync
+// is the etcd.operator.dev informers' resync period: every resync wakes every object's loop
+// once. The managed-object informers never resync; their changes reach the loops as events,
+// and the resync of their owners already wakes each loop periodically.
 func NewInformers(kube kubernetes.Interface, etcd versioned.Interface, namespace string, resync time.Duration) *Informers {
-	etcdFactory := etcdinformers.NewSharedInformerFactoryWithOptions(etcd, resync,
-		etcdinformers.WithNamespace(namespace),
-		etcdinformers.WithTransform(stripManagedFields))
 	selector := member.ManagedSelector().String()
-	kubeFactory := kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0,
-		kubeinformers.WithNamespace(namespace),
-		kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }),
-		kubeinformers.WithTransform(stripManagedFields))
-	inf := &Informers{
-		etcdFactory:     etcdFactory,
-		kubeFactory:     kubeFactory,
-		Clusters:        etcdFactory.Etcd().V1alpha1().EtcdClusters(),
-		Pods:            kubeFactory.Core().V1().Pods(),
-		Services:        kubeFactory.Core().V1().Services(),
-		EndpointSlices:  kubeFactory.Discovery().V1().EndpointSlices(),
-		Budgets:         kubeFactory.Policy().V1().PodDisruptionBudgets(),
-		Claims:          kubeFactory.Core().V1().PersistentVolumeClaims(),
-		NetworkPolicies: kubeFactory.Networking().V1().NetworkPolicies(),
+	return &Informers{
+		etcdFactory: etcdinformers.NewSharedInformerFactoryWithOptions(etcd, resync,
+			etcdinformers.WithNamespace(namespace),
+			etcdinformers.WithTransform(stripManagedFields)),
+		kubeFactory: kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0,
+			kubeinformers.WithNamespace(namespace),
+			kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }),
+			kubeinformers.WithTransform(stripManagedFields)),
 	}
-	// Instantiate every informer now: the factories start only informers that exist.
-	inf.Clusters.Informer()
-	inf.Pods.Informer()
-	inf.Services.Informer()
-	inf.EndpointSlices.Informer()
-	inf.Budgets.Informer()
-	inf.Claims.Informer()
-	inf.NetworkPolicies.Informer()
-	return inf
 }
+
+// Etcd is the factory of the etcd.operator.dev informers.
+func (i *Informers) Etcd() etcdinformers.SharedInformerFactory { return i.etcdFactory }
+
+// Kube is the factory of the informers on the Kubernetes objects the operator manages.
+func (i *Informers) Kube() kubeinformers.SharedInformerFactory { return i.kubeFactory }
 
 // Start starts every informer; they stop when ctx is done. Call Shutdown to wait for them.
 func (i *Informers) Start(ctx context.Context) {

@@ -6,15 +6,13 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
-
-	"github.com/etcd-operator/etcd-operator/pkg/cluster"
 )
 
-// loop is one cluster's goroutine. It runs passes one at a time: when woken by an event or a
+// loop is one object's goroutine. It runs passes one at a time: when woken by an event or a
 // resync, when the delay a pass asked for has elapsed, and after a failed pass when its
-// backoff has elapsed. It decides nothing itself; Syncer.Sync does.
+// backoff has elapsed. It decides nothing itself; its kind's Syncer does.
 type loop struct {
-	c                    *Controller
+	d                    *dispatcher
 	key, namespace, name string
 	log                  *logrus.Entry
 
@@ -32,25 +30,25 @@ type loop struct {
 
 // wakeLoop signals the loop of key, starting it on first sight. A stopped loop that has not
 // exited yet is replaced by a new one that first waits for it to exit.
-func (c *Controller) wakeLoop(key, namespace, name string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	l, ok := c.loops[key]
+func (d *dispatcher) wakeLoop(key, namespace, name string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	l, ok := d.loops[key]
 	if !ok {
 		l = &loop{
-			c: c, key: key, namespace: namespace, name: name,
-			log:  c.log.WithField("cluster", key),
+			d: d, key: key, namespace: namespace, name: name,
+			log:  d.log.WithField(d.field, key),
 			wake: make(chan struct{}, 1),
 			quit: make(chan struct{}),
 			done: make(chan struct{}),
 		}
-		if prev, exiting := c.exiting[key]; exiting {
+		if prev, exiting := d.exiting[key]; exiting {
 			l.prev = prev.done
 		}
-		c.loops[key] = l
-		c.cfg.Metrics.clustersManaged.Set(float64(len(c.loops)))
-		l.log.Info("Starting cluster loop")
-		go l.run(c.passCtx)
+		d.loops[key] = l
+		d.c.cfg.Metrics.setLoops(d.kind.Name, len(d.loops))
+		l.log.Info("Starting loop")
+		go l.run(d.c.passCtx)
 	}
 	select {
 	case l.wake <- struct{}{}:
@@ -59,25 +57,39 @@ func (c *Controller) wakeLoop(key, namespace, name string) {
 }
 
 // stopLoop stops the loop of key, if there is one.
-func (c *Controller) stopLoop(key string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if l, ok := c.loops[key]; ok {
-		l.log.Info("Cluster deleted; stopping its loop")
-		c.stopLocked(l)
+func (d *dispatcher) stopLoop(key string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if l, ok := d.loops[key]; ok {
+		l.log.Info("Object deleted; stopping its loop")
+		d.stopLocked(l)
 	}
 }
 
+// stopAll stops every running loop and returns the loops that may not have exited yet.
+func (d *dispatcher) stopAll() []*loop {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, l := range d.loops {
+		d.stopLocked(l)
+	}
+	loops := make([]*loop, 0, len(d.exiting))
+	for _, l := range d.exiting {
+		loops = append(loops, l)
+	}
+	return loops
+}
+
 // stopLocked moves l from the running loops to the exiting ones and tells it to quit.
-// c.mu must be held.
-func (c *Controller) stopLocked(l *loop) {
-	if c.loops[l.key] != l {
+// d.mu must be held.
+func (d *dispatcher) stopLocked(l *loop) {
+	if d.loops[l.key] != l {
 		return
 	}
-	delete(c.loops, l.key)
-	c.exiting[l.key] = l
+	delete(d.loops, l.key)
+	d.exiting[l.key] = l
 	close(l.quit)
-	c.cfg.Metrics.clustersManaged.Set(float64(len(c.loops)))
+	d.c.cfg.Metrics.setLoops(d.kind.Name, len(d.loops))
 }
 
 // run is the loop's goroutine.
@@ -119,8 +131,8 @@ func (l *loop) run(passCtx context.Context) {
 		timer.Stop()
 		timerC, wakeC = nil, l.wake
 		switch {
-		case errors.Is(err, cluster.ErrGone):
-			l.log.Info("Cluster is gone; stopping its loop")
+		case errors.Is(err, ErrGone):
+			l.log.Info("Object is gone; stopping its loop")
 			l.gone()
 			return
 		case err != nil:
@@ -141,9 +153,9 @@ func (l *loop) run(passCtx context.Context) {
 // pass runs one Sync and records its metrics.
 func (l *loop) pass(ctx context.Context) (time.Duration, error) {
 	start := time.Now()
-	requeueAfter, err := l.c.cfg.Syncer.Sync(ctx, l.namespace, l.name)
+	requeueAfter, err := l.d.kind.Syncer.Sync(ctx, l.namespace, l.name)
 	elapsed := time.Since(start)
-	l.c.cfg.Metrics.observePass(elapsed.Seconds(), err != nil && !errors.Is(err, cluster.ErrGone))
+	l.d.c.cfg.Metrics.observePass(elapsed.Seconds(), err != nil && !errors.Is(err, ErrGone))
 	l.log.WithFields(logrus.Fields{"duration": elapsed, "requeue_after": requeueAfter}).Debug("Reconcile pass done")
 	return requeueAfter, err
 }
@@ -151,21 +163,21 @@ func (l *loop) pass(ctx context.Context) (time.Duration, error) {
 // nextBackoff doubles the previous delay, from BackoffBase up to BackoffMax.
 func (l *loop) nextBackoff(prev time.Duration) time.Duration {
 	if prev <= 0 {
-		return l.c.cfg.BackoffBase
+		return l.d.c.cfg.BackoffBase
 	}
-	return min(2*prev, l.c.cfg.BackoffMax)
+	return min(2*prev, l.d.c.cfg.BackoffMax)
 }
 
-// gone stops the loop after Sync reported the cluster gone. An event that arrived during that
-// pass may be about a new cluster of the same name, so a pending signal goes back to the
+// gone stops the loop after Sync reported the object gone. An event that arrived during that
+// pass may be about a new object of the same name, so a pending signal goes back to the
 // queue, where dispatch consults the cache again.
 func (l *loop) gone() {
-	l.c.mu.Lock()
-	l.c.stopLocked(l)
+	l.d.mu.Lock()
+	l.d.stopLocked(l)
 	pending := len(l.wake) > 0
-	l.c.mu.Unlock()
+	l.d.mu.Unlock()
 	if pending {
-		l.c.queue.Add(l.key)
+		l.d.queue.Add(l.key)
 	}
 }
 
@@ -174,11 +186,11 @@ func (l *loop) exit() {
 	if l.prev != nil {
 		<-l.prev
 	}
-	l.c.mu.Lock()
-	if l.c.exiting[l.key] == l {
-		delete(l.c.exiting, l.key)
+	l.d.mu.Lock()
+	if l.d.exiting[l.key] == l {
+		delete(l.d.exiting, l.key)
 	}
-	l.c.mu.Unlock()
+	l.d.mu.Unlock()
 	close(l.done)
-	l.log.Debug("Cluster loop exited")
+	l.log.Debug("Loop exited")
 }

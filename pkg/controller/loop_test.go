@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
-
-	"github.com/etcd-operator/etcd-operator/pkg/cluster"
 )
 
 // Failed passes are retried with growing delays, events do not cut a backoff short, and a
@@ -21,7 +19,7 @@ func TestFailedPassesBackOffThenSucceed(t *testing.T) {
 	)
 	s := newFakeSyncer()
 	e := newEnv(t, s, func(c *Config) { c.BackoffBase, c.BackoffMax = base, 10*time.Second })
-	key := clusterKey("default", "flaky")
+	key := objectKey("default", "flaky")
 	var failNext atomic.Bool
 	s.script = func(_ context.Context, k string, pass, observed int) (time.Duration, error) {
 		// The fresh failure is the first pass that sees seq 6.
@@ -89,7 +87,7 @@ func TestRequeueAfterRunsAgain(t *testing.T) {
 		}
 		return 0, nil
 	}
-	key := clusterKey("default", "timed")
+	key := objectKey("default", "timed")
 	e.createCluster(t, "default", "timed")
 	eventually(t, 5*time.Second, "the requeued pass", func() bool { return s.passCount(key) >= 2 })
 	recs := s.records(key)
@@ -102,10 +100,10 @@ func TestRequeueAfterRunsAgain(t *testing.T) {
 func TestSyncReportsGone(t *testing.T) {
 	s := newFakeSyncer()
 	e := newEnv(t, s, nil)
-	key := clusterKey("default", "vanishing")
+	key := objectKey("default", "vanishing")
 	s.script = func(_ context.Context, k string, _, _ int) (time.Duration, error) {
 		if k == key {
-			return time.Millisecond, fmt.Errorf("reading cluster: %w", cluster.ErrGone)
+			return time.Millisecond, fmt.Errorf("reading cluster: %w", ErrGone)
 		}
 		return 0, nil
 	}
@@ -148,14 +146,14 @@ func TestShutdownFinishesInFlightPass(t *testing.T) {
 			returned = true
 		default:
 		}
-		seen <- outcome{ctx.Err(), returned, e.ctrl.queue.ShuttingDown()}
+		seen <- outcome{ctx.Err(), returned, e.ctrl.kind("EtcdCluster").queue.ShuttingDown()}
 		return 0, nil
 	}
 	e = newEnv(t, s, nil)
 	e.createCluster(t, "default", "busy")
 	<-started
 	e.cancel()
-	eventually(t, 5*time.Second, "the workqueue to shut down", e.ctrl.queue.ShuttingDown)
+	eventually(t, 5*time.Second, "the workqueue to shut down", e.ctrl.kind("EtcdCluster").queue.ShuttingDown)
 	close(release)
 	got := <-seen
 	if got.ctxErr != nil {
@@ -191,7 +189,7 @@ func TestShutdownGraceCancelsPass(t *testing.T) {
 }
 
 func TestNextBackoff(t *testing.T) {
-	l := &loop{c: &Controller{cfg: Config{BackoffBase: 100 * time.Millisecond, BackoffMax: 30 * time.Second}}}
+	l := &loop{d: &dispatcher{c: &Controller{cfg: Config{BackoffBase: 100 * time.Millisecond, BackoffMax: 30 * time.Second}}}}
 	var got []time.Duration
 	d := time.Duration(0)
 	for range 11 {

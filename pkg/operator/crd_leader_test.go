@@ -1,7 +1,9 @@
 package operator
 
 import (
+	"bytes"
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -13,6 +15,8 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	etcdfake "github.com/etcd-operator/etcd-operator/pkg/generated/clientset/versioned/fake"
+
+	"github.com/etcd-operator/etcd-operator/deploy"
 )
 
 // establishingClient is an apiextensions fake whose created CRDs are established at once, as
@@ -86,5 +90,45 @@ func TestOnlyTheLeaderWritesTheCRD(t *testing.T) {
 		case <-time.After(15 * time.Second):
 			t.Fatalf("replica %s did not stop", id)
 		}
+	}
+}
+
+// installCRDs installs every CRD of its list in turn, each established before the next, and
+// none with --skip-crd-install.
+func TestInstallCRDsInstallsEachInTurn(t *testing.T) {
+	widgets := bytes.ReplaceAll(bytes.ReplaceAll(deploy.EtcdClusterCRD,
+		[]byte("etcdclusters"), []byte("etcdwidgets")), []byte("EtcdCluster"), []byte("EtcdWidget"))
+	defs := [][]byte{deploy.EtcdClusterCRD, widgets}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	ext := establishingClient()
+	cl := &clients{extension: ext}
+	if err := installCRDs(ctx, &Options{}, cl, defs, quietLog(), time.Now()); err != nil {
+		t.Fatalf("installCRDs: %v", err)
+	}
+	var created []string
+	for _, a := range ext.Actions() {
+		if a.GetVerb() == "create" {
+			created = append(created, a.(k8stesting.CreateAction).GetObject().(*apiextensionsv1.CustomResourceDefinition).Name)
+		}
+	}
+	if want := []string{"etcdclusters.etcd.operator.dev", "etcdwidgets.etcd.operator.dev"}; !slices.Equal(created, want) {
+		t.Errorf("created CRDs %v, want %v", created, want)
+	}
+
+	skipped := establishingClient()
+	if err := installCRDs(ctx, &Options{SkipCRDInstall: true}, &clients{extension: skipped}, defs, quietLog(), time.Now()); err != nil {
+		t.Fatalf("installCRDs with --skip-crd-install: %v", err)
+	}
+	if n := len(skipped.Actions()); n != 0 {
+		t.Errorf("installCRDs with --skip-crd-install made %d requests, want none", n)
+	}
+}
+
+// The operator installs the EtcdCluster CRD, today its only one.
+func TestOperatorCRDs(t *testing.T) {
+	if len(crds) != 1 || !bytes.Equal(crds[0], deploy.EtcdClusterCRD) {
+		t.Errorf("the operator installs %d CRDs, want the EtcdCluster CRD alone", len(crds))
 	}
 }

@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/etcd-operator/etcd-operator/pkg/controller"
 )
 
 func get(t *testing.T, url string) (int, string) {
@@ -32,7 +30,7 @@ func get(t *testing.T, url string) (int, string) {
 
 func TestHealthServer(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	if _, err := controller.NewMetrics(reg); err != nil {
+	if _, err := newMetrics(reg); err != nil {
 		t.Fatalf("NewMetrics: %v", err)
 	}
 	var ready readiness
@@ -111,7 +109,7 @@ func TestHealthServerAddressInUse(t *testing.T) {
 // here until it has been judged.
 func TestMetricsCarryNoSecrets(t *testing.T) {
 	reg := newOperatorRegistry()
-	m, err := controller.NewMetrics(reg)
+	m, err := newMetrics(reg)
 	if err != nil {
 		t.Fatal(err)
 	}

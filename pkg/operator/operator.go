@@ -22,15 +22,10 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
-	"github.com/etcd-operator/etcd-operator/pkg/cluster"
 	"github.com/etcd-operator/etcd-operator/pkg/controller"
 	"github.com/etcd-operator/etcd-operator/pkg/crd"
 	"github.com/etcd-operator/etcd-operator/pkg/dnsutil"
-	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 	versioned "github.com/etcd-operator/etcd-operator/pkg/generated/clientset/versioned"
-	"github.com/etcd-operator/etcd-operator/pkg/member"
-
-	"github.com/etcd-operator/etcd-operator/deploy"
 )
 
 // Client-side rate limits for the API server: client-go's 5 QPS would starve passes of many
@@ -55,7 +50,7 @@ type clients struct {
 }
 
 // Run runs the operator until ctx is done (SIGTERM) or the leader Lease is lost. In order:
-// clients, the metrics and health server, leader election, and while leading the CRD (unless
+// clients, the metrics and health server, leader election, and while leading the CRDs (unless
 // skipped), the informers and the controller. It returns nil after a clean shutdown.
 func Run(ctx context.Context, o *Options, log *logrus.Logger) error {
 	start := time.Now()
@@ -70,11 +65,11 @@ func Run(ctx context.Context, o *Options, log *logrus.Logger) error {
 }
 
 // runWith is Run past the clients: the health server, leader election, and while leading the
-// CRD, the informers and the controller.
+// CRDs, the informers and the controller.
 func runWith(ctx context.Context, o *Options, cl *clients, entry *logrus.Entry, start time.Time) error {
 
 	reg := newOperatorRegistry()
-	metrics, err := controller.NewMetrics(reg)
+	metrics, err := newMetrics(reg)
 	if err != nil {
 		return err
 	}
@@ -125,30 +120,33 @@ func newOperatorRegistry() *prometheus.Registry {
 }
 
 // leading is what a replica does once it leads (or, without leader election, at once): it
-// installs the CRD, then runs the controller. A replica reports itself not ready until its
+// installs the CRDs, then runs the controller. A replica reports itself not ready until its
 // caches have synced.
 func leading(o *Options, cl *clients, metrics *controller.Metrics, ready *readiness, log *logrus.Entry, start time.Time) func(context.Context) error {
 	return func(ctx context.Context) error {
 		ready.leading(func() bool { return false })
-		if err := installCRD(ctx, o, cl, log, start); err != nil {
+		if err := installCRDs(ctx, o, cl, crds, log, start); err != nil {
 			return err
 		}
 		return runController(ctx, o, cl, metrics, ready, log)
 	}
 }
 
-// installCRD creates or updates the EtcdCluster CRD, unless an admin installs it. Only the
-// leader runs it, once elected: replicas that stand by write nothing, and crd.Ensure never
-// writes an older schema over a newer one, so two operator versions never flap the CRD.
-func installCRD(ctx context.Context, o *Options, cl *clients, log *logrus.Entry, start time.Time) error {
+// installCRDs creates or updates each CRD of defs (YAML) in turn, each established before the
+// next, unless an admin installs them. Only the leader runs it, once elected: replicas that
+// stand by write nothing, and crd.Ensure never writes an older schema over a newer one, so
+// two operator versions never flap a CRD.
+func installCRDs(ctx context.Context, o *Options, cl *clients, defs [][]byte, log *logrus.Entry, start time.Time) error {
 	if o.SkipCRDInstall {
 		log.Info("Skipping CRD installation (--skip-crd-install)")
 		return nil
 	}
-	if err := crd.Ensure(ctx, cl.extension, deploy.EtcdClusterCRD, log.WithField("component", "crd")); err != nil {
-		return fmt.Errorf("installing the EtcdCluster CRD: %w", err)
+	for _, def := range defs {
+		if err := crd.Ensure(ctx, cl.extension, def, log.WithField("component", "crd")); err != nil {
+			return fmt.Errorf("installing the operator's CRDs: %w", err)
+		}
 	}
-	log.WithFields(sinceStart(start)).Info("EtcdCluster CRD established")
+	log.WithFields(sinceStart(start)).WithField("crds", len(defs)).Info("CRDs established")
 	return nil
 }
 
@@ -199,27 +197,10 @@ func runController(ctx context.Context, o *Options, cl *clients, metrics *contro
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cl.kube.CoreV1().Events("")})
 	recorder := broadcaster.NewRecorder(scheme, corev1.EventSource{Component: componentName})
 
-	reconciler := cluster.NewReconciler(cluster.Deps{
-		Kube:            cl.kube,
-		Clientset:       cl.etcd,
-		Clusters:        informers.Clusters.Lister(),
-		Pods:            informers.Pods.Lister(),
-		Services:        informers.Services.Lister(),
-		EndpointSlices:  informers.EndpointSlices.Lister(),
-		Budgets:         informers.Budgets.Lister(),
-		NetworkPolicies: informers.NetworkPolicies.Lister(),
-		OperatorPeer:    member.OperatorPeer(o.LeaseNamespace),
-		Claims:          informers.Claims.Lister(),
-		Recorder:        recorder,
-		Etcd:            etcdutil.NewFactory(0, 0),
-		DNS:             clusterDNS(o, log),
-		MemberInitImage: o.MemberInitImage,
-		Installation:    installation(o),
-		Log:             log.WithField("component", "cluster"),
-	})
 	ctrl, err := controller.New(controller.Config{
-		Informers:     informers,
-		Syncer:        reconciler,
+		Kinds: []controller.Kind{
+			clusterKind(informers, newClusterReconciler(o, cl, informers, recorder, log)),
+		},
 		Metrics:       metrics,
 		Log:           log.WithField("component", "controller"),
 		Workers:       o.Workers,
@@ -243,10 +224,6 @@ func runController(ctx context.Context, o *Options, cl *clients, metrics *contro
 	}
 	return nil
 }
-
-// The cluster Reconciler is the controller's Syncer: it reports a deleted cluster with
-// cluster.ErrGone, on which the controller stops the cluster's loop.
-var _ controller.Syncer = (*cluster.Reconciler)(nil)
 
 // clusterDNS asks the pod's own name servers, which are cluster DNS, whether a member's name is
 // served yet. Outside the cluster (--kubeconfig) the host's resolver knows no cluster names: the

@@ -11,7 +11,6 @@ import (
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
-	"github.com/etcd-operator/etcd-operator/pkg/controller"
 	etcdfake "github.com/etcd-operator/etcd-operator/pkg/generated/clientset/versioned/fake"
 	"github.com/etcd-operator/etcd-operator/pkg/member"
 )
@@ -46,7 +45,7 @@ func TestRunControllerWiresReconciler(t *testing.T) {
 	kube := k8sfake.NewClientset()
 	etcd := etcdfake.NewSimpleClientset()
 	reg := prometheus.NewRegistry()
-	metrics, err := controller.NewMetrics(reg)
+	metrics, err := newMetrics(reg)
 	if err != nil {
 		t.Fatalf("NewMetrics: %v", err)
 	}

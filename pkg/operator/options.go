@@ -87,7 +87,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.LogFormat, "log-format", "text", "log format: text or json")
 	fs.DurationVar(&o.ResyncPeriod, "resync-period", DefaultResyncPeriod, "how often every EtcdCluster's loop is woken without an event")
 	fs.IntVar(&o.Workers, "workers", controller.DefaultWorkers,
-		"workers dispatching events to cluster loops (passes of different clusters run in parallel regardless)")
+		"workers per kind dispatching events to the objects' loops (passes of different objects run in parallel regardless)")
 	fs.DurationVar(&o.ShutdownGrace, "shutdown-grace", controller.DefaultShutdownGrace,
 		"how long in-flight passes may run after SIGTERM before they are cancelled")
 	fs.BoolVar(&o.SkipCRDInstall, "skip-crd-install", false, "do not create or update the EtcdCluster CRD (an admin installs it)")

@@ -1,0 +1,93 @@
+package operator
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/sirupsen/logrus"
+	"k8s.io/client-go/tools/record"
+
+	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster"
+	"github.com/etcd-operator/etcd-operator/pkg/controller"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
+	"github.com/etcd-operator/etcd-operator/pkg/member"
+
+	"github.com/etcd-operator/etcd-operator/deploy"
+)
+
+// crds are the CustomResourceDefinitions of the kinds the operator runs, as YAML, installed
+// in this order, each established before the next.
+var crds = [][]byte{deploy.EtcdClusterCRD}
+
+// clusterKindName is the EtcdCluster kind, as its objects' ownerReferences name it.
+const clusterKindName = "EtcdCluster"
+
+// loopGauges are the loop gauges of every kind the operator runs, one per kind.
+var loopGauges = []controller.LoopGauge{{
+	Kind: clusterKindName,
+	Name: "etcd_operator_clusters_managed",
+	Help: "EtcdClusters that currently have a control loop in this operator.",
+}}
+
+// newMetrics creates the controller's metrics, with the loop gauge of every kind the
+// operator runs, and registers them with reg.
+func newMetrics(reg prometheus.Registerer) (*controller.Metrics, error) {
+	return controller.NewMetrics(reg, loopGauges...)
+}
+
+// The cluster Reconciler is the EtcdCluster kind's Syncer: it reports a deleted cluster with
+// cluster.ErrGone, which is controller.ErrGone, on which the controller stops the cluster's
+// loop.
+var _ controller.Syncer = (*cluster.Reconciler)(nil)
+
+// clusterKind registers EtcdClusters with the controller: each cluster's loop runs syncer's
+// passes, and the events of the objects a cluster owns wake its loop. Pods, Services, budgets
+// and NetworkPolicies name their cluster through their controller ownerReference;
+// EndpointSlices (owned by their Service) and claims (which may outlive their cluster) through
+// their cluster label.
+func clusterKind(inf *controller.Informers, syncer controller.Syncer) controller.Kind {
+	clusters := inf.Etcd().Etcd().V1alpha1().EtcdClusters()
+	kube := inf.Kube()
+	byOwner := controller.OwnerKey(api.GroupName, clusterKindName)
+	byLabel := controller.LabelKey(member.LabelCluster)
+	return controller.Kind{
+		Name:     clusterKindName,
+		LogField: "cluster",
+		Informer: clusters.Informer(),
+		Exists: controller.ListerExists(func(namespace, name string) (*api.EtcdCluster, error) {
+			return clusters.Lister().EtcdClusters(namespace).Get(name)
+		}),
+		Syncer: syncer,
+		Owned: []controller.Owned{
+			{Informer: kube.Core().V1().Pods().Informer(), KeyOf: byOwner},
+			{Informer: kube.Core().V1().Services().Informer(), KeyOf: byOwner},
+			{Informer: kube.Discovery().V1().EndpointSlices().Informer(), KeyOf: byLabel},
+			{Informer: kube.Policy().V1().PodDisruptionBudgets().Informer(), KeyOf: byOwner},
+			{Informer: kube.Networking().V1().NetworkPolicies().Informer(), KeyOf: byOwner},
+			{Informer: kube.Core().V1().PersistentVolumeClaims().Informer(), KeyOf: byLabel},
+		},
+	}
+}
+
+// newClusterReconciler wires the cluster Reconciler to the clients and to the listers of the
+// shared informers the controller's handlers watch.
+func newClusterReconciler(o *Options, cl *clients, inf *controller.Informers, recorder record.EventRecorder, log *logrus.Entry) *cluster.Reconciler {
+	kube := inf.Kube()
+	return cluster.NewReconciler(cluster.Deps{
+		Kube:            cl.kube,
+		Clientset:       cl.etcd,
+		Clusters:        inf.Etcd().Etcd().V1alpha1().EtcdClusters().Lister(),
+		Pods:            kube.Core().V1().Pods().Lister(),
+		Services:        kube.Core().V1().Services().Lister(),
+		EndpointSlices:  kube.Discovery().V1().EndpointSlices().Lister(),
+		Budgets:         kube.Policy().V1().PodDisruptionBudgets().Lister(),
+		NetworkPolicies: kube.Networking().V1().NetworkPolicies().Lister(),
+		OperatorPeer:    member.OperatorPeer(o.LeaseNamespace),
+		Claims:          kube.Core().V1().PersistentVolumeClaims().Lister(),
+		Recorder:        recorder,
+		Etcd:            etcdutil.NewFactory(0, 0),
+		DNS:             clusterDNS(o, log),
+		MemberInitImage: o.MemberInitImage,
+		Installation:    installation(o),
+		Log:             log.WithField("component", "cluster"),
+	})
+}
