@@ -7,7 +7,10 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
 	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
@@ -15,46 +18,112 @@ import (
 	"github.com/etcd-operator/etcd-operator/pkg/member"
 )
 
-// fakeControl records the member-control calls a pass makes and answers each with result.
-type fakeControl struct {
+// fakeActor records the actor calls a pass makes and answers each with result.
+type fakeActor struct {
 	calls  []string
 	result Result
 	err    error
 }
 
-var _ memberControl = (*fakeControl)(nil)
+var _ actor = (*fakeActor)(nil)
 
-func (f *fakeControl) record(format string, args ...any) (Result, error) {
+func (f *fakeActor) record(format string, args ...any) (Result, error) {
 	f.calls = append(f.calls, fmt.Sprintf(format, args...))
 	return f.result, f.err
 }
 
-func (f *fakeControl) CreatePod(_ context.Context, _ *api.EtcdCluster, t member.Template, _ string) (Result, error) {
+func (f *fakeActor) CreatePod(_ context.Context, _ *api.EtcdCluster, t member.Template, _ string) (Result, error) {
 	if t.MemberID != 0 {
 		return f.record("CreatePod %d %s %v %s restarting %x", t.Ordinal, t.ClusterState, t.InitialCluster, t.Version, t.MemberID)
 	}
 	return f.record("CreatePod %d %s %v %s", t.Ordinal, t.ClusterState, t.InitialCluster, t.Version)
 }
-func (f *fakeControl) DeleteClaim(_ context.Context, _ *api.EtcdCluster, pvc *corev1.PersistentVolumeClaim, _ string) (Result, error) {
+func (f *fakeActor) DeleteClaim(_ context.Context, _ *api.EtcdCluster, pvc *corev1.PersistentVolumeClaim, _ string) (Result, error) {
 	return f.record("DeleteClaim %s", pvc.Name)
 }
-func (f *fakeControl) DeletePod(_ context.Context, _ *api.EtcdCluster, p *corev1.Pod, _ string) (Result, error) {
+func (f *fakeActor) DeletePod(_ context.Context, _ *api.EtcdCluster, p *corev1.Pod, _ string) (Result, error) {
 	return f.record("DeletePod %s", p.Name)
 }
-func (f *fakeControl) AddLearner(_ context.Context, _ *api.EtcdCluster, voters []string, o int) (Result, error) {
+func (f *fakeActor) AddLearner(_ context.Context, _ *api.EtcdCluster, voters []string, o int) (Result, error) {
 	return f.record("AddLearner %d via %v", o, voters)
 }
-func (f *fakeControl) Promote(_ context.Context, _ *api.EtcdCluster, voters []string, o int, id uint64) (Result, error) {
+func (f *fakeActor) Promote(_ context.Context, _ *api.EtcdCluster, voters []string, o int, id uint64) (Result, error) {
 	return f.record("Promote %d %x via %v", o, id, voters)
 }
-func (f *fakeControl) RemoveMember(_ context.Context, _ *api.EtcdCluster, voters []string, o int, id uint64, _ string) (Result, error) {
+func (f *fakeActor) RemoveMember(_ context.Context, _ *api.EtcdCluster, voters []string, o int, id uint64, _ string) (Result, error) {
 	return f.record("RemoveMember %d %x via %v", o, id, voters)
 }
-func (f *fakeControl) MoveLeader(_ context.Context, _ *api.EtcdCluster, leader string, o int, to uint64) (Result, error) {
+func (f *fakeActor) MoveLeader(_ context.Context, _ *api.EtcdCluster, leader string, o int, to uint64) (Result, error) {
 	return f.record("MoveLeader %d from %s to %x", o, leader, to)
 }
-func (f *fakeControl) Downgrade(_ context.Context, _ *api.EtcdCluster, voters []string, target string) (Result, error) {
+func (f *fakeActor) Downgrade(_ context.Context, _ *api.EtcdCluster, voters []string, target string) (Result, error) {
 	return f.record("Downgrade(%v, %q)", voters, target)
+}
+func (f *fakeActor) CreateClaim(_ context.Context, _ *api.EtcdCluster, o int) (bool, error) {
+	res, err := f.record("CreateClaim %d", o)
+	return res.Changed, err
+}
+func (f *fakeActor) SetPodImage(_ context.Context, _ *api.EtcdCluster, p *corev1.Pod, change podImage, _ string) (Result, error) {
+	return f.record("SetPodImage %s %s", p.Name, change.Image)
+}
+func (f *fakeActor) PatchPodMetadata(_ context.Context, _ *api.EtcdCluster, p *corev1.Pod, _ member.MetadataPatch) (Result, error) {
+	return f.record("PatchPodMetadata %s", p.Name)
+}
+func (f *fakeActor) AnnotatePod(_ context.Context, p *corev1.Pod, key, value string) error {
+	_, err := f.record("AnnotatePod %s %s=%s", p.Name, key, value)
+	return err
+}
+func (f *fakeActor) AdoptPod(_ context.Context, _ *api.EtcdCluster, p *corev1.Pod) (*corev1.Pod, error) {
+	_, err := f.record("AdoptPod %s", p.Name)
+	return p, err
+}
+func (f *fakeActor) AnnotateClaim(_ context.Context, pvc *corev1.PersistentVolumeClaim, id uint64) (*corev1.PersistentVolumeClaim, error) {
+	_, err := f.record("AnnotateClaim %s %x", pvc.Name, id)
+	return pvc, err
+}
+func (f *fakeActor) SetClaimOwner(_ context.Context, _ *api.EtcdCluster, pvc *corev1.PersistentVolumeClaim, owned bool) error {
+	_, err := f.record("SetClaimOwner %s %v", pvc.Name, owned)
+	return err
+}
+func (f *fakeActor) ApplyService(_ context.Context, _ *api.EtcdCluster, want *corev1.Service, create bool) error {
+	_, err := f.record("ApplyService %s create=%v", want.Name, create)
+	return err
+}
+func (f *fakeActor) DeleteService(_ context.Context, _ *api.EtcdCluster, svc *corev1.Service) error {
+	_, err := f.record("DeleteService %s", svc.Name)
+	return err
+}
+func (f *fakeActor) ApplyBudget(_ context.Context, _ *api.EtcdCluster, want *policyv1.PodDisruptionBudget, create bool) error {
+	_, err := f.record("ApplyBudget %s create=%v", want.Name, create)
+	return err
+}
+func (f *fakeActor) ApplyNetworkPolicy(_ context.Context, _ *api.EtcdCluster, want *networkingv1.NetworkPolicy, create bool) error {
+	_, err := f.record("ApplyNetworkPolicy %s create=%v", want.Name, create)
+	return err
+}
+func (f *fakeActor) DeleteNetworkPolicy(_ context.Context, _ *api.EtcdCluster, have *networkingv1.NetworkPolicy) error {
+	_, err := f.record("DeleteNetworkPolicy %s", have.Name)
+	return err
+}
+func (f *fakeActor) AnnotateCluster(_ context.Context, c *api.EtcdCluster, key, value string) error {
+	_, err := f.record("AnnotateCluster %s %s=%s", c.Name, key, value)
+	return err
+}
+func (f *fakeActor) UnannotateCluster(_ context.Context, c *api.EtcdCluster, key string) error {
+	_, err := f.record("UnannotateCluster %s %s", c.Name, key)
+	return err
+}
+func (f *fakeActor) PatchClusterStorage(_ context.Context, c *api.EtcdCluster, _ *api.StorageSpec) error {
+	_, err := f.record("PatchClusterStorage %s", c.Name)
+	return err
+}
+func (f *fakeActor) CreateLease(_ context.Context, l *coordinationv1.Lease) (bool, error) {
+	res, err := f.record("CreateLease %s", l.Name)
+	return res.Changed, err
+}
+func (f *fakeActor) UpdateLease(_ context.Context, l *coordinationv1.Lease) (bool, error) {
+	res, err := f.record("UpdateLease %s", l.Name)
+	return res.Changed, err
 }
 
 // observed is a pass that saw the voting members 0 (leading) and 1 and the learner 2, each at
@@ -70,7 +139,7 @@ func observed(c *api.EtcdCluster) *observation {
 	return o
 }
 
-// Each action reaches its own member-control method, with what the pass observed: the pod,
+// Each action reaches its own actor method, with what the pass observed: the pod,
 // the voting members (leader first, never the member being removed), the leader's address.
 func TestActDispatch(t *testing.T) {
 	c := newCluster(3)
@@ -89,7 +158,7 @@ func TestActDispatch(t *testing.T) {
 		{plan.Action{Kind: plan.ActionEnableDowngrade, Version: "3.5.35"}, `Downgrade([http://10.0.0.1:2379 http://10.0.0.2:2379], "3.5.35")`},
 		{plan.Action{Kind: plan.ActionCancelDowngrade}, `Downgrade([http://10.0.0.1:2379 http://10.0.0.2:2379], "")`},
 	} {
-		f := &fakeControl{}
+		f := &fakeActor{}
 		r := &Reconciler{deps: Deps{Log: quietLog()}, control: f}
 		requeue, err := r.act(context.Background(), c, observed(c), tc.action, "why")
 		if err != nil || len(f.calls) != 1 || f.calls[0] != tc.want {
@@ -105,12 +174,12 @@ func TestActDispatch(t *testing.T) {
 // yet, nothing to do for a pod already gone or a leader whose pod has no IP yet.
 func TestActRequeue(t *testing.T) {
 	c := newCluster(3)
-	f := &fakeControl{result: Result{RetryIn: time.Second, Refused: etcdutil.ErrUnhealthy}}
+	f := &fakeActor{result: Result{RetryIn: time.Second, Refused: etcdutil.ErrUnhealthy}}
 	r := &Reconciler{deps: Deps{Log: quietLog()}, control: f}
 	if requeue, err := r.act(context.Background(), c, observed(c), plan.Action{Kind: plan.ActionAddLearner, Ordinal: 2}, ""); err != nil || requeue != time.Second {
 		t.Errorf("refused add: requeue %v, err %v; want the control's 1s", requeue, err)
 	}
-	f = &fakeControl{err: errors.New("boom")}
+	f = &fakeActor{err: errors.New("boom")}
 	r.control = f
 	if _, err := r.act(context.Background(), c, observed(c), plan.Action{Kind: plan.ActionPromote, Ordinal: 2}, ""); err == nil {
 		t.Error("a failed change must fail the pass")
@@ -118,7 +187,7 @@ func TestActRequeue(t *testing.T) {
 	o := observed(c)
 	delete(o.pods, 1)
 	o.pods[0].Status.PodIP = ""
-	f = &fakeControl{}
+	f = &fakeActor{}
 	r.control = f
 	if _, err := r.act(context.Background(), c, o, plan.Action{Kind: plan.ActionDeletePod, Ordinal: 1}, ""); err != nil {
 		t.Errorf("delete of a pod already gone: %v", err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
@@ -78,8 +77,7 @@ func (r *Reconciler) recordClusterID(ctx context.Context, c *api.EtcdCluster, o 
 		return nil
 	}
 	// The UID keeps the record from landing on a newer cluster of the name.
-	patch := annotationPatch(api.AnnotationClusterID, member.FormatID(id), c.UID)
-	if _, err := r.deps.Clientset.EtcdV1alpha1().EtcdClusters(c.Namespace).Patch(ctx, c.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+	if err := r.control.AnnotateCluster(ctx, c, api.AnnotationClusterID, member.FormatID(id)); err != nil {
 		return fmt.Errorf("recording the cluster ID: %w", err)
 	}
 	if c.Annotations == nil {
@@ -93,7 +91,7 @@ func (r *Reconciler) recordClusterID(ctx context.Context, c *api.EtcdCluster, o 
 // sameCluster keeps the endpoints whose members answer with the cluster's recorded ID: a
 // membership change is sent to nobody else. With no ID recorded, every endpoint is kept.
 // It fails with ErrForeignCluster when none is left.
-func (m *realMemberControl) sameCluster(ctx context.Context, c *api.EtcdCluster, endpoints []string) ([]string, error) {
+func (m *realActor) sameCluster(ctx context.Context, c *api.EtcdCluster, endpoints []string) ([]string, error) {
 	want := recordedClusterID(c)
 	if want == 0 || len(endpoints) == 0 {
 		return endpoints, nil

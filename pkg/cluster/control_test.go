@@ -89,9 +89,9 @@ func quietLog() *logrus.Entry {
 	return logrus.NewEntry(l)
 }
 
-func newControl(etcd etcdutil.Factory, kube *kubefake.Clientset) (*realMemberControl, *record.FakeRecorder) {
+func newControl(etcd etcdutil.Factory, kube *kubefake.Clientset) (*realActor, *record.FakeRecorder) {
 	rec := record.NewFakeRecorder(10)
-	return &realMemberControl{kube: kube, etcd: etcd, recorder: rec, log: quietLog(), initImage: "op:test"}, rec
+	return &realActor{kube: kube, etcd: etcd, recorder: rec, log: quietLog(), initImage: "op:test"}, rec
 }
 
 // TestMembershipAnswers: what each membership change makes of each answer of etcd's. A change
@@ -100,17 +100,17 @@ func newControl(etcd etcdutil.Factory, kube *kubefake.Clientset) (*realMemberCon
 func TestMembershipAnswers(t *testing.T) {
 	c := newCluster(3)
 	voters := []string{"http://10.0.0.1:2379", "http://10.0.0.2:2379"}
-	changes := map[string]func(m *realMemberControl) (Result, error){
-		"add learner": func(m *realMemberControl) (Result, error) {
+	changes := map[string]func(m *realActor) (Result, error){
+		"add learner": func(m *realActor) (Result, error) {
 			return m.AddLearner(context.Background(), c, voters, 2)
 		},
-		"promote": func(m *realMemberControl) (Result, error) {
+		"promote": func(m *realActor) (Result, error) {
 			return m.Promote(context.Background(), c, voters, 2, 0xabc)
 		},
-		"remove": func(m *realMemberControl) (Result, error) {
+		"remove": func(m *realActor) (Result, error) {
 			return m.RemoveMember(context.Background(), c, voters, 2, 0xabc, "scaling down")
 		},
-		"move leader": func(m *realMemberControl) (Result, error) {
+		"move leader": func(m *realActor) (Result, error) {
 			return m.MoveLeader(context.Background(), c, voters[0], 2, 0xdef)
 		},
 	}

@@ -295,10 +295,7 @@ func TestSyncKeepsMemberServices(t *testing.T) {
 	if _, err := f.r.Sync(context.Background(), "ns", "demo"); err != nil {
 		t.Fatalf("Sync: %v", err)
 	}
-	var created, deleted []string
-	for _, a := range f.actions("create", "services") {
-		created = append(created, a.(k8stesting.CreateAction).GetObject().(*corev1.Service).Name)
-	}
+	created, deleted := f.applied("services"), []string{}
 	for _, a := range f.actions("delete", "services") {
 		deleted = append(deleted, a.(k8stesting.DeleteAction).GetName())
 	}

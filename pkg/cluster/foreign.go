@@ -2,16 +2,13 @@ package cluster
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
 	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
@@ -59,32 +56,13 @@ func claimIsOurs(c *api.EtcdCluster, pvc *corev1.PersistentVolumeClaim) bool {
 	return member.ClusterSelector(c.Name).Matches(labels.Set(pvc.Labels))
 }
 
-// adoptPod makes the cluster the controlling owner of a pod member.Adoptable found to be the
-// cluster's. The patch carries the pod's UID and resourceVersion: it lands on that very pod,
-// as it was read, or not at all.
-func (r *Reconciler) adoptPod(ctx context.Context, c *api.EtcdCluster, p *corev1.Pod) (*corev1.Pod, error) {
-	refs := append(slices.Clone(p.OwnerReferences), member.OwnerReference(c))
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"uid": p.UID, "resourceVersion": p.ResourceVersion, "ownerReferences": refs}})
-	if err != nil {
-		return nil, fmt.Errorf("encoding the adoption patch: %w", err)
-	}
-	adopted, err := r.deps.Kube.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("adopting pod %s: %w", p.Name, err)
-	}
-	r.log(c).WithField("pod", p.Name).Info("adopted member pod")
-	r.event(c, corev1.EventTypeNormal, EventPodAdopted, "Adopted pod %s: it carries this cluster's labels and token and had no controller", p.Name)
-	return adopted, nil
-}
-
 // lookForeign asks the API server for the member pods (and claims) the cache did not show
 // for the ordinals a pass may act on next: the caches see only labelled objects, and a pod or
 // claim of a member's name stripped of its labels, or made by hand, is found only so.
 func (r *Reconciler) lookForeign(ctx context.Context, c *api.EtcdCluster, o *observation) error {
 	for _, ord := range o.nextOrdinals() {
 		if _, ok := o.pods[ord]; !ok && !o.hasForeign(plan.ForeignPod, ord) {
-			p, err := r.deps.Kube.CoreV1().Pods(c.Namespace).Get(ctx, member.Name(c.Name, ord), metav1.GetOptions{})
+			p, err := r.deps.KubeClient.CoreV1().Pods(c.Namespace).Get(ctx, member.Name(c.Name, ord), metav1.GetOptions{})
 			switch {
 			case apierrors.IsNotFound(err):
 			case err != nil:
@@ -98,7 +76,7 @@ func (r *Reconciler) lookForeign(ctx context.Context, c *api.EtcdCluster, o *obs
 		}
 		if _, ok := o.claims[ord]; !ok && !o.hasForeign(plan.ForeignClaim, ord) {
 			name := member.ClaimName(c.Name, ord)
-			pvc, err := r.deps.Kube.CoreV1().PersistentVolumeClaims(c.Namespace).Get(ctx, name, metav1.GetOptions{})
+			pvc, err := r.deps.KubeClient.CoreV1().PersistentVolumeClaims(c.Namespace).Get(ctx, name, metav1.GetOptions{})
 			switch {
 			case apierrors.IsNotFound(err):
 			case err != nil:

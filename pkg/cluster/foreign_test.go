@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -146,7 +147,8 @@ func TestSyncForeignServiceInCache(t *testing.T) {
 			t.Fatalf("Sync: %v", err)
 		}
 	}
-	if n := len(f.actions("update", "services")) + len(f.actions("delete", "services")); n != 0 {
+	if n := len(f.actions("delete", "services")) + len(f.actions("update", "services")) +
+		len(slices.DeleteFunc(f.applied("services"), func(name string) bool { return name != theirs.Name })); n != 0 {
 		t.Errorf("%d service updates, want none", n)
 	}
 	deg := degradedOf(t, f)

@@ -31,13 +31,6 @@ import (
 // installation takes the cluster over: long enough for an operator's rollout or restart.
 const DefaultTakeoverAfter = 5 * time.Minute
 
-// EventInstallationConflict: another installation of the operator drives this cluster.
-const EventInstallationConflict EventReason = "InstallationConflict"
-
-// EventInstallationTakeover: this installation took the cluster over from one that stopped
-// renewing the cluster's Lease.
-const EventInstallationTakeover EventReason = "InstallationTakeover"
-
 // installationLeaseName is the name of the cluster's Lease.
 func installationLeaseName(cluster string) string { return cluster + "-operator" }
 
@@ -49,20 +42,12 @@ func (r *Reconciler) holdCluster(ctx context.Context, c *api.EtcdCluster) (bool,
 	if me == "" {
 		return true, nil
 	}
-	leases := r.deps.Kube.CoordinationV1().Leases(c.Namespace)
 	name := installationLeaseName(c.Name)
 	now := r.now()
-	lease, err := leases.Get(ctx, name, metav1.GetOptions{})
+	lease, err := r.deps.KubeClient.CoordinationV1().Leases(c.Namespace).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		_, err = leases.Create(ctx, r.installationLease(c, me, now), metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) {
-			// Another installation was first: this pass looks again.
-			return false, nil
-		}
-		if err != nil {
-			return false, fmt.Errorf("creating lease %s: %w", name, err)
-		}
-		return true, nil
+		// Not created: another installation was first, and this pass looks again.
+		return r.control.CreateLease(ctx, r.installationLease(c, me, now))
 	}
 	if err != nil {
 		return false, fmt.Errorf("getting lease %s: %w", name, err)
@@ -87,6 +72,15 @@ func (r *Reconciler) holdCluster(ctx context.Context, c *api.EtcdCluster) (bool,
 		}
 		return false, nil
 	}
+	return r.renewLease(ctx, c, lease, now)
+}
+
+// renewLease renews the cluster's Lease for this installation, taking it over from its
+// holder when that is another installation. The update carries the resourceVersion read: of
+// two installations taking over at once, one wins; the other does not hold the cluster.
+func (r *Reconciler) renewLease(ctx context.Context, c *api.EtcdCluster, lease *coordinationv1.Lease, now time.Time) (bool, error) {
+	me := r.deps.Installation
+	holder := ptr.Deref(lease.Spec.HolderIdentity, "")
 	upd := lease.DeepCopy()
 	upd.Spec.RenewTime = &metav1.MicroTime{Time: now}
 	if holder != me {
@@ -94,18 +88,13 @@ func (r *Reconciler) holdCluster(ctx context.Context, c *api.EtcdCluster) (bool,
 		upd.Spec.AcquireTime = &metav1.MicroTime{Time: now}
 		upd.Spec.LeaseTransitions = ptr.To(ptr.Deref(lease.Spec.LeaseTransitions, 0) + 1)
 	}
-	// The update carries the resourceVersion read: of two installations taking over at once,
-	// one wins.
-	if _, err := leases.Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
-		if apierrors.IsConflict(err) {
-			return false, nil
-		}
-		return false, fmt.Errorf("renewing lease %s: %w", name, err)
+	if updated, err := r.control.UpdateLease(ctx, upd); err != nil || !updated {
+		return false, err
 	}
 	if holder != me {
 		r.log(c).WithFields(map[string]any{"from": holder, "self": me}).Warn("took the cluster over")
 		r.event(c, corev1.EventTypeWarning, EventInstallationTakeover,
-			"Installation %s takes this cluster over from %s, whose lease %s went unrenewed for %s", me, holder, name, takeover)
+			"Installation %s takes this cluster over from %s, whose lease %s went unrenewed for %s", me, holder, lease.Name, r.takeoverAfter())
 	}
 	return true, nil
 }

@@ -32,7 +32,7 @@ func TestInstallationsDriveAClusterOneAtATime(t *testing.T) {
 		}
 	}
 	writes := func() int {
-		return len(f.actions("create", "pods")) + len(f.actions("create", "services")) + len(f.actions("update", "etcdclusters"))
+		return len(f.actions("create", "pods")) + len(f.applied("services")) + len(f.actions("update", "etcdclusters"))
 	}
 	holder := func() string {
 		t.Helper()

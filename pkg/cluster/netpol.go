@@ -4,7 +4,7 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -13,21 +13,14 @@ import (
 	"github.com/etcd-operator/etcd-operator/pkg/member"
 )
 
-// Events of the cluster's NetworkPolicy.
-const (
-	EventNetworkPolicyCreated  EventReason = "NetworkPolicyCreated"
-	EventNetworkPolicyDeleted  EventReason = "NetworkPolicyDeleted"
-	EventNetworkPolicyConflict EventReason = "NetworkPolicyConflict"
-)
-
-// ensureNetworkPolicy keeps the cluster's NetworkPolicy as spec.networkPolicy asks: created,
-// put back when changed, deleted once the spec no longer asks for one. A policy of that name
-// that is not this cluster's is left alone and reported once. Like the budget, failures are
-// logged, not returned: a policy must not stop member repairs.
+// ensureNetworkPolicy keeps the cluster's NetworkPolicy as spec.networkPolicy asks: applied
+// when missing or when it lacks what the operator owns of it (apply.go), deleted once the
+// spec no longer asks for one. A policy of that name that is not this cluster's is left alone
+// and reported once. Like the budget, failures are logged, not returned: a policy must not
+// stop member repairs.
 func (r *Reconciler) ensureNetworkPolicy(ctx context.Context, c *api.EtcdCluster) {
 	name := member.NetworkPolicyName(c.Name)
 	log := r.log(c).WithField("networkPolicy", name)
-	policies := r.deps.Kube.NetworkingV1().NetworkPolicies(c.Namespace)
 	want := member.NetworkPolicy(c, r.deps.OperatorPeer)
 	// The cache holds only the operator's own objects (by their labels).
 	have, err := r.deps.NetworkPolicies.NetworkPolicies(c.Namespace).Get(name)
@@ -35,41 +28,40 @@ func (r *Reconciler) ensureNetworkPolicy(ctx context.Context, c *api.EtcdCluster
 		log.WithError(err).Warn("reading the network policy from the cache")
 		return
 	}
-	owned := err == nil && metav1.IsControlledBy(have, c)
+	cached := err == nil
+	owned := cached && metav1.IsControlledBy(have, c)
 	switch {
 	case want == nil && owned:
-		uid := have.UID
-		err := policies.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
-		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		if err := r.control.DeleteNetworkPolicy(ctx, c, have); err != nil {
 			log.WithError(err).Warn("deleting the network policy")
-			return
 		}
-		log.Info("deleted network policy")
-		r.event(c, corev1.EventTypeNormal, EventNetworkPolicyDeleted, "Deleted network policy %s: spec.networkPolicy is unset", name)
 	case want == nil:
-	case err == nil && !owned:
+	case cached && !owned:
 		r.reportForeignPolicy(c, have.UID)
-	case err != nil: // not found in the cache
-		_, err := policies.Create(ctx, want, metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) {
-			// Not in the cache, yet there: someone else's, without the operator's labels.
-			r.reportForeignPolicy(c, "")
-			return
-		}
-		if err != nil {
-			log.WithError(err).Warn("creating the network policy")
-			return
-		}
-		log.Info("created network policy")
-		r.event(c, corev1.EventTypeNormal, EventNetworkPolicyCreated, "Created network policy %s", name)
-	case !equality.Semantic.DeepEqual(have.Spec, want.Spec):
-		upd := have.DeepCopy()
-		upd.Spec = want.Spec
-		if _, err := policies.Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
+	case !cached:
+		r.createNetworkPolicy(ctx, c, want)
+	case !networkPolicyCurrent(have, want):
+		if err := r.control.ApplyNetworkPolicy(ctx, c, want, false); err != nil {
 			log.WithError(err).Warn("updating the network policy")
-			return
 		}
-		log.Info("updated network policy")
+	}
+}
+
+// createNetworkPolicy applies the cluster's policy, missing from the cache, unless the API
+// has a policy of that name the cache does not show: someone else's, without the operator's
+// labels (or the cluster's own, not yet in the cache: the next pass sees it).
+func (r *Reconciler) createNetworkPolicy(ctx context.Context, c *api.EtcdCluster, want *networkingv1.NetworkPolicy) {
+	log := r.log(c).WithField("networkPolicy", want.Name)
+	have, err := r.deps.KubeClient.NetworkingV1().NetworkPolicies(c.Namespace).Get(ctx, want.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		if err := r.control.ApplyNetworkPolicy(ctx, c, want, true); err != nil {
+			log.WithError(err).Warn("creating the network policy")
+		}
+	case err != nil:
+		log.WithError(err).Warn("getting the network policy")
+	case !metav1.IsControlledBy(have, c):
+		r.reportForeignPolicy(c, "")
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	k8stesting "k8s.io/client-go/testing"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
 	"github.com/etcd-operator/etcd-operator/pkg/member"
@@ -36,11 +35,14 @@ func TestSyncKeepsNetworkPolicy(t *testing.T) {
 	c := withNetworkPolicy(newCluster(3), app)
 	f := newFixture(t, c, member.PeerService(c), member.ClientService(c))
 	sync(f)
-	creates := f.actions("create", "networkpolicies")
+	creates := f.applied("networkpolicies")
 	if len(creates) != 1 {
 		t.Fatalf("%d network policies created, want 1", len(creates))
 	}
-	got := creates[0].(k8stesting.CreateAction).GetObject().(*networkingv1.NetworkPolicy)
+	got, err := f.kube.NetworkingV1().NetworkPolicies("ns").Get(ctx, creates[0], metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if want := member.NetworkPolicy(c, member.OperatorPeer("etcd-operator-system")); got.Name != "demo" || len(got.Spec.Ingress) != 2 ||
 		len(got.Spec.Ingress[1].From) != 2 || want.Spec.Ingress[1].From[0].NamespaceSelector == nil {
 		t.Errorf("created %+v, want %+v", got.Spec, want.Spec)
@@ -51,13 +53,14 @@ func TestSyncKeepsNetworkPolicy(t *testing.T) {
 	changed.Spec.Ingress = changed.Spec.Ingress[:1]
 	f = newFixture(t, c, member.PeerService(c), member.ClientService(c), changed)
 	sync(f)
-	if updates := f.actions("update", "networkpolicies"); len(updates) != 1 ||
-		len(updates[0].(k8stesting.UpdateAction).GetObject().(*networkingv1.NetworkPolicy).Spec.Ingress) != 2 {
+	if updates := f.applied("networkpolicies"); len(updates) != 1 {
 		t.Errorf("updates %v, want the policy put back", updates)
+	} else if back, err := f.kube.NetworkingV1().NetworkPolicies("ns").Get(ctx, "demo", metav1.GetOptions{}); err != nil || len(back.Spec.Ingress) != 2 {
+		t.Errorf("policy after the update: %+v, %v; want the clients' rule back", back, err)
 	}
 	f = newFixture(t, c, member.PeerService(c), member.ClientService(c), got)
 	sync(f)
-	if n := len(f.actions("update", "networkpolicies")) + len(f.actions("create", "networkpolicies")); n != 0 {
+	if n := len(f.actions("update", "networkpolicies")) + len(f.applied("networkpolicies")); n != 0 {
 		t.Errorf("%d writes to a policy that matches the spec", n)
 	}
 
@@ -70,7 +73,7 @@ func TestSyncKeepsNetworkPolicy(t *testing.T) {
 	}
 	f = newFixture(t, off, member.PeerService(off), member.ClientService(off))
 	sync(f)
-	for _, verb := range []string{"create", "update", "delete"} {
+	for _, verb := range []string{"create", "update", "patch", "delete"} {
 		if n := len(f.actions(verb, "networkpolicies")); n != 0 {
 			t.Errorf("%d network policy %s without spec.networkPolicy", n, verb)
 		}

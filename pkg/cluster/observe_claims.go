@@ -60,7 +60,7 @@ func (r *Reconciler) observeClaims(ctx context.Context, c *api.EtcdCluster, o *o
 // claimProblem is why the claim waits, from its Events (claimWhy); "" when they say nothing
 // or cannot be read: the claim is then reported as waiting, without why.
 func (r *Reconciler) claimProblem(ctx context.Context, pvc *corev1.PersistentVolumeClaim) string {
-	events, err := r.deps.Kube.CoreV1().Events(pvc.Namespace).List(ctx, metav1.ListOptions{
+	events, err := r.deps.KubeClient.CoreV1().Events(pvc.Namespace).List(ctx, metav1.ListOptions{
 		FieldSelector: fields.Set{
 			"involvedObject.kind": "PersistentVolumeClaim",
 			"involvedObject.name": pvc.Name,

@@ -33,7 +33,7 @@ func (r *Reconciler) observePods(ctx context.Context, c *api.EtcdCluster, o *obs
 			if c.Spec.Paused {
 				continue
 			}
-			adopted, err := r.adoptPod(ctx, c, p)
+			adopted, err := r.control.AdoptPod(ctx, c, p)
 			if err != nil {
 				return err
 			}

@@ -10,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -93,45 +92,25 @@ func (r *Reconciler) ensureMemberServices(ctx context.Context, c *api.EtcdCluste
 		if !ok || want[ord] || !metav1.IsControlledBy(svc, c) {
 			continue
 		}
-		err := r.deps.Kube.CoreV1().Services(c.Namespace).Delete(ctx, svc.Name, metav1.DeleteOptions{
-			Preconditions: &metav1.Preconditions{UID: &svc.UID}})
-		switch {
-		case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
-		case err != nil:
-			return fmt.Errorf("deleting service %s: %w", svc.Name, err)
-		default:
-			r.log(c).WithField("service", svc.Name).Info("deleted the service of a member no longer wanted")
+		if err := r.control.DeleteService(ctx, c, svc); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// ensureService creates or repairs one of the cluster's Services; a Service of that name that
-// is not the cluster's is returned and never changed.
+// ensureService keeps one of the cluster's Services as the operator applies it (apply.go),
+// applying only when the cached Service lacks what the operator owns of it; a Service of
+// that name that is not the cluster's is returned and never changed.
 func (r *Reconciler) ensureService(ctx context.Context, c *api.EtcdCluster, want *corev1.Service) (*plan.ForeignObject, error) {
-	services := r.deps.Kube.CoreV1().Services(c.Namespace)
 	have, err := r.deps.Services.Services(c.Namespace).Get(want.Name)
 	if apierrors.IsNotFound(err) {
-		_, err = services.Create(ctx, want, metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) {
-			// The cache sees only labelled Services: one made by hand, or stripped of its
-			// labels, is only found by asking the API.
-			have, err = services.Get(ctx, want.Name, metav1.GetOptions{})
-			if err != nil {
-				return nil, fmt.Errorf("getting service %s: %w", want.Name, err)
-			}
-			if !metav1.IsControlledBy(have, c) {
-				f := foreignObject(plan.ForeignService, have, -1)
-				return &f, nil
-			}
-			return nil, nil
+		// The cache sees only labelled Services: one made by hand, or stripped of its
+		// labels, is only found by asking the API.
+		have, err = r.deps.KubeClient.CoreV1().Services(c.Namespace).Get(ctx, want.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil, r.control.ApplyService(ctx, c, want, true)
 		}
-		if err != nil {
-			return nil, fmt.Errorf("creating service %s: %w", want.Name, err)
-		}
-		r.log(c).WithField("service", want.Name).Info("created service")
-		r.event(c, corev1.EventTypeNormal, EventServiceCreated, "Created service %s", want.Name)
-		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("getting service %s: %w", want.Name, err)
@@ -140,20 +119,10 @@ func (r *Reconciler) ensureService(ctx context.Context, c *api.EtcdCluster, want
 		f := foreignObject(plan.ForeignService, have, -1)
 		return &f, nil
 	}
-	if equality.Semantic.DeepEqual(have.Spec.Selector, want.Spec.Selector) &&
-		have.Spec.PublishNotReadyAddresses == want.Spec.PublishNotReadyAddresses &&
-		equality.Semantic.DeepEqual(have.Spec.Ports, want.Spec.Ports) {
+	if serviceCurrent(have, want) {
 		return nil, nil
 	}
-	upd := have.DeepCopy()
-	upd.Spec.Selector = want.Spec.Selector
-	upd.Spec.PublishNotReadyAddresses = want.Spec.PublishNotReadyAddresses
-	upd.Spec.Ports = want.Spec.Ports
-	if _, err := services.Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
-		return nil, fmt.Errorf("updating service %s: %w", want.Name, err)
-	}
-	r.log(c).WithField("service", want.Name).Info("restored service spec")
-	return nil, nil
+	return nil, r.control.ApplyService(ctx, c, want, false)
 }
 
 // ensureBudget keeps the disruption budget in step with the cluster's size. A budget of that
@@ -161,21 +130,16 @@ func (r *Reconciler) ensureService(ctx context.Context, c *api.EtcdCluster, want
 // one. Failures are reported, not returned: a missing budget must not stop member repairs.
 func (r *Reconciler) ensureBudget(ctx context.Context, c *api.EtcdCluster, want *policyv1.PodDisruptionBudget) {
 	log := r.log(c).WithField("budget", want.Name)
-	budgets := r.deps.Kube.PolicyV1().PodDisruptionBudgets(c.Namespace)
 	have, err := r.deps.Budgets.PodDisruptionBudgets(c.Namespace).Get(want.Name)
 	if apierrors.IsNotFound(err) {
 		// The cache sees only the operator's own objects: someone else's budget of that name
 		// is only found by asking the API.
-		have, err = budgets.Get(ctx, want.Name, metav1.GetOptions{})
+		have, err = r.deps.KubeClient.PolicyV1().PodDisruptionBudgets(c.Namespace).Get(ctx, want.Name, metav1.GetOptions{})
 	}
 	if apierrors.IsNotFound(err) {
-		if _, err := budgets.Create(ctx, want, metav1.CreateOptions{}); err != nil {
+		if err := r.control.ApplyBudget(ctx, c, want, true); err != nil {
 			log.WithError(err).Warn("creating disruption budget")
-			return
 		}
-		log.Info("created disruption budget")
-		r.event(c, corev1.EventTypeNormal, EventBudgetCreated, "Created disruption budget %s (at least %s members available)",
-			want.Name, want.Spec.MinAvailable.String())
 		return
 	}
 	if err != nil {
@@ -191,17 +155,12 @@ func (r *Reconciler) ensureBudget(ctx context.Context, c *api.EtcdCluster, want 
 		}
 		return
 	}
-	if equality.Semantic.DeepEqual(have.Spec.MinAvailable, want.Spec.MinAvailable) && have.Spec.MaxUnavailable == nil &&
-		equality.Semantic.DeepEqual(have.Spec.Selector, want.Spec.Selector) {
+	if budgetCurrent(have, want) {
 		return
 	}
-	upd := have.DeepCopy()
-	upd.Spec.MinAvailable, upd.Spec.MaxUnavailable, upd.Spec.Selector = want.Spec.MinAvailable, nil, want.Spec.Selector
-	if _, err := budgets.Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
+	if err := r.control.ApplyBudget(ctx, c, want, false); err != nil {
 		log.WithError(err).Warn("updating disruption budget")
-		return
 	}
-	log.WithField("minAvailable", want.Spec.MinAvailable.String()).Info("updated disruption budget")
 }
 
 // reportedConflicts remembers the foreign objects already reported, so that a conflict is

@@ -51,14 +51,16 @@ const (
 
 // Deps are what a pass needs; the controller fills them.
 type Deps struct {
-	Kube           kubernetes.Interface
-	Clientset      versioned.Interface
-	Clusters       etcdlisters.EtcdClusterLister
-	Pods           corelisters.PodLister
-	Services       corelisters.ServiceLister
-	EndpointSlices discoverylisters.EndpointSliceLister
-	Budgets        policylisters.PodDisruptionBudgetLister
-	Claims         corelisters.PersistentVolumeClaimLister
+	// KubeClient is the client of the Kubernetes APIs (pods, claims, Services, ...).
+	KubeClient kubernetes.Interface
+	// EtcdClusterClient is the client of the operator's own API: EtcdClusters.
+	EtcdClusterClient versioned.Interface
+	Clusters          etcdlisters.EtcdClusterLister
+	Pods              corelisters.PodLister
+	Services          corelisters.ServiceLister
+	EndpointSlices    discoverylisters.EndpointSliceLister
+	Budgets           policylisters.PodDisruptionBudgetLister
+	Claims            corelisters.PersistentVolumeClaimLister
 	// NetworkPolicies lists the clusters' NetworkPolicies (spec.networkPolicy).
 	NetworkPolicies networkinglisters.NetworkPolicyLister
 	// OperatorPeer is the operator's pods, let in to the members' client port by a
@@ -84,8 +86,9 @@ type Deps struct {
 
 // Reconciler runs passes for any cluster; it holds no per-cluster state that decides anything.
 type Reconciler struct {
-	deps    Deps
-	control memberControl
+	deps Deps
+	// control makes every change a pass makes, but status and Events (actor.go).
+	control actor
 	// served only saves DNS questions already answered; nothing is decided from it alone.
 	served servedPods
 	// conflicts only keeps a foreign object from being reported on every pass.
@@ -99,8 +102,8 @@ func NewReconciler(d Deps) *Reconciler {
 	if d.Log == nil {
 		d.Log = logrus.NewEntry(logrus.StandardLogger())
 	}
-	return &Reconciler{deps: d, now: time.Now, control: &realMemberControl{
-		kube: d.Kube, etcd: d.Etcd, recorder: d.Recorder, log: d.Log, initImage: d.MemberInitImage}}
+	return &Reconciler{deps: d, now: time.Now, control: &realActor{kube: d.KubeClient, etcdAPI: d.EtcdClusterClient,
+		etcd: d.Etcd, recorder: d.Recorder, log: d.Log, initImage: d.MemberInitImage}}
 }
 
 func (r *Reconciler) log(c *api.EtcdCluster) *logrus.Entry {
@@ -112,7 +115,7 @@ func (r *Reconciler) log(c *api.EtcdCluster) *logrus.Entry {
 // deleted. The pass's one State is what both the planner and the status read.
 func (r *Reconciler) Sync(ctx context.Context, namespace, name string) (time.Duration, error) {
 	cached, err := r.deps.Clusters.EtcdClusters(namespace).Get(name)
-	if apierrors.IsNotFound(err) {
+	if apierrors.IsNotFound(err) || (err == nil && cached.DeletionTimestamp != nil) {
 		r.served.set(namespace+"/"+name, nil)
 		r.conflicts.forget(namespace + "/" + name)
 		return 0, ErrGone
@@ -120,13 +123,7 @@ func (r *Reconciler) Sync(ctx context.Context, namespace, name string) (time.Dur
 	if err != nil {
 		return 0, fmt.Errorf("getting cluster: %w", err)
 	}
-	if cached.DeletionTimestamp != nil {
-		r.served.set(namespace+"/"+name, nil)
-		r.conflicts.forget(namespace + "/" + name)
-		return 0, ErrGone
-	}
 	c := cached.DeepCopy()
-	log := r.log(c)
 	if held, err := r.holdCluster(ctx, c); err != nil || !held {
 		// Another installation of the operator drives the cluster (installation.go).
 		return whenSteady, err
@@ -143,7 +140,26 @@ func (r *Reconciler) Sync(ctx context.Context, namespace, name string) (time.Dur
 	if c.Spec.Paused {
 		decision = plan.Decision{}
 	}
+	decision, requeue, actErr := r.takeDecision(ctx, c, obs, state, decision)
+	if err := r.updateStatus(ctx, cached, state, decision); err != nil {
+		switch {
+		case apierrors.IsConflict(err):
+			// The cache has not seen this loop's previous write yet; the status is
+			// recomputed from scratch on the next pass, so nothing is lost.
+			r.log(c).Debug("status changed meanwhile; recomputing on the next pass")
+			requeue = min(requeue, afterAction)
+		case actErr == nil:
+			actErr = err
+		}
+	}
+	return requeue, actErr
+}
 
+// takeDecision takes the decision's action, if any, and says when to look again. An action
+// the API server refuses becomes a decision that reports the refusal (what status says).
+func (r *Reconciler) takeDecision(ctx context.Context, c *api.EtcdCluster, obs *observation, state plan.State,
+	decision plan.Decision) (plan.Decision, time.Duration, error) {
+	log := r.log(c)
 	requeue := whenSteady
 	var actErr error
 	switch {
@@ -164,19 +180,7 @@ func (r *Reconciler) Sync(ctx context.Context, namespace, name string) (time.Dur
 		log.WithField("services", strings.Join(state.RefusedServices, "; ")).Warn("the API server refuses services")
 		requeue = max(requeue, whileRefused)
 	}
-
-	if err := r.updateStatus(ctx, cached, state, decision); err != nil {
-		switch {
-		case apierrors.IsConflict(err):
-			// The cache has not seen this loop's previous write yet; the status is
-			// recomputed from scratch on the next pass, so nothing is lost.
-			log.Debug("status changed meanwhile; recomputing on the next pass")
-			requeue = min(requeue, afterAction)
-		case actErr == nil:
-			actErr = err
-		}
-	}
-	return requeue, actErr
+	return decision, requeue, actErr
 }
 
 // observeOwned puts the objects the cluster owns in place (unless it is paused) around

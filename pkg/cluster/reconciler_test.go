@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	kubeinformers "k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -95,19 +96,19 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 		_ = f.cinf.Etcd().V1alpha1().EtcdClusters().Informer().GetIndexer().Add(o)
 	}
 	f.deps = Deps{
-		Kube:            f.kube,
-		Clientset:       f.client,
-		Clusters:        f.cinf.Etcd().V1alpha1().EtcdClusters().Lister(),
-		Pods:            f.kinf.Core().V1().Pods().Lister(),
-		Services:        f.kinf.Core().V1().Services().Lister(),
-		EndpointSlices:  f.kinf.Discovery().V1().EndpointSlices().Lister(),
-		Budgets:         f.kinf.Policy().V1().PodDisruptionBudgets().Lister(),
-		Claims:          f.kinf.Core().V1().PersistentVolumeClaims().Lister(),
-		NetworkPolicies: f.kinf.Networking().V1().NetworkPolicies().Lister(),
-		OperatorPeer:    member.OperatorPeer("etcd-operator-system"),
-		Recorder:        f.recorder,
-		Etcd:            noEtcd{t},
-		MemberInitImage: testInitImage,
+		KubeClient:        f.kube,
+		EtcdClusterClient: f.client,
+		Clusters:          f.cinf.Etcd().V1alpha1().EtcdClusters().Lister(),
+		Pods:              f.kinf.Core().V1().Pods().Lister(),
+		Services:          f.kinf.Core().V1().Services().Lister(),
+		EndpointSlices:    f.kinf.Discovery().V1().EndpointSlices().Lister(),
+		Budgets:           f.kinf.Policy().V1().PodDisruptionBudgets().Lister(),
+		Claims:            f.kinf.Core().V1().PersistentVolumeClaims().Lister(),
+		NetworkPolicies:   f.kinf.Networking().V1().NetworkPolicies().Lister(),
+		OperatorPeer:      member.OperatorPeer("etcd-operator-system"),
+		Recorder:          f.recorder,
+		Etcd:              noEtcd{t},
+		MemberInitImage:   testInitImage,
 	}
 	f.r = NewReconciler(f.deps)
 	return f
@@ -129,16 +130,30 @@ func (f *fixture) actions(verb, resource string) []k8stesting.Action {
 	return out
 }
 
+// applied is the names of the objects of resource the pass applied (server-side apply, with
+// the operator's field manager), in order.
+func (f *fixture) applied(resource string) []string {
+	var names []string
+	for _, a := range f.actions("patch", resource) {
+		p := a.(k8stesting.PatchAction)
+		if p.GetPatchType() != types.ApplyPatchType {
+			continue
+		}
+		if a, ok := a.(k8stesting.PatchActionImpl); ok && a.PatchOptions.FieldManager != FieldManager {
+			f.t.Errorf("%s %s applied by field manager %q, want %q", resource, p.GetName(), a.PatchOptions.FieldManager, FieldManager)
+		}
+		names = append(names, p.GetName())
+	}
+	return names
+}
+
 func TestSyncBootstrapsSeed(t *testing.T) {
 	c := newCluster(3)
 	f := newFixture(t, c)
 	if _, err := f.r.Sync(context.Background(), "ns", "demo"); err != nil {
 		t.Fatalf("Sync: %v", err)
 	}
-	var names []string
-	for _, a := range f.actions("create", "services") {
-		names = append(names, a.(k8stesting.CreateAction).GetObject().(*corev1.Service).Name)
-	}
+	names := f.applied("services")
 	// Every member's address exists before its pod: the member Services come first.
 	if !slices.Equal(names, []string{"demo", "demo-client", "demo-0", "demo-1", "demo-2"}) {
 		t.Fatalf("created services %v, want peer, client and one per member", names)
@@ -169,7 +184,7 @@ func TestSyncBootstrapsSeed(t *testing.T) {
 	if st.Selector == "" || st.ClientURL != "http://demo-client.ns.svc:2379" {
 		t.Errorf("selector %q clientURL %q", st.Selector, st.ClientURL)
 	}
-	if n := len(f.actions("create", "poddisruptionbudgets")); n != 1 {
+	if n := len(f.applied("poddisruptionbudgets")); n != 1 {
 		t.Errorf("created %d disruption budgets, want 1", n)
 	}
 	if n := len(f.recorder.Events); n != 7 {
@@ -198,7 +213,7 @@ func TestSyncWritesStatusOnlyWhenChanged(t *testing.T) {
 		for _, a := range f.actions("create", "pods") {
 			_ = f.kinf.Core().V1().Pods().Informer().GetIndexer().Add(a.(k8stesting.CreateAction).GetObject())
 		}
-		return len(updates), len(f.actions("create", "pods")) + len(f.actions("create", "services"))
+		return len(updates), len(f.actions("create", "pods")) + len(f.applied("services"))
 	}
 	// The first two passes create the other members' pods ahead of their members and say so.
 	if writes, creates := pass(); writes != 1 || creates != 1 {
@@ -226,11 +241,14 @@ func TestSyncKeepsDisruptionBudget(t *testing.T) {
 	if _, err := f.r.Sync(context.Background(), "ns", "demo"); err != nil {
 		t.Fatalf("Sync: %v", err)
 	}
-	updates := f.actions("update", "poddisruptionbudgets")
+	updates := f.applied("poddisruptionbudgets")
 	if len(updates) != 1 {
 		t.Fatalf("%d budget updates, want 1", len(updates))
 	}
-	got := updates[0].(k8stesting.UpdateAction).GetObject().(*policyv1.PodDisruptionBudget)
+	got, err := f.kube.PolicyV1().PodDisruptionBudgets("ns").Get(context.Background(), updates[0], metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if got.Spec.MinAvailable.IntValue() != 3 {
 		t.Errorf("minAvailable %s for 5 members, want 3", got.Spec.MinAvailable.String())
 	}
@@ -252,7 +270,7 @@ func TestSyncKeepsDisruptionBudget(t *testing.T) {
 	if _, err := f.r.Sync(context.Background(), "ns", "demo"); err != nil {
 		t.Errorf("Sync with a foreign budget: %v; the cluster runs on without one", err)
 	}
-	if n := len(f.actions("update", "poddisruptionbudgets")); n != 0 {
+	if n := len(f.actions("update", "poddisruptionbudgets")) + len(f.applied("poddisruptionbudgets")); n != 0 {
 		t.Errorf("a budget the cluster does not own was updated")
 	}
 	if n := len(f.actions("create", "pods")); n != 1 {
@@ -271,7 +289,7 @@ func TestSyncKeepsDisruptionBudget(t *testing.T) {
 	if _, err := f.r.Sync(context.Background(), "ns", "demo"); err != nil {
 		t.Fatalf("second Sync: %v", err)
 	}
-	if n := len(f.actions("create", "poddisruptionbudgets")) + len(f.actions("update", "poddisruptionbudgets")); n != 0 {
+	if n := len(f.actions("create", "poddisruptionbudgets")) + len(f.actions("update", "poddisruptionbudgets")) + len(f.applied("poddisruptionbudgets")); n != 0 {
 		t.Errorf("second pass wrote the foreign budget %d times", n)
 	}
 	for len(f.recorder.Events) > 0 {
@@ -286,7 +304,7 @@ func TestSyncKeepsDisruptionBudget(t *testing.T) {
 func TestSyncWithoutBudgetRights(t *testing.T) {
 	c := newCluster(3)
 	f := newFixture(t, c, member.PeerService(c), member.ClientService(c))
-	f.kube.PrependReactor("create", "poddisruptionbudgets", func(k8stesting.Action) (bool, runtime.Object, error) {
+	f.kube.PrependReactor("patch", "poddisruptionbudgets", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "policy", Resource: "poddisruptionbudgets"}, "demo", errors.New("RBAC"))
 	})
 	if _, err := f.r.Sync(context.Background(), "ns", "demo"); err != nil {
@@ -304,7 +322,7 @@ func TestSyncPausedChangesNothing(t *testing.T) {
 	if _, err := f.r.Sync(context.Background(), "ns", "demo"); err != nil {
 		t.Fatalf("Sync: %v", err)
 	}
-	if n := len(f.actions("create", "pods")) + len(f.actions("create", "services")); n != 0 {
+	if n := len(f.actions("create", "pods")) + len(f.applied("services")); n != 0 {
 		t.Errorf("paused cluster: %d objects created", n)
 	}
 	updates := f.actions("update", "etcdclusters")

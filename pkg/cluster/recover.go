@@ -2,13 +2,9 @@ package cluster
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
 	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
@@ -24,8 +20,7 @@ import (
 // of "highest" (or of nothing, with FromSurvivor), and says so in an Event.
 func (r *Reconciler) chooseSurvivor(ctx context.Context, c *api.EtcdCluster, a plan.Action) (Result, error) {
 	name := member.Name(c.Name, a.Ordinal)
-	patch := annotationPatch(api.AnnotationRecoverQuorum, name, c.UID)
-	if _, err := r.deps.Clientset.EtcdV1alpha1().EtcdClusters(c.Namespace).Patch(ctx, c.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+	if err := r.control.AnnotateCluster(ctx, c, api.AnnotationRecoverQuorum, name); err != nil {
 		return Result{}, fmt.Errorf("choosing %s to recover quorum from: %w", name, err)
 	}
 	r.log(c).WithFields(map[string]any{"member": name, "id": hexID(a.MemberID), "raftIndex": a.RaftIndex}).
@@ -47,7 +42,7 @@ func (r *Reconciler) forceNewCluster(ctx context.Context, c *api.EtcdCluster, o 
 		// The survivor's claim says whose data it holds before its pod goes: once the pod
 		// no longer answers, the mark is what tells its data from a new, empty claim.
 		if pvc := o.claims[a.Ordinal]; pvc != nil && pvc.Annotations[member.AnnotationMemberID] == "" {
-			if _, err := r.annotateClaim(ctx, pvc, a.MemberID); err != nil {
+			if _, err := r.control.AnnotateClaim(ctx, pvc, a.MemberID); err != nil {
 				return Result{}, err
 			}
 		}
@@ -78,13 +73,7 @@ func (r *Reconciler) clearRecoverQuorum(ctx context.Context, c *api.EtcdCluster,
 	if !ok || !o.membersKnown {
 		return nil
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"uid": c.UID, "annotations": map[string]any{api.AnnotationRecoverQuorum: nil}}})
-	if err != nil {
-		return fmt.Errorf("encoding the annotation patch: %w", err)
-	}
-	_, err = r.deps.Clientset.EtcdV1alpha1().EtcdClusters(c.Namespace).Patch(ctx, c.Name, types.MergePatchType, patch, metav1.PatchOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
+	if err := r.control.UnannotateCluster(ctx, c, api.AnnotationRecoverQuorum); err != nil {
 		return fmt.Errorf("removing the annotation %s: %w", api.AnnotationRecoverQuorum, err)
 	}
 	r.log(c).WithField("recoverFrom", from).Info("etcd lists members again: removed the recover-quorum annotation")

@@ -139,7 +139,7 @@ func TestRestartInPlace(t *testing.T) {
 // Rolling a member deletes its pod and records one Event saying which member and why.
 func TestActRollMember(t *testing.T) {
 	c := newCluster(3)
-	fc := &fakeControl{result: Result{Changed: true}}
+	fc := &fakeActor{result: Result{Changed: true}}
 	rec := record.NewFakeRecorder(10)
 	r := &Reconciler{deps: Deps{Log: quietLog(), Recorder: rec}, control: fc}
 	if _, err := r.act(context.Background(), c, observed(c), plan.Action{Kind: plan.ActionRollMember, Ordinal: 1, MemberID: 101}, "restarting member demo-1 on its data"); err != nil {

@@ -26,7 +26,7 @@ func (r *Reconciler) updateStatus(ctx context.Context, cached *api.EtcdCluster, 
 
 	c := cached.DeepCopy()
 	c.Status = st
-	if _, err := r.deps.Clientset.EtcdV1alpha1().EtcdClusters(c.Namespace).UpdateStatus(ctx, c, metav1.UpdateOptions{}); err != nil {
+	if _, err := r.deps.EtcdClusterClient.EtcdV1alpha1().EtcdClusters(c.Namespace).UpdateStatus(ctx, c, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("updating status: %w", err)
 	}
 

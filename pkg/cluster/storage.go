@@ -2,14 +2,10 @@ package cluster
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
 	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
@@ -42,17 +38,8 @@ func (r *Reconciler) ensureStorage(ctx context.Context, c *api.EtcdCluster) (boo
 	if given != nil && given.RetentionPolicy != nil {
 		storage.RetentionPolicy = given.RetentionPolicy
 	}
-	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"storage": storage}})
-	if err != nil {
-		return false, fmt.Errorf("encoding the storage patch: %w", err)
-	}
 	// The precondition on the UID keeps a patch from landing on a newer cluster of the name.
-	patch, err = withUID(patch, c.UID)
-	if err != nil {
-		return false, err
-	}
-	_, err = r.deps.Clientset.EtcdV1alpha1().EtcdClusters(c.Namespace).Patch(ctx, c.Name, types.MergePatchType, patch, metav1.PatchOptions{})
-	if err != nil {
+	if err := r.control.PatchClusterStorage(ctx, c, storage); err != nil {
 		return false, fmt.Errorf("filling in spec.storage: %w", err)
 	}
 	kind := "a claim per member on the default StorageClass"
@@ -62,17 +49,6 @@ func (r *Reconciler) ensureStorage(ctx context.Context, c *api.EtcdCluster) (boo
 	r.log(c).WithField("storage", kind).Info("filled in spec.storage")
 	r.event(c, corev1.EventTypeNormal, EventStorageDefaulted, "spec.storage named no volume: members keep their data on %s", kind)
 	return true, nil
-}
-
-// withUID adds metadata.uid to a merge patch: the API server refuses the patch with a
-// conflict when the object's UID differs.
-func withUID(patch []byte, uid types.UID) ([]byte, error) {
-	var m map[string]any
-	if err := json.Unmarshal(patch, &m); err != nil {
-		return nil, fmt.Errorf("decoding patch: %w", err)
-	}
-	m["metadata"] = map[string]any{"uid": uid}
-	return json.Marshal(m)
 }
 
 // syncClaims keeps the claims' bookkeeping, before the pass plans anything: it marks the claim
@@ -90,16 +66,15 @@ func (r *Reconciler) syncClaims(ctx context.Context, c *api.EtcdCluster, o *obse
 		pod, pvc := o.pods[v.Ordinal], o.claims[v.Ordinal]
 		if pvc != nil && pvc.DeletionTimestamp == nil && pvc.Annotations[member.AnnotationMemberID] == "" &&
 			pod != nil && member.DataClaim(pod) == pvc.Name {
-			updated, err := r.annotateClaim(ctx, pvc, m.ID)
+			updated, err := r.control.AnnotateClaim(ctx, pvc, m.ID)
 			if err != nil {
 				return err
 			}
 			o.claims[v.Ordinal] = updated
 		}
 		if pod != nil && m.Name != "" && pod.DeletionTimestamp == nil && pod.Annotations[member.AnnotationMemberID] == "" {
-			patch := annotationPatch(member.AnnotationMemberID, member.FormatID(m.ID), pod.UID)
-			if _, err := r.deps.Kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-				return fmt.Errorf("writing the member ID on pod %s: %w", pod.Name, err)
+			if err := r.control.AnnotatePod(ctx, pod, member.AnnotationMemberID, member.FormatID(m.ID)); err != nil {
+				return err
 			}
 		}
 	}
@@ -114,47 +89,9 @@ func (r *Reconciler) syncClaims(ctx context.Context, c *api.EtcdCluster, o *obse
 			// the claim from under that pod).
 			continue
 		}
-		if err := r.setClaimOwner(ctx, c, pvc, owned); err != nil {
+		if err := r.control.SetClaimOwner(ctx, c, pvc, owned); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-func (r *Reconciler) annotateClaim(ctx context.Context, pvc *corev1.PersistentVolumeClaim, id uint64) (*corev1.PersistentVolumeClaim, error) {
-	patch := annotationPatch(member.AnnotationMemberID, member.FormatID(id), pvc.UID)
-	updated, err := r.deps.Kube.CoreV1().PersistentVolumeClaims(pvc.Namespace).Patch(ctx, pvc.Name, types.MergePatchType, patch, metav1.PatchOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("marking claim %s with member %s: %w", pvc.Name, member.FormatID(id), err)
-	}
-	r.deps.Log.WithFields(map[string]any{"claim": pvc.Namespace + "/" + pvc.Name, "id": member.FormatID(id)}).
-		Info("marked claim with its member")
-	return updated, nil
-}
-
-// setClaimOwner makes the cluster the claim's controlling owner (whenDeleted Delete: the
-// claim goes with the cluster) or drops it (Retain).
-func (r *Reconciler) setClaimOwner(ctx context.Context, c *api.EtcdCluster, pvc *corev1.PersistentVolumeClaim, owned bool) error {
-	refs := slices.DeleteFunc(slices.Clone(pvc.OwnerReferences), func(ref metav1.OwnerReference) bool {
-		return ref.UID == c.UID || (ref.Controller != nil && *ref.Controller)
-	})
-	if owned {
-		refs = append(refs, member.OwnerReference(c))
-	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"ownerReferences": refs, "uid": pvc.UID}})
-	if err != nil {
-		return fmt.Errorf("encoding owner patch: %w", err)
-	}
-	_, err = r.deps.Kube.CoreV1().PersistentVolumeClaims(pvc.Namespace).Patch(ctx, pvc.Name, types.MergePatchType, patch, metav1.PatchOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("setting the owner of claim %s: %w", pvc.Name, err)
-	}
-	return nil
-}
-
-// annotationPatch sets one annotation, on the object with the given UID only.
-func annotationPatch(key, value string, uid types.UID) []byte {
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
-		"uid": uid, "annotations": map[string]string{key: value}}})
-	return patch
 }

@@ -261,8 +261,8 @@ func TestSyncReplacesCrashLoopingMember(t *testing.T) {
 func TestSyncMemberServiceRefused(t *testing.T) {
 	c := newCluster(3)
 	f := newFixture(t, c, member.PeerService(c), member.ClientService(c))
-	f.kube.PrependReactor("create", "services", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		if a.(k8stesting.CreateAction).GetObject().(*corev1.Service).Name != "demo-2" {
+	f.kube.PrependReactor("patch", "services", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.(k8stesting.PatchAction).GetName() != "demo-2" {
 			return false, nil, nil
 		}
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "services"}, "demo-2",
@@ -281,8 +281,8 @@ func TestSyncMemberServiceRefused(t *testing.T) {
 	for _, a := range f.actions("create", "pods") {
 		_ = f.kinf.Core().V1().Pods().Informer().GetIndexer().Add(a.(k8stesting.CreateAction).GetObject())
 	}
-	for _, a := range f.actions("create", "services") {
-		if svc := a.(k8stesting.CreateAction).GetObject().(*corev1.Service); svc.Name != "demo-2" {
+	for _, name := range f.applied("services") {
+		if svc, err := f.kube.CoreV1().Services("ns").Get(context.Background(), name, metav1.GetOptions{}); err == nil {
 			_ = f.kinf.Core().V1().Services().Informer().GetIndexer().Add(svc)
 		}
 	}

@@ -25,10 +25,11 @@ func TestRBACInstalledIsLeastPrivilege(t *testing.T) {
 		{"delete", "pods", "", "yes"},
 		{"watch", "pods", "", "yes"},
 		{"delete", "persistentvolumeclaims", "", "yes"},
-		{"update", "services", "", "yes"},
+		// patch: the cluster's Services, budget and policy are kept by server-side apply.
+		{"patch", "services", "", "yes"},
 		// delete: the Service of a member no longer wanted (scaled down).
 		{"delete", "services", "", "yes"},
-		{"create", "poddisruptionbudgets.policy", "", "yes"},
+		{"patch", "poddisruptionbudgets.policy", "", "yes"},
 		{"patch", "etcdclusters.etcd.operator.dev", "", "yes"},
 		{"update", "etcdclusters.etcd.operator.dev", "status", "yes"},
 		{"list", "events", "", "yes"},
@@ -38,7 +39,8 @@ func TestRBACInstalledIsLeastPrivilege(t *testing.T) {
 		{"create", "leases.coordination.k8s.io", "", "yes"},
 
 		{"delete", "leases.coordination.k8s.io", "", "no"},
-		{"patch", "services", "", "no"},
+		{"update", "services", "", "no"},
+		{"create", "poddisruptionbudgets.policy", "", "no"},
 		{"patch", "etcdclusters.etcd.operator.dev", "status", "no"},
 		{"update", "etcdclusters.etcd.operator.dev", "", "no"},
 		{"delete", "etcdclusters.etcd.operator.dev", "", "no"},

@@ -1,0 +1,156 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+)
+
+// The actor's writes of the objects the cluster owns whole (kept by server-side apply), of
+// the EtcdCluster's own annotations and spec, and of the cluster's installation Lease.
+
+// applyOptions are the options of every server-side apply: the operator's field manager, and
+// Force, since the fields it applies are its own to decide.
+var applyOptions = metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
+
+func (m *realActor) ApplyService(ctx context.Context, c *api.EtcdCluster, want *corev1.Service, create bool) error {
+	if _, err := m.kube.CoreV1().Services(c.Namespace).Apply(ctx, serviceApply(want), applyOptions); err != nil {
+		if create {
+			return fmt.Errorf("creating service %s: %w", want.Name, err)
+		}
+		return fmt.Errorf("updating service %s: %w", want.Name, err)
+	}
+	log := m.clusterLog(c).WithField("service", want.Name)
+	if !create {
+		log.Info("restored service spec")
+		return nil
+	}
+	log.Info("created service")
+	m.event(c, corev1.EventTypeNormal, EventServiceCreated, "Created service %s", want.Name)
+	return nil
+}
+
+func (m *realActor) DeleteService(ctx context.Context, c *api.EtcdCluster, svc *corev1.Service) error {
+	err := m.kube.CoreV1().Services(c.Namespace).Delete(ctx, svc.Name, uidPrecondition(svc.UID))
+	switch {
+	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+	case err != nil:
+		return fmt.Errorf("deleting service %s: %w", svc.Name, err)
+	default:
+		m.clusterLog(c).WithField("service", svc.Name).Info("deleted the service of a member no longer wanted")
+	}
+	return nil
+}
+
+func (m *realActor) ApplyBudget(ctx context.Context, c *api.EtcdCluster, want *policyv1.PodDisruptionBudget, create bool) error {
+	if _, err := m.kube.PolicyV1().PodDisruptionBudgets(c.Namespace).Apply(ctx, budgetApply(want), applyOptions); err != nil {
+		return err
+	}
+	log := m.clusterLog(c).WithField("budget", want.Name)
+	if !create {
+		log.WithField("minAvailable", want.Spec.MinAvailable.String()).Info("updated disruption budget")
+		return nil
+	}
+	log.Info("created disruption budget")
+	m.event(c, corev1.EventTypeNormal, EventBudgetCreated, "Created disruption budget %s (at least %s members available)",
+		want.Name, want.Spec.MinAvailable.String())
+	return nil
+}
+
+func (m *realActor) ApplyNetworkPolicy(ctx context.Context, c *api.EtcdCluster, want *networkingv1.NetworkPolicy, create bool) error {
+	cfg, err := networkPolicyApply(want)
+	if err == nil {
+		_, err = m.kube.NetworkingV1().NetworkPolicies(c.Namespace).Apply(ctx, cfg, applyOptions)
+	}
+	if err != nil {
+		return err
+	}
+	log := m.clusterLog(c).WithField("networkPolicy", want.Name)
+	if !create {
+		log.Info("updated network policy")
+		return nil
+	}
+	log.Info("created network policy")
+	m.event(c, corev1.EventTypeNormal, EventNetworkPolicyCreated, "Created network policy %s", want.Name)
+	return nil
+}
+
+func (m *realActor) DeleteNetworkPolicy(ctx context.Context, c *api.EtcdCluster, have *networkingv1.NetworkPolicy) error {
+	err := m.kube.NetworkingV1().NetworkPolicies(c.Namespace).Delete(ctx, have.Name, uidPrecondition(have.UID))
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return err
+	}
+	m.clusterLog(c).WithField("networkPolicy", have.Name).Info("deleted network policy")
+	m.event(c, corev1.EventTypeNormal, EventNetworkPolicyDeleted, "Deleted network policy %s: spec.networkPolicy is unset", have.Name)
+	return nil
+}
+
+func (m *realActor) AnnotateCluster(ctx context.Context, c *api.EtcdCluster, key, value string) error {
+	return m.patchCluster(ctx, c, patchOf(c.UID).annotate(key, value))
+}
+
+func (m *realActor) UnannotateCluster(ctx context.Context, c *api.EtcdCluster, key string) error {
+	if err := m.patchCluster(ctx, c, patchOf(c.UID).unannotate(key)); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	return nil
+}
+
+func (m *realActor) PatchClusterStorage(ctx context.Context, c *api.EtcdCluster, storage *api.StorageSpec) error {
+	return m.patchCluster(ctx, c, patchOf(c.UID).spec(clusterSpecPatch{Storage: storage}))
+}
+
+// patchCluster sends a merge patch of the EtcdCluster.
+func (m *realActor) patchCluster(ctx context.Context, c *api.EtcdCluster, patch *objectPatch) error {
+	body, err := patch.encode()
+	if err != nil {
+		return err
+	}
+	_, err = m.etcdAPI.EtcdV1alpha1().EtcdClusters(c.Namespace).Patch(ctx, c.Name, types.MergePatchType, body, metav1.PatchOptions{})
+	return err
+}
+
+func (m *realActor) CreateLease(ctx context.Context, lease *coordinationv1.Lease) (bool, error) {
+	_, err := m.kube.CoordinationV1().Leases(lease.Namespace).Create(ctx, lease, metav1.CreateOptions{})
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("creating lease %s: %w", lease.Name, err)
+	}
+	return true, nil
+}
+
+func (m *realActor) UpdateLease(ctx context.Context, lease *coordinationv1.Lease) (bool, error) {
+	_, err := m.kube.CoordinationV1().Leases(lease.Namespace).Update(ctx, lease, metav1.UpdateOptions{})
+	switch {
+	case apierrors.IsConflict(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("renewing lease %s: %w", lease.Name, err)
+	}
+	return true, nil
+}
+
+// decode fills an apply configuration from the typed object part it stands for: both have
+// the same JSON form, and a typed part carries only the fields its builder set.
+func decode(from, into any) error {
+	b, err := json.Marshal(from)
+	if err == nil {
+		err = json.Unmarshal(b, into)
+	}
+	if err != nil {
+		return fmt.Errorf("building the apply configuration: %w", err)
+	}
+	return nil
+}
