@@ -20,7 +20,7 @@ func (r *Reconciler) act(ctx context.Context, c *api.EtcdCluster, o *observation
 	switch a.Kind {
 	case plan.ActionCreatePod:
 		res, err = r.control.CreatePod(ctx, c, member.Template{Ordinal: a.Ordinal, ClusterState: a.ClusterState,
-			InitialCluster: a.InitialCluster, Version: o.memberVersion(), MemberID: a.MemberID,
+			InitialCluster: a.InitialCluster, Version: a.PodVersion, MemberID: a.MemberID,
 			PeerURLs: o.headlessPeerURLs(a.InitialCluster)}, why)
 	case plan.ActionDeletePod:
 		if p := o.pods[a.Ordinal]; p != nil {
@@ -76,7 +76,7 @@ func (r *Reconciler) actOnRollout(ctx context.Context, c *api.EtcdCluster, o *ob
 	case a.Kind == plan.ActionRollMember:
 		return r.rollMember(ctx, c, p, why)
 	case a.Kind == plan.ActionRestartInPlace:
-		return r.restartInPlace(ctx, c, p, o.memberVersion(), why)
+		return r.restartInPlace(ctx, c, p, a.PodVersion, why)
 	default:
 		return r.patchPodMetadata(ctx, c, p)
 	}
@@ -110,13 +110,4 @@ func (o *observation) headlessPeerURLs(ordinals []int) map[int]string {
 		return nil
 	}
 	return out
-}
-
-// memberVersion is the etcd version member pods are built with: spec.version, unless it is a
-// step the operator does not take from the version the cluster runs (versionProblem), or a
-// minor downgrade etcd has not enabled yet; then the members keep that version (and status
-// says why).
-func (o *observation) memberVersion() string {
-	c := o.cluster
-	return plan.TargetVersion(c.Spec.Version, c.Status.CurrentVersion, member.HasClaims(&c.Spec), plan.DowngradeTarget(o.statuses))
 }

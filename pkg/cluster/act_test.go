@@ -148,8 +148,10 @@ func TestActDispatch(t *testing.T) {
 		action plan.Action
 		want   string
 	}{
-		{plan.Action{Kind: plan.ActionCreatePod, Ordinal: 2, ClusterState: etcdutil.ClusterStateExisting, InitialCluster: []int{0, 1, 2}},
-			"CreatePod 2 existing [0 1 2] 3.6.16"},
+		{plan.Action{Kind: plan.ActionCreatePod, Ordinal: 2, ClusterState: etcdutil.ClusterStateExisting, InitialCluster: []int{0, 1, 2},
+			PodVersion: "3.6.16"}, "CreatePod 2 existing [0 1 2] 3.6.16"},
+		{plan.Action{Kind: plan.ActionChooseSurvivor, Ordinal: 1, MemberID: 101},
+			"AnnotateCluster demo " + api.AnnotationRecoverQuorum + "=demo-1"},
 		{plan.Action{Kind: plan.ActionDeletePod, Ordinal: 1}, "DeletePod demo-1"},
 		{plan.Action{Kind: plan.ActionAddLearner, Ordinal: 2}, "AddLearner 2 via [http://10.0.0.1:2379 http://10.0.0.2:2379]"},
 		{plan.Action{Kind: plan.ActionPromote, Ordinal: 2, MemberID: 102}, "Promote 2 66 via [http://10.0.0.1:2379 http://10.0.0.2:2379]"},

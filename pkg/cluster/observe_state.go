@@ -104,3 +104,13 @@ func alarmViews(alarms []etcdutil.Alarm, members []plan.MemberView) []plan.Alarm
 	}
 	return out
 }
+
+// memberVersion is the etcd version member pods are built with (State.TargetVersion, which
+// the planner puts in the actions that build a pod): spec.version, unless it is a
+// step the operator does not take from the version the cluster runs (versionProblem), or a
+// minor downgrade etcd has not enabled yet; then the members keep that version (and status
+// says why).
+func (o *observation) memberVersion() string {
+	c := o.cluster
+	return plan.TargetVersion(c.Spec.Version, c.Status.CurrentVersion, member.HasClaims(&c.Spec), plan.DowngradeTarget(o.statuses))
+}

@@ -55,7 +55,7 @@ func (r *Reconciler) forceNewCluster(ctx context.Context, c *api.EtcdCluster, o 
 		return res, err
 	}
 	res, err := r.control.CreatePod(ctx, c, member.Template{Ordinal: a.Ordinal, ClusterState: a.ClusterState,
-		InitialCluster: a.InitialCluster, Version: o.memberVersion(), MemberID: a.MemberID, ForceNewCluster: true,
+		InitialCluster: a.InitialCluster, Version: a.PodVersion, MemberID: a.MemberID, ForceNewCluster: true,
 		PeerURLs: o.headlessPeerURLs(a.InitialCluster)}, why)
 	if err == nil && res.Changed {
 		r.event(c, corev1.EventTypeWarning, EventForceNewCluster,

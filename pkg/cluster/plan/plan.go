@@ -83,7 +83,14 @@ import (
 // Plan returns the one next step toward spec.size, or none. The rules are tried in the order
 // listed at the top of this file; the first that applies decides.
 func Plan(s State) Decision {
-	return duringRollout(s, plan(s))
+	d := duringRollout(s, plan(s))
+	if a := d.Action; a != nil {
+		switch a.Kind {
+		case ActionCreatePod, ActionForceNewCluster, ActionRestartInPlace:
+			a.PodVersion = s.TargetVersion
+		}
+	}
+	return d
 }
 
 func plan(s State) Decision {

@@ -51,6 +51,9 @@ type Action struct {
 	RaftIndex uint64
 	// Version is the release etcd's downgrade is enabled for (EnableDowngrade).
 	Version string
+	// PodVersion is the etcd version the member's pod is built with (CreatePod,
+	// ForceNewCluster, RestartInPlace): the State's TargetVersion.
+	PodVersion string
 }
 
 // Decision is what the planner concluded.
