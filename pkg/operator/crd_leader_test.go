@@ -52,7 +52,7 @@ func TestOnlyTheLeaderWritesTheCRD(t *testing.T) {
 		o := testOptions(id)
 		o.Namespace, o.Workers, o.ShutdownGrace, o.MemberInitImage = "db", 1, time.Second, "img"
 		o.MetricsAddr, o.HealthAddr = "127.0.0.1:0", "127.0.0.1:0"
-		cl := &clients{kube: kube, etcd: etcdfake.NewSimpleClientset(), extension: r.ext}
+		cl := &clients{kube: kube, etcdClusters: etcdfake.NewSimpleClientset(), extension: r.ext}
 		go func() { r.done <- runWith(ctx, o, cl, quietLog(), time.Now()) }()
 	}
 

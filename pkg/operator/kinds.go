@@ -74,7 +74,7 @@ func newClusterReconciler(o *Options, cl *clients, inf *controller.Informers, re
 	kube := inf.Kube()
 	return cluster.NewReconciler(cluster.Deps{
 		KubeClient:        cl.kube,
-		EtcdClusterClient: cl.etcd,
+		EtcdClusterClient: cl.etcdClusters,
 		Clusters:          inf.Etcd().Etcd().V1alpha1().EtcdClusters().Lister(),
 		Pods:              kube.Core().V1().Pods().Lister(),
 		Services:          kube.Core().V1().Services().Lister(),

@@ -44,9 +44,11 @@ const (
 
 // clients are the API clients the operator uses.
 type clients struct {
-	kube      kubernetes.Interface
-	etcd      versioned.Interface
-	extension apiextensionsclientset.Interface
+	// kube is the client of the Kubernetes APIs; etcdClusters of the operator's own API
+	// (EtcdClusters); extension of CustomResourceDefinitions.
+	kube         kubernetes.Interface
+	etcdClusters versioned.Interface
+	extension    apiextensionsclientset.Interface
 }
 
 // Run runs the operator until ctx is done (SIGTERM) or the leader Lease is lost. In order:
@@ -179,14 +181,14 @@ func newClients(kubeconfig string) (*clients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the apiextensions client: %w", err)
 	}
-	return &clients{kube: kube, etcd: etcd, extension: ext}, nil
+	return &clients{kube: kube, etcdClusters: etcd, extension: ext}, nil
 }
 
 // runController starts the informers and runs the controller until ctx is done. The
 // informers keep running until the controller has returned, so the passes that finish during
 // shutdown still read fresh caches.
 func runController(ctx context.Context, o *Options, cl *clients, metrics *controller.Metrics, ready *readiness, log *logrus.Entry) error {
-	informers := controller.NewInformers(cl.kube, cl.etcd, o.Namespace, o.ResyncPeriod)
+	informers := controller.NewInformers(cl.kube, cl.etcdClusters, o.Namespace, o.ResyncPeriod)
 
 	scheme := runtime.NewScheme()
 	if err := errors.Join(clientgoscheme.AddToScheme(scheme), api.AddToScheme(scheme)); err != nil {

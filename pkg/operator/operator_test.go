@@ -53,7 +53,9 @@ func TestRunControllerWiresReconciler(t *testing.T) {
 	var ready readiness
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- runController(ctx, o, &clients{kube: kube, etcd: etcd}, metrics, &ready, quietLog()) }()
+	go func() {
+		done <- runController(ctx, o, &clients{kube: kube, etcdClusters: etcd}, metrics, &ready, quietLog())
+	}()
 
 	c := &api.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "demo"}, Spec: api.EtcdClusterSpec{Size: 3}}
 	if _, err := etcd.EtcdV1alpha1().EtcdClusters("db").Create(ctx, c, metav1.CreateOptions{}); err != nil {
