@@ -232,8 +232,7 @@ func TestSyncWritesStatusOnlyWhenChanged(t *testing.T) {
 }
 
 // The disruption budget keeps a majority of spec.size available, follows spec.size, and is
-// put back when someone changes it; a budget of the same name the cluster does not own is
-// left alone and reported.
+// put back when someone changes it.
 func TestSyncKeepsDisruptionBudget(t *testing.T) {
 	c := newCluster(5)
 	old := member.DisruptionBudget(newCluster(3))
@@ -259,10 +258,15 @@ func TestSyncKeepsDisruptionBudget(t *testing.T) {
 		t.Errorf("minAvailable %d while 5 members shrink to 3, want 3", m)
 	}
 
-	// Someone else's budget, without the operator's labels: the informer never lists it.
+}
+
+// A budget of the cluster's budget's name that the cluster does not own (without the
+// operator's labels: the informer never lists it) is left alone and reported once.
+func TestSyncLeavesForeignDisruptionBudget(t *testing.T) {
+	c := newCluster(5)
 	foreign := member.DisruptionBudget(c)
 	foreign.OwnerReferences, foreign.Labels = nil, nil
-	f = newFixture(t, c, member.PeerService(c), member.ClientService(c))
+	f := newFixture(t, c, member.PeerService(c), member.ClientService(c))
 	if _, err := f.kube.PolicyV1().PodDisruptionBudgets(c.Namespace).Create(context.Background(), foreign, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

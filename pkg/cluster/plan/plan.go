@@ -83,14 +83,7 @@ import (
 // Plan returns the one next step toward spec.size, or none. The rules are tried in the order
 // listed at the top of this file; the first that applies decides.
 func Plan(s State) Decision {
-	d := duringRollout(s, plan(s))
-	if a := d.Action; a != nil {
-		switch a.Kind {
-		case ActionCreatePod, ActionForceNewCluster, ActionRestartInPlace:
-			a.PodVersion = s.TargetVersion
-		}
-	}
-	return d
+	return withPodVersion(s, duringRollout(s, plan(s)))
 }
 
 func plan(s State) Decision {

@@ -56,6 +56,14 @@ type Action struct {
 	PodVersion string
 }
 
+// withPodVersion puts the version the pod is built with in an action that builds one.
+func withPodVersion(s State, d Decision) Decision {
+	if a := d.Action; a != nil && (a.Kind == ActionCreatePod || a.Kind == ActionForceNewCluster || a.Kind == ActionRestartInPlace) {
+		a.PodVersion = s.TargetVersion
+	}
+	return d
+}
+
 // Decision is what the planner concluded.
 type Decision struct {
 	// Action is nil when nothing is to be done now.
