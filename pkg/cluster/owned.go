@@ -20,7 +20,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/pkg/member"
 )
 
-// ensureOwned creates the objects a cluster owns besides its member pods when they are
+// ensureOwned applies the objects a cluster owns besides its member pods when they are
 // missing (the headless peer Service, the client Service, the disruption budget, the network
 // policy spec.networkPolicy asks for), and puts back the fields the operator depends on when
 // someone changed them. A Service of one of those names that is not the cluster's is
