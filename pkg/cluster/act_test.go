@@ -93,8 +93,8 @@ func (f *fakeActor) DeleteService(_ context.Context, _ *api.EtcdCluster, svc *co
 	_, err := f.record("DeleteService %s", svc.Name)
 	return err
 }
-func (f *fakeActor) ApplyBudget(_ context.Context, _ *api.EtcdCluster, want *policyv1.PodDisruptionBudget, create bool) error {
-	_, err := f.record("ApplyBudget %s create=%v", want.Name, create)
+func (f *fakeActor) ApplyBudget(_ context.Context, _ *api.EtcdCluster, want, have *policyv1.PodDisruptionBudget) error {
+	_, err := f.record("ApplyBudget %s create=%v", want.Name, have == nil)
 	return err
 }
 func (f *fakeActor) ApplyNetworkPolicy(_ context.Context, _ *api.EtcdCluster, want *networkingv1.NetworkPolicy, create bool) error {

@@ -75,8 +75,11 @@ type actor interface {
 	ApplyService(ctx context.Context, c *api.EtcdCluster, want *corev1.Service, create bool) error
 	// DeleteService deletes that very Service; gone or replaced is done.
 	DeleteService(ctx context.Context, c *api.EtcdCluster, svc *corev1.Service) error
-	// ApplyBudget applies the cluster's PodDisruptionBudget, as ApplyService.
-	ApplyBudget(ctx context.Context, c *api.EtcdCluster, want *policyv1.PodDisruptionBudget, create bool) error
+	// ApplyBudget applies the cluster's PodDisruptionBudget, as ApplyService; have is the
+	// budget as read, nil when there is none yet. A maxUnavailable someone set on it is
+	// dropped first, by a merge patch with a UID precondition (a budget cannot carry both it
+	// and minAvailable, and an apply cannot drop a field another manager owns).
+	ApplyBudget(ctx context.Context, c *api.EtcdCluster, want, have *policyv1.PodDisruptionBudget) error
 	// ApplyNetworkPolicy applies the cluster's NetworkPolicy, as ApplyService.
 	ApplyNetworkPolicy(ctx context.Context, c *api.EtcdCluster, want *networkingv1.NetworkPolicy, create bool) error
 	// DeleteNetworkPolicy deletes that very NetworkPolicy; gone or replaced is done.

@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -52,12 +51,22 @@ func (m *realActor) DeleteService(ctx context.Context, c *api.EtcdCluster, svc *
 	return nil
 }
 
-func (m *realActor) ApplyBudget(ctx context.Context, c *api.EtcdCluster, want *policyv1.PodDisruptionBudget, create bool) error {
-	if _, err := m.kube.PolicyV1().PodDisruptionBudgets(c.Namespace).Apply(ctx, budgetApply(want), applyOptions); err != nil {
+func (m *realActor) ApplyBudget(ctx context.Context, c *api.EtcdCluster, want, have *policyv1.PodDisruptionBudget) error {
+	budgets := m.kube.PolicyV1().PodDisruptionBudgets(c.Namespace)
+	if have != nil && have.Spec.MaxUnavailable != nil {
+		body, err := patchOf(have.UID).spec(budgetSpecPatch{MinAvailable: want.Spec.MinAvailable}).encode()
+		if err == nil {
+			_, err = budgets.Patch(ctx, have.Name, types.MergePatchType, body, metav1.PatchOptions{})
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if _, err := budgets.Apply(ctx, budgetApply(want), applyOptions); err != nil {
 		return err
 	}
 	log := m.clusterLog(c).WithField("budget", want.Name)
-	if !create {
+	if have != nil {
 		log.WithField("minAvailable", want.Spec.MinAvailable.String()).Info("updated disruption budget")
 		return nil
 	}
@@ -140,17 +149,4 @@ func (m *realActor) UpdateLease(ctx context.Context, lease *coordinationv1.Lease
 		return false, fmt.Errorf("renewing lease %s: %w", lease.Name, err)
 	}
 	return true, nil
-}
-
-// decode fills an apply configuration from the typed object part it stands for: both have
-// the same JSON form, and a typed part carries only the fields its builder set.
-func decode(from, into any) error {
-	b, err := json.Marshal(from)
-	if err == nil {
-		err = json.Unmarshal(b, into)
-	}
-	if err != nil {
-		return fmt.Errorf("building the apply configuration: %w", err)
-	}
-	return nil
 }

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	k8stesting "k8s.io/client-go/testing"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
@@ -78,6 +79,8 @@ func TestPatchBodies(t *testing.T) {
 		{patchOf("u1").owners(nil), `{"metadata":{"uid":"u1","ownerReferences":[]}}`},
 		{patchOf("u1").asRead("7").spec(podSpecPatch{Containers: []containerImage{{Name: "etcd", Image: "img"}}}),
 			`{"metadata":{"uid":"u1","resourceVersion":"7"},"spec":{"containers":[{"name":"etcd","image":"img"}]}}`},
+		{patchOf("u1").spec(budgetSpecPatch{MinAvailable: ptrTo(intstr.FromInt32(2))}),
+			`{"metadata":{"uid":"u1"},"spec":{"minAvailable":2,"maxUnavailable":null}}`},
 		{patchOf("u1").spec(clusterSpecPatch{Storage: member.LegacyStorage()}),
 			`{"metadata":{"uid":"u1"},"spec":{"storage":{"emptyDir":{}}}}`},
 	} {
@@ -164,5 +167,34 @@ func TestSyncRestoresServiceByApply(t *testing.T) {
 	}
 	if !serviceCurrent(got, member.ClientService(c)) || got.Spec.ClusterIP != "10.96.0.10" {
 		t.Errorf("service after the pass: %+v, want the selector back and clusterIP kept", got.Spec)
+	}
+}
+
+// A budget someone changed to maxUnavailable is put back to minAvailable: the field the
+// operator cannot leave beside its own, and cannot drop by an apply, is dropped by a patch.
+func TestSyncRestoresBudgetFromMaxUnavailable(t *testing.T) {
+	c := newCluster(3)
+	changed := member.DisruptionBudget(c)
+	one := intstr.FromInt32(1)
+	changed.Spec.MinAvailable, changed.Spec.MaxUnavailable = nil, &one
+	f := newFixture(t, c, member.PeerService(c), member.ClientService(c), changed)
+	if _, err := f.r.Sync(context.Background(), "ns", "demo"); err != nil {
+		t.Fatalf("Sync: %v", err)
+	}
+	got, err := f.kube.PolicyV1().PodDisruptionBudgets("ns").Get(context.Background(), changed.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Spec.MaxUnavailable != nil || got.Spec.MinAvailable == nil || got.Spec.MinAvailable.IntValue() != 2 {
+		t.Errorf("budget after the pass: %+v, want minAvailable 2 and no maxUnavailable", got.Spec)
+	}
+	// Put back, it is current: the next pass writes nothing.
+	_ = f.kinf.Policy().V1().PodDisruptionBudgets().Informer().GetIndexer().Update(got)
+	f.kube.ClearActions()
+	if _, err := f.r.Sync(context.Background(), "ns", "demo"); err != nil {
+		t.Fatalf("Sync: %v", err)
+	}
+	if n := len(f.applied("poddisruptionbudgets")); n != 0 {
+		t.Errorf("%d applies of a budget that is current", n)
 	}
 }

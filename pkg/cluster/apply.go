@@ -6,6 +6,8 @@ package cluster
 // already has those fields, so that an idle pass applies nothing.
 
 import (
+	"encoding/json"
+	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -72,9 +74,10 @@ func budgetApply(want *policyv1.PodDisruptionBudget) *policyv1ac.PodDisruptionBu
 		WithSpec(spec)
 }
 
-// budgetCurrent reports whether have carries want's minAvailable and selector.
+// budgetCurrent reports whether have carries want's minAvailable and selector, and no
+// maxUnavailable (which a budget cannot carry with minAvailable).
 func budgetCurrent(have, want *policyv1.PodDisruptionBudget) bool {
-	return equality.Semantic.DeepEqual(have.Spec.MinAvailable, want.Spec.MinAvailable) &&
+	return equality.Semantic.DeepEqual(have.Spec.MinAvailable, want.Spec.MinAvailable) && have.Spec.MaxUnavailable == nil &&
 		equality.Semantic.DeepEqual(have.Spec.Selector, want.Spec.Selector)
 }
 
@@ -112,4 +115,17 @@ func ownerRefsApply(refs []metav1.OwnerReference) []*metav1ac.OwnerReferenceAppl
 		out = append(out, ref)
 	}
 	return out
+}
+
+// decode fills an apply configuration from the typed object part it stands for: both have
+// the same JSON form, and a typed part carries only the fields its builder set.
+func decode(from, into any) error {
+	b, err := json.Marshal(from)
+	if err == nil {
+		err = json.Unmarshal(b, into)
+	}
+	if err != nil {
+		return fmt.Errorf("building the apply configuration: %w", err)
+	}
+	return nil
 }

@@ -137,7 +137,7 @@ func (r *Reconciler) ensureBudget(ctx context.Context, c *api.EtcdCluster, want 
 		have, err = r.deps.KubeClient.PolicyV1().PodDisruptionBudgets(c.Namespace).Get(ctx, want.Name, metav1.GetOptions{})
 	}
 	if apierrors.IsNotFound(err) {
-		if err := r.control.ApplyBudget(ctx, c, want, true); err != nil {
+		if err := r.control.ApplyBudget(ctx, c, want, nil); err != nil {
 			log.WithError(err).Warn("creating disruption budget")
 		}
 		return
@@ -158,7 +158,7 @@ func (r *Reconciler) ensureBudget(ctx context.Context, c *api.EtcdCluster, want 
 	if budgetCurrent(have, want) {
 		return
 	}
-	if err := r.control.ApplyBudget(ctx, c, want, false); err != nil {
+	if err := r.control.ApplyBudget(ctx, c, want, have); err != nil {
 		log.WithError(err).Warn("updating disruption budget")
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
 	"github.com/etcd-operator/etcd-operator/pkg/member"
@@ -38,6 +39,12 @@ type patchMeta struct {
 // clusterSpecPatch is the part of an EtcdCluster's spec the operator fills in.
 type clusterSpecPatch struct {
 	Storage *api.StorageSpec `json:"storage"`
+}
+
+// budgetSpecPatch sets a PodDisruptionBudget's minAvailable and drops its maxUnavailable.
+type budgetSpecPatch struct {
+	MinAvailable   *intstr.IntOrString `json:"minAvailable"`
+	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable"`
 }
 
 // podSpecPatch changes the image of one container of a pod (a strategic merge patch: the
