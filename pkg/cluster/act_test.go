@@ -85,8 +85,8 @@ func (f *fakeActor) SetClaimOwner(_ context.Context, _ *api.EtcdCluster, pvc *co
 	_, err := f.record("SetClaimOwner %s %v", pvc.Name, owned)
 	return err
 }
-func (f *fakeActor) ApplyService(_ context.Context, _ *api.EtcdCluster, want *corev1.Service, create bool) error {
-	_, err := f.record("ApplyService %s create=%v", want.Name, create)
+func (f *fakeActor) ApplyService(_ context.Context, _ *api.EtcdCluster, want, have *corev1.Service) error {
+	_, err := f.record("ApplyService %s create=%v", want.Name, have == nil)
 	return err
 }
 func (f *fakeActor) DeleteService(_ context.Context, _ *api.EtcdCluster, svc *corev1.Service) error {

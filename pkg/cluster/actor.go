@@ -70,9 +70,12 @@ type actor interface {
 	// controller and the cluster from its owners; a claim gone is done.
 	SetClaimOwner(ctx context.Context, c *api.EtcdCluster, pvc *corev1.PersistentVolumeClaim, owned bool) error
 	// ApplyService applies the fields the operator decides of one of the cluster's Services
-	// (server-side apply, field manager FieldManager); create says the Service does not exist
-	// yet. The caller has made sure a Service of that name is not someone else's.
-	ApplyService(ctx context.Context, c *api.EtcdCluster, want *corev1.Service, create bool) error
+	// (server-side apply, field manager FieldManager); have is the Service as read, nil when
+	// there is none yet. The caller has made sure a Service of that name is not someone
+	// else's. A port someone changed under the name of one of the operator's is put back
+	// first by a merge patch of the ports with a UID precondition (an apply would add the
+	// operator's beside it, under the same name).
+	ApplyService(ctx context.Context, c *api.EtcdCluster, want, have *corev1.Service) error
 	// DeleteService deletes that very Service; gone or replaced is done.
 	DeleteService(ctx context.Context, c *api.EtcdCluster, svc *corev1.Service) error
 	// ApplyBudget applies the cluster's PodDisruptionBudget, as ApplyService; have is the

@@ -22,8 +22,19 @@ import (
 // Force, since the fields it applies are its own to decide.
 var applyOptions = metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
 
-func (m *realActor) ApplyService(ctx context.Context, c *api.EtcdCluster, want *corev1.Service, create bool) error {
-	if _, err := m.kube.CoreV1().Services(c.Namespace).Apply(ctx, serviceApply(want), applyOptions); err != nil {
+func (m *realActor) ApplyService(ctx context.Context, c *api.EtcdCluster, want, have *corev1.Service) error {
+	create := have == nil
+	services := m.kube.CoreV1().Services(c.Namespace)
+	if !create && portsClash(have, want) {
+		body, err := patchOf(have.UID).spec(servicePortsPatch{Ports: want.Spec.Ports}).encode()
+		if err == nil {
+			_, err = services.Patch(ctx, have.Name, types.MergePatchType, body, metav1.PatchOptions{})
+		}
+		if err != nil {
+			return fmt.Errorf("updating service %s: %w", want.Name, err)
+		}
+	}
+	if _, err := services.Apply(ctx, serviceApply(want), applyOptions); err != nil {
 		if create {
 			return fmt.Errorf("creating service %s: %w", want.Name, err)
 		}

@@ -198,3 +198,30 @@ func TestSyncRestoresBudgetFromMaxUnavailable(t *testing.T) {
 		t.Errorf("%d applies of a budget that is current", n)
 	}
 }
+
+// A port someone changed under the name of one of the operator's is put back, not applied
+// beside it; a port someone added under another name stays.
+func TestSyncRestoresChangedPort(t *testing.T) {
+	c := newCluster(3)
+	changed := member.ClientService(c)
+	changed.Spec.Ports[0].Port, changed.Spec.Ports[0].TargetPort = 2380, intstr.FromInt32(2380)
+	f := newFixture(t, c, member.PeerService(c), changed)
+	if _, err := f.r.Sync(context.Background(), "ns", "demo"); err != nil {
+		t.Fatalf("Sync: %v", err)
+	}
+	got, err := f.kube.CoreV1().Services("ns").Get(context.Background(), changed.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := member.ClientService(c); len(got.Spec.Ports) != 1 || !serviceCurrent(got, want) {
+		t.Errorf("ports after the pass: %+v, want %+v", got.Spec.Ports, want.Spec.Ports)
+	}
+	if portsClash(got, member.ClientService(c)) {
+		t.Error("the ports still clash")
+	}
+	added := member.ClientService(c)
+	added.Spec.Ports = append(added.Spec.Ports, corev1.ServicePort{Name: "metrics", Port: 9090, Protocol: corev1.ProtocolTCP})
+	if portsClash(added, member.ClientService(c)) || !serviceCurrent(added, member.ClientService(c)) {
+		t.Error("a port added under another name is taken for a clash")
+	}
+}

@@ -60,6 +60,20 @@ func serviceCurrent(have, want *corev1.Service) bool {
 	return true
 }
 
+// portsClash reports whether have has a port under the name of one of want's that is
+// another port: an apply would add want's beside it, and the API server refuses two ports of
+// one name.
+func portsClash(have, want *corev1.Service) bool {
+	for _, w := range want.Spec.Ports {
+		if slices.ContainsFunc(have.Spec.Ports, func(h corev1.ServicePort) bool {
+			return h.Name == w.Name && (h.Port != w.Port || h.Protocol != w.Protocol)
+		}) {
+			return true
+		}
+	}
+	return false
+}
+
 // budgetApply is what the operator applies of budget want: its labels and controller, its
 // minAvailable and its selector.
 func budgetApply(want *policyv1.PodDisruptionBudget) *policyv1ac.PodDisruptionBudgetApplyConfiguration {

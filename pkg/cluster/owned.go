@@ -109,7 +109,7 @@ func (r *Reconciler) ensureService(ctx context.Context, c *api.EtcdCluster, want
 		// labels, is only found by asking the API.
 		have, err = r.deps.KubeClient.CoreV1().Services(c.Namespace).Get(ctx, want.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			return nil, r.control.ApplyService(ctx, c, want, true)
+			return nil, r.control.ApplyService(ctx, c, want, nil)
 		}
 	}
 	if err != nil {
@@ -122,7 +122,7 @@ func (r *Reconciler) ensureService(ctx context.Context, c *api.EtcdCluster, want
 	if serviceCurrent(have, want) {
 		return nil, nil
 	}
-	return nil, r.control.ApplyService(ctx, c, want, false)
+	return nil, r.control.ApplyService(ctx, c, want, have)
 }
 
 // ensureBudget keeps the disruption budget in step with the cluster's size. A budget of that

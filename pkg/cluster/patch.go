@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -39,6 +40,11 @@ type patchMeta struct {
 // clusterSpecPatch is the part of an EtcdCluster's spec the operator fills in.
 type clusterSpecPatch struct {
 	Storage *api.StorageSpec `json:"storage"`
+}
+
+// servicePortsPatch replaces a Service's ports.
+type servicePortsPatch struct {
+	Ports []corev1.ServicePort `json:"ports"`
 }
 
 // budgetSpecPatch sets a PodDisruptionBudget's minAvailable and drops its maxUnavailable.
