@@ -10,7 +10,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/pkg/member"
 )
 
-// act hands the planned action to the member control, with what this pass observed: the
+// act hands the planned action to the actor, with what this pass observed: the
 // pod to delete, the voting members to send a membership change to, the leader's address.
 // It returns how soon to look again: right away after a change, since etcd-side changes
 // raise no Kubernetes event, or later when the change could not be made yet.

@@ -172,7 +172,7 @@ func TestActDispatch(t *testing.T) {
 	}
 }
 
-// What act asks of the next pass: the control's retry when the change could not be made
+// What act asks of the next pass: the actor's retry when the change could not be made
 // yet, nothing to do for a pod already gone or a leader whose pod has no IP yet.
 func TestActRequeue(t *testing.T) {
 	c := newCluster(3)
