@@ -146,6 +146,7 @@ func TestClaimWhy(t *testing.T) {
 	notFound := at(corev1.EventTypeWarning, "ProvisioningFailed", `storageclass.storage.k8s.io "fast" not found`, 1)
 	external := at(corev1.EventTypeNormal, "ExternalProvisioning", `Waiting for a volume to be created either by the external provisioner "x" or manually by the system administrator`, 9)
 	consumer := at(corev1.EventTypeNormal, "WaitForFirstConsumer", "waiting for first consumer to be created before binding", 10)
+	scheduling := at(corev1.EventTypeNormal, "WaitForPodScheduled", "waiting for pod m14-0 to be scheduled", 3)
 	late, early := passAt.Add(time.Minute), passAt.Add(20*time.Second)
 	for _, tc := range []struct {
 		name   string
@@ -155,6 +156,7 @@ func TestClaimWhy(t *testing.T) {
 	}{
 		{"none", nil, late, ""},
 		{"only waiting for its pod", []corev1.Event{consumer}, late, ""},
+		{"waiting for its pod to be scheduled: the pod's scheduler message says why", []corev1.Event{consumer, scheduling}, late, ""},
 		{"no StorageClass set and none is the default (a Normal event)", []corev1.Event{noClass, consumer}, late, "FailedBinding: no persistent volumes available"},
 		{"the provisioner does not answer", []corev1.Event{consumer, external}, late, `ExternalProvisioning: Waiting for a volume to be created either by the external provisioner "x"`},
 		{"a Normal event said for less than the pods' bound: only slow so far", []corev1.Event{consumer, external}, early, ""},

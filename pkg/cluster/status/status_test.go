@@ -250,6 +250,16 @@ func TestStatusClaims(t *testing.T) {
 		t.Errorf("Degraded = %+v, want ClaimPending naming the claim and its event", deg)
 	}
 
+	// A claim that waits only for its pod to be scheduled has no Problem (claimWhy): the
+	// scheduler's reason is what Degraded names, not the claim.
+	noCPU := onClaims(plan.State{Name: "c", Size: 3, Now: passAt, Pods: pods(troubled(stuckPod(seedPod(false)), "Unschedulable",
+		"0/1 nodes are available: 1 Insufficient cpu.", time.Hour)), Claims: claims(unbound(claim(0)))})
+	st = Compute(c, noCPU, plan.Decision{Progress: api.ReasonBootstrapping, Message: "waiting for seed member c-0 to start"})
+	deg = meta.FindStatusCondition(st.Conditions, string(api.ConditionDegraded))
+	if deg == nil || deg.Reason != string(api.ReasonPodCannotStart) || !strings.Contains(deg.Message, "Insufficient cpu") {
+		t.Errorf("Degraded = %+v, want PodCannotStart with the scheduler's Insufficient cpu", deg)
+	}
+
 	running3 := onClaims(plan.State{Name: "c", Size: 3, Bootstrapped: true, MembersKnown: true,
 		Members: []plan.MemberView{leader(0), voter(1), voter(2)}, Claims: claims(claim(0), claim(1), claim(2))})
 	st = Compute(c, running3, plan.Decision{})
