@@ -12,7 +12,8 @@
 //
 // It never looks up its own member's DNS name: the operator adds the member only once the
 // pod's record is published, and an earlier lookup would make CoreDNS cache the negative
-// answer for 30 s, which etcd's peers would then meet too. It asks the members already
+// answer for its negative-cache TTL (see dnsutil.TrustAfter), which etcd's peers would then
+// meet too. It asks the members already
 // running, by their names, and matches itself by its peer URL, which etcd lists for an
 // added member before it has started. It dials those names only once cluster DNS serves
 // them (asked without caching a negative answer, see package dnsutil): the operator creates

@@ -22,7 +22,8 @@ const progressEvery = 5 * time.Second
 // waitServed returns once cluster DNS serves the host of every endpoint, or o.DNSWait after
 // it started asking, or at once without o.DNS. Opening a client resolves the endpoints'
 // names: a "no such host" for a member whose record cluster DNS has not caught up with would
-// be cached for 30 s, for this member's etcd and the others to meet too.
+// be cached for CoreDNS's negative-cache TTL (see dnsutil.TrustAfter), for this member's etcd
+// and the others to meet too.
 func waitServed(ctx context.Context, o Options, log *logrus.Entry) error {
 	if o.DNS == nil {
 		return nil
