@@ -95,6 +95,28 @@ func TestPlanStorage(t *testing.T) {
 			progress: api.ReasonReplacingMember,
 		},
 		{
+			name: "claims deleted under two running members: the first is removed",
+			state: plantest.OnClaims(State{Size: 3, MembersKnown: true, Bootstrapped: true, Members: three,
+				Pods: plantest.Pods(plantest.Running(0), plantest.Running(1, 0, 1), plantest.Running(2, 0, 1, 2)), Claims: plantest.Claims(plantest.Claim(0), deleting(plantest.Claim(1)), deleting(plantest.Claim(2)))}),
+			want:     &Action{Kind: ActionRemoveMember, Ordinal: 1, MemberID: 101},
+			progress: api.ReasonReplacingMember,
+		},
+		{
+			name: "the first removed, the second still answers on its doomed claim: kept until the first is back (grow first)",
+			state: plantest.OnClaims(State{Size: 3, MembersKnown: true, Bootstrapped: true, Members: []MemberView{plantest.Leader(0), plantest.Voter(2)},
+				Pods: plantest.Pods(plantest.Running(0), plantest.Running(2, 0, 1, 2)), Claims: plantest.Claims(plantest.Claim(0), deleting(plantest.Claim(2)))}),
+			want:     &Action{Kind: ActionCreatePod, Ordinal: 1, ClusterState: "existing", InitialCluster: []int{0, 1, 2}},
+			progress: api.ReasonScalingUp,
+		},
+		{
+			name: "a doomed member whose pod is gone holds no copy: removed even while another is missing",
+			state: plantest.OnClaims(State{Size: 5, MembersKnown: true, Bootstrapped: true,
+				Members: []MemberView{plantest.Leader(0), plantest.Voter(1), plantest.Voter(2), plantest.Sick(plantest.Voter(3))},
+				Pods:    plantest.Pods(plantest.Running(0), plantest.Running(1, 0, 1), plantest.Running(2, 0, 1, 2)), Claims: plantest.Claims(plantest.Claim(0), plantest.Claim(1), plantest.Claim(2))}),
+			want:     &Action{Kind: ActionRemoveMember, Ordinal: 3, MemberID: 103},
+			progress: api.ReasonReplacingMember,
+		},
+		{
 			name: "claim marked with another member (replaced by hand with an old one): remove the member",
 			state: plantest.OnClaims(State{Size: 3, MembersKnown: true, Bootstrapped: true, Members: []MemberView{plantest.Leader(0), plantest.Voter(1), plantest.Sick(plantest.Voter(2))},
 				Pods: plantest.Pods(plantest.Running(0), plantest.Running(1, 0, 1)), Claims: plantest.Claims(plantest.Claim(0), plantest.Claim(1), plantest.MarkedBy(plantest.Claim(2), 7))}),
