@@ -148,6 +148,11 @@ func planSize(s State, members map[int]MemberView) Decision {
 		return d
 	}
 
+	// A member missing while etcd's downgrade is enabled, and too few voters left to roll one
+	// more: the downgrade is cancelled, so that the member joins again (plan_downgrade.go).
+	if d, ok := planDowngradeShort(s); ok {
+		return d
+	}
 	// Rule 7: scale up or re-add, lowest missing ordinal first. Not while etcd's downgrade is
 	// enabled: etcd lets no member join then (plan_downgrade.go), so the downgrade (rule 8)
 	// finishes, or is cancelled, first.
@@ -184,18 +189,22 @@ func planDataGone(s State) (Decision, bool) {
 // missingMember: an ordinal below spec.size has no voting member (one removed to be
 // replaced, or not added yet).
 func missingMember(s State) bool {
-	voting := map[int]bool{}
-	for _, m := range s.Members {
-		if !m.Learner {
-			voting[m.Ordinal] = true
-		}
-	}
 	for o := range s.Size {
-		if !voting[o] {
+		if _, ok := memberAt(s, o); !ok {
 			return true
 		}
 	}
 	return false
+}
+
+// memberAt is the voting member of ordinal o, if any.
+func memberAt(s State, o int) (MemberView, bool) {
+	for _, m := range s.Members {
+		if m.Ordinal == o && !m.Learner {
+			return m, true
+		}
+	}
+	return MemberView{}, false
 }
 
 // planStrayPods is rule 2: delete a pod that holds no member and never will (an ordinal at or

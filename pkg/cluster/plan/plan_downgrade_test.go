@@ -43,7 +43,30 @@ func TestPlanDowngrade(t *testing.T) {
 	scaledUp := state(older, true, all, toOlder, enabled)
 	scaledUp.Size = 4
 
+	// Member 1 lost (its data gone, removed) after member 2 went down to the older release.
+	lostOne := state(older, true, []MemberView{plantest.Leader(0), plantest.Voter(2)},
+		plantest.Pods(plantest.Rolled(0, newer, true, hour), plantest.Rolled(2, older, false, hour)),
+		map[int]etcdfacts.Status{0: downgrading(0, newer, "3.6.0", "3.6.0"), 2: downgrading(2, older, "3.6.0", "3.6.0")})
+
+	// The same once etcd's downgrade is cancelled: the members report no downgrade.
+	cancelled := state(older, true, []MemberView{plantest.Leader(0), plantest.Voter(2)},
+		plantest.Pods(plantest.Rolled(0, newer, true, hour), plantest.Rolled(2, older, false, hour)),
+		map[int]etcdfacts.Status{0: downgrading(0, newer, "3.6.0", ""), 2: downgrading(2, older, "3.6.0", "")})
+
 	runPlanCases(t, []planCase{
+		{
+			name:     "the downgrade cancelled with a member missing: the member joins again",
+			state:    cancelled,
+			want:     &Action{Kind: ActionCreatePod, Ordinal: 1, ClusterState: "existing", InitialCluster: []int{0, 1, 2}},
+			progress: api.ReasonScalingUp,
+		},
+		{
+			name:     "a member lost mid-downgrade: two voters cannot roll one more and etcd lets none join: the downgrade is cancelled so it can",
+			state:    lostOne,
+			want:     &Action{Kind: ActionCancelDowngrade},
+			progress: api.ReasonScalingUp,
+			message:  []string{"member c-1 is missing", "enabled again once the cluster is whole"},
+		},
 		{
 			name:     "a scale-up waits for the downgrade: etcd lets no member join while it is enabled",
 			state:    scaledUp,
