@@ -52,6 +52,22 @@ func TestPlanQuorumLoss(t *testing.T) {
 			message:  []string{"recovering from c-1 (raft index 42)"},
 		},
 		{
+			name: "highest, but a member whose data may be left does not answer (its node down): wait for it, say which",
+			state: withRecovery(plantest.LostQuorum(5, plantest.Pods(plantest.Running(0, all...), plantest.Running(1, all...)), plantest.Claims(plantest.Claim(0), plantest.Claim(1)),
+				plantest.Answering(0, 40)), func(r *QuorumLossView) { r.RecoverFrom = "highest" }),
+			blocked: api.ReasonQuorumLost,
+			message: []string{"waiting for c-1", "may hold writes", "recover-quorum=c-0"},
+		},
+		{
+			name: "FromSurvivor past its grace, a member whose data may be left does not answer: wait for it too",
+			state: withRecovery(plantest.LostQuorum(5, plantest.Pods(plantest.Running(0, all...), plantest.Running(1, all...)), plantest.Claims(plantest.Claim(0), plantest.Claim(1)),
+				plantest.Answering(0, 40)), func(r *QuorumLossView) {
+				r.Policy, r.Grace, r.Since = api.QuorumLossFromSurvivor, time.Minute, plantest.PassAt.Add(-time.Hour)
+			}),
+			blocked: api.ReasonQuorumLost,
+			message: []string{"waiting for c-1"},
+		},
+		{
 			name:     "a tie: the lowest ordinal",
 			state:    withRecovery(threeGone(42, 42), func(r *QuorumLossView) { r.RecoverFrom = "highest" }),
 			want:     &Action{Kind: ActionChooseSurvivor, Ordinal: 0, MemberID: 100, RaftIndex: 42},
