@@ -44,9 +44,10 @@ func (s *servedPods) set(cluster string, uids map[types.UID]bool) {
 // checkDNS keeps in o.published only the pods whose names cluster DNS already serves. The
 // EndpointSlices say a record is published; the DNS server watches them too and may see them
 // later. The leader dials a member the operator adds at once, by name, and a "no such host"
-// from a DNS server that has not caught up is cached for 30 s. So the planner, which adds a
-// member only once its pod is published, waits for DNS's own word. (A new pod's member-init,
-// which asks the current members by name, waits for DNS itself.) Without a checker (the
+// from a DNS server that has not caught up is cached for CoreDNS's negative-cache TTL (see
+// dnsutil.TrustAfter). So the planner, which adds a member only once its pod is published,
+// waits for DNS's own word. (A new pod's member-init, which asks the current members by name,
+// waits for DNS itself.) Without a checker (the
 // operator runs outside the cluster and cannot ask cluster DNS) the EndpointSlices are
 // trusted alone.
 func (r *Reconciler) checkDNS(ctx context.Context, c *api.EtcdCluster, o *observation) {

@@ -60,7 +60,8 @@ func claimIsOurs(c *api.EtcdCluster, pvc *corev1.PersistentVolumeClaim) bool {
 // for the ordinals a pass may act on next: the caches see only labelled objects, and a pod or
 // claim of a member's name stripped of its labels, or made by hand, is found only so.
 func (r *Reconciler) lookForeign(ctx context.Context, c *api.EtcdCluster, o *observation) error {
-	for _, ord := range o.nextOrdinals() {
+	next := o.nextOrdinals()
+	for _, ord := range next {
 		if _, ok := o.pods[ord]; !ok && !o.hasForeign(plan.ForeignPod, ord) {
 			p, err := r.deps.KubeClient.CoreV1().Pods(c.Namespace).Get(ctx, member.Name(c.Name, ord), metav1.GetOptions{})
 			switch {
@@ -71,19 +72,36 @@ func (r *Reconciler) lookForeign(ctx context.Context, c *api.EtcdCluster, o *obs
 				o.foreign = append(o.foreign, foreignObject(plan.ForeignPod, p, ord))
 			}
 		}
-		if !member.HasClaims(&c.Spec) {
+	}
+	if !member.HasClaims(&c.Spec) {
+		return nil
+	}
+	// The claims of the member pods too: the planner takes a member's data for gone when its
+	// pod waits (or goes) without a claim, so a claim is missing only when the API says so.
+	for ord := range o.pods {
+		next = append(next, ord)
+	}
+	return r.lookClaims(ctx, c, o, next)
+}
+
+// lookClaims asks the API server for the claims of the ordinals the cache does not show: one
+// of the cluster's (not in the cache yet, or its labels stripped) is observed as such, any
+// other as foreign.
+func (r *Reconciler) lookClaims(ctx context.Context, c *api.EtcdCluster, o *observation, ordinals []int) error {
+	for _, ord := range ordinals {
+		if _, ok := o.claims[ord]; ok || o.hasForeign(plan.ForeignClaim, ord) {
 			continue
 		}
-		if _, ok := o.claims[ord]; !ok && !o.hasForeign(plan.ForeignClaim, ord) {
-			name := member.ClaimName(c.Name, ord)
-			pvc, err := r.deps.KubeClient.CoreV1().PersistentVolumeClaims(c.Namespace).Get(ctx, name, metav1.GetOptions{})
-			switch {
-			case apierrors.IsNotFound(err):
-			case err != nil:
-				return fmt.Errorf("getting claim %s: %w", name, err)
-			case !claimIsOurs(c, pvc):
-				o.foreign = append(o.foreign, foreignObject(plan.ForeignClaim, pvc, ord))
-			}
+		name := member.ClaimName(c.Name, ord)
+		pvc, err := r.deps.KubeClient.CoreV1().PersistentVolumeClaims(c.Namespace).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return fmt.Errorf("getting claim %s: %w", name, err)
+		case claimIsOurs(c, pvc):
+			o.claims[ord] = pvc
+		default:
+			o.foreign = append(o.foreign, foreignObject(plan.ForeignClaim, pvc, ord))
 		}
 	}
 	return nil

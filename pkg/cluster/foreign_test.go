@@ -15,6 +15,7 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 	"github.com/etcd-operator/etcd-operator/pkg/member"
 )
@@ -264,5 +265,49 @@ func TestSyncClaimsOfForeignMembers(t *testing.T) {
 	if deg := degradedOf(t, f); deg == nil || !strings.Contains(deg.Message, "PersistentVolumeClaim data-demo-1 (controlled by EtcdCluster demo)") ||
 		!strings.Contains(deg.Message, "Pod demo-0") {
 		t.Errorf("Degraded = %+v, want it to name pod demo-0 and claim data-demo-1", deg)
+	}
+}
+
+// A member's pod waits (unschedulable) while its claim is missing from the cache: the claim
+// is asked for by name before anything concludes the member's data is gone. Its labels
+// stripped, it is still the cluster's when the cluster controls it, and foreign otherwise
+// (the planner then changes nothing).
+func TestObserveAsksForClaimsMissingFromTheCache(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		owned     bool
+		wantClaim bool
+	}{
+		{"owned by the cluster, labels stripped: observed as the member's claim", true, true},
+		{"no owner, labels stripped: observed as foreign, never as gone", false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCluster(3)
+			c.Spec.Storage = member.DefaultStorage()
+			c.Status.Size = 3
+			c.Status.Members = []api.MemberStatus{{Name: "demo-0"}, {Name: "demo-1"}, {Name: "demo-2"}}
+			pod := memberPod(c, 1, "", corev1.PodPending, time.Now().Add(-time.Hour), &discoveryv1.EndpointSlice{})
+			pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+				Reason: corev1.PodReasonUnschedulable, Message: "0/1 nodes are available: 1 node(s) were unschedulable."}}
+			stripped := member.Claim(c, 1)
+			stripped.UID, stripped.Labels, stripped.OwnerReferences = "claim-uid-1", nil, nil
+			if tc.owned {
+				stripped.OwnerReferences = []metav1.OwnerReference{member.OwnerReference(c)}
+			}
+			f := newFixture(t, c, pod)
+			if err := f.kube.Tracker().Add(stripped); err != nil {
+				t.Fatal(err)
+			}
+			o, err := f.r.observe(context.Background(), c)
+			if err != nil {
+				t.Fatalf("observe: %v", err)
+			}
+			if _, got := o.claims[1]; got != tc.wantClaim {
+				t.Errorf("claim data-demo-1 observed as the member's: %v, want %v", got, tc.wantClaim)
+			}
+			if foreign := o.hasForeign(plan.ForeignClaim, 1); foreign == tc.wantClaim {
+				t.Errorf("claim data-demo-1 observed as foreign: %v, want %v", foreign, !tc.wantClaim)
+			}
+		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
 	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan/plantest"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil/etcdtest"
 )
@@ -61,8 +62,8 @@ func TestRecoverQuorumFromSurvivor(t *testing.T) {
 	if err != nil {
 		t.Fatalf("survivor's status: %v", err)
 	}
-	s := onClaims(plan.State{Name: "c", Size: 3, Bootstrapped: true, LastMembers: last,
-		Pods: pods(running(0, 0, 1, 2)), Claims: claims(markedBy(claim(0), id)),
+	s := plantest.OnClaims(plan.State{Name: "c", Size: 3, Bootstrapped: true, LastMembers: last,
+		Pods: plantest.Pods(plantest.Running(0, 0, 1, 2)), Claims: plantest.Claims(plantest.MarkedBy(plantest.Claim(0), id)),
 		Statuses: map[int]etcdutil.Status{0: st}, Now: time.Now(),
 		Recovery: plan.QuorumLossView{Policy: api.QuorumLossManual, RecoverFrom: api.RecoverFromHighest}})
 	if d := plan.Plan(s); d.Action == nil || d.Action.Kind != plan.ActionChooseSurvivor || d.Action.Ordinal != 0 ||
@@ -92,9 +93,9 @@ func TestRecoverQuorumFromSurvivor(t *testing.T) {
 	}
 
 	// etcd lists the survivor alone: the planner drops the flag before anyone joins.
-	s = onClaims(plan.State{Name: "c", Size: 3, Bootstrapped: true, MembersKnown: true,
+	s = plantest.OnClaims(plan.State{Name: "c", Size: 3, Bootstrapped: true, MembersKnown: true,
 		Members: []plan.MemberView{{Ordinal: 0, ID: list[0].ID, Name: list[0].Name, Healthy: true, Leader: true}},
-		Pods:    pods(forced(running(0, 0, 1, 2))), Claims: claims(markedBy(claim(0), id))})
+		Pods:    plantest.Pods(plantest.Forced(plantest.Running(0, 0, 1, 2))), Claims: plantest.Claims(plantest.MarkedBy(plantest.Claim(0), id))})
 	if d := plan.Plan(s); d.Action == nil || d.Action.Kind != plan.ActionDeletePod || d.Action.Ordinal != 0 {
 		t.Fatalf("plan %+v (%s), want the survivor's pod deleted to drop the flag", d.Action, d.Message)
 	}

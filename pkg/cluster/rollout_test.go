@@ -14,6 +14,7 @@ import (
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
 	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan/plantest"
 	"github.com/etcd-operator/etcd-operator/pkg/cluster/status"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 	"github.com/etcd-operator/etcd-operator/pkg/member"
@@ -171,9 +172,9 @@ func TestStatusDuringRollout(t *testing.T) {
 	c := newCluster(3)
 	c.Spec.Version = "3.7.3"
 	s := plan.State{Name: c.Name, Size: 3, Bootstrapped: true, MembersKnown: true, Version: "3.6.16", TargetVersion: "3.7.3",
-		Members:  []plan.MemberView{leader(0), voter(1), sick(voter(2))},
-		Pods:     pods(rolled(0, "3.6.16", true, time.Hour), rolled(1, "3.6.16", true, time.Hour), rolled(2, "3.7.3", false, time.Second)),
-		Statuses: map[int]etcdutil.Status{0: reporting(0, "3.6.16", 1000), 1: reporting(1, "3.6.16", 1000)}}
+		Members:  []plan.MemberView{plantest.Leader(0), plantest.Voter(1), plantest.Sick(plantest.Voter(2))},
+		Pods:     plantest.Pods(plantest.Rolled(0, "3.6.16", true, time.Hour), plantest.Rolled(1, "3.6.16", true, time.Hour), plantest.Rolled(2, "3.7.3", false, time.Second)),
+		Statuses: map[int]etcdutil.Status{0: plantest.Reporting(0, "3.6.16", 1000), 1: plantest.Reporting(1, "3.6.16", 1000)}}
 	d := plan.Plan(s)
 	st := status.Compute(c, s, d)
 	want := map[string]struct {
@@ -201,8 +202,8 @@ func TestStatusDuringRollout(t *testing.T) {
 	p := s.Pods[2]
 	p.RestartPending = true
 	s.Pods[2] = p
-	s.Members[2] = voter(2)
-	s.Statuses[2] = reporting(2, "3.6.16", 1000)
+	s.Members[2] = plantest.Voter(2)
+	s.Statuses[2] = plantest.Reporting(2, "3.6.16", 1000)
 	st = status.Compute(c, s, plan.Plan(s))
 	for _, m := range st.Members {
 		if m.Name == "demo-2" && m.PodCurrent {

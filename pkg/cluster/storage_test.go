@@ -14,6 +14,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan/plantest"
 	"github.com/etcd-operator/etcd-operator/pkg/member"
 )
 
@@ -137,16 +138,17 @@ func TestSyncMarksClaims(t *testing.T) {
 }
 
 func TestClaimWhy(t *testing.T) {
-	// Each event first said sec seconds after passAt, and again since.
+	// Each event first said sec seconds after plantest.PassAt, and again since.
 	at := func(typ, reason, msg string, sec int) corev1.Event {
-		first := metav1.NewTime(passAt.Add(time.Duration(sec) * time.Second))
+		first := metav1.NewTime(plantest.PassAt.Add(time.Duration(sec) * time.Second))
 		return corev1.Event{Type: typ, Reason: reason, Message: msg, FirstTimestamp: first, LastTimestamp: first}
 	}
 	noClass := at(corev1.EventTypeNormal, "FailedBinding", "no persistent volumes available for this claim and no storage class is set", 5)
 	notFound := at(corev1.EventTypeWarning, "ProvisioningFailed", `storageclass.storage.k8s.io "fast" not found`, 1)
 	external := at(corev1.EventTypeNormal, "ExternalProvisioning", `Waiting for a volume to be created either by the external provisioner "x" or manually by the system administrator`, 9)
 	consumer := at(corev1.EventTypeNormal, "WaitForFirstConsumer", "waiting for first consumer to be created before binding", 10)
-	late, early := passAt.Add(time.Minute), passAt.Add(20*time.Second)
+	scheduling := at(corev1.EventTypeNormal, "WaitForPodScheduled", "waiting for pod m14-0 to be scheduled", 3)
+	late, early := plantest.PassAt.Add(time.Minute), plantest.PassAt.Add(20*time.Second)
 	for _, tc := range []struct {
 		name   string
 		events []corev1.Event
@@ -155,6 +157,7 @@ func TestClaimWhy(t *testing.T) {
 	}{
 		{"none", nil, late, ""},
 		{"only waiting for its pod", []corev1.Event{consumer}, late, ""},
+		{"waiting for its pod to be scheduled: the pod's scheduler message says why", []corev1.Event{consumer, scheduling}, late, ""},
 		{"no StorageClass set and none is the default (a Normal event)", []corev1.Event{noClass, consumer}, late, "FailedBinding: no persistent volumes available"},
 		{"the provisioner does not answer", []corev1.Event{consumer, external}, late, `ExternalProvisioning: Waiting for a volume to be created either by the external provisioner "x"`},
 		{"a Normal event said for less than the pods' bound: only slow so far", []corev1.Event{consumer, external}, early, ""},

@@ -19,6 +19,7 @@ import (
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
 	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan/plantest"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 	"github.com/etcd-operator/etcd-operator/pkg/member"
 )
@@ -26,8 +27,8 @@ import (
 // podProblem reads the kubelet's and the scheduler's words from the pod, with the time the
 // trouble began from the pod's own timestamps.
 func TestPodProblem(t *testing.T) {
-	created := metav1.NewTime(passAt.Add(-time.Hour))
-	notReady := metav1.NewTime(passAt.Add(-time.Minute))
+	created := metav1.NewTime(plantest.PassAt.Add(-time.Hour))
+	notReady := metav1.NewTime(plantest.PassAt.Add(-time.Minute))
 	base := func() *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "c-1", CreationTimestamp: created},
 			Status: corev1.PodStatus{Conditions: []corev1.PodCondition{

@@ -175,6 +175,9 @@ func (c *Controller) shutDownQueues() {
 	}
 }
 
+// abandonFloor is the least time stopAllLoops waits for loops whose passes it cancelled.
+const abandonFloor = time.Second
+
 // stopAllLoops stops every loop of every kind and waits for them to exit, cancelling the
 // passes' context once the grace period has run out.
 func (c *Controller) stopAllLoops(cancelPasses context.CancelFunc) error {
@@ -199,8 +202,9 @@ func (c *Controller) stopAllLoops(cancelPasses context.CancelFunc) error {
 	c.log.WithField("grace", c.cfg.ShutdownGrace).Warn("In-flight passes outlived the shutdown grace period; cancelling them")
 	cancelPasses()
 	// Sync honours its context, so the loops exit promptly now; the bound only keeps a
-	// misbehaving Sync from blocking the process's exit forever.
-	abandon := time.NewTimer(c.cfg.ShutdownGrace / 10)
+	// misbehaving Sync from blocking the process's exit forever. Its floor leaves a loaded
+	// machine time to schedule the loops' goroutines after a short grace period.
+	abandon := time.NewTimer(max(c.cfg.ShutdownGrace/10, abandonFloor))
 	defer abandon.Stop()
 	select {
 	case <-allDone:

@@ -77,7 +77,7 @@ func MemberServiceName(cluster string, ordinal int) string { return Name(cluster
 
 // Host is the member's stable DNS name: its own Service's. Cluster DNS answers it with the
 // same address for the Service's life, so a peer never meets a stale or negative answer for
-// a member whose pod was made again (it would keep either for up to CoreDNS's 30 s TTL).
+// a member whose pod was made again (it would keep either for up to CoreDNS's TTL, see dnsutil.TrustAfter).
 func Host(cluster, namespace string, ordinal int) string {
 	return fmt.Sprintf("%s.%s.svc", MemberServiceName(cluster, ordinal), namespace)
 }

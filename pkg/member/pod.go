@@ -1,59 +1,22 @@
 package member
 
 import (
-	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 	"github.com/etcd-operator/etcd-operator/pkg/member/naming"
-	"github.com/etcd-operator/etcd-operator/pkg/memberinit"
 )
 
 // AnnotationClusterState records the --initial-cluster-state the pod's etcd starts with
 // (Template.ClusterState).
 const AnnotationClusterState = "etcd.operator.dev/initial-cluster-state"
-
-const (
-	// DataMountPath is where the data volume is mounted.
-	DataMountPath = "/var/lib/etcd"
-	// DataDir is etcd's --data-dir: a directory inside the volume, which etcd creates with
-	// the 0700 permissions it wants (a volume's root is often group-writable).
-	DataDir = DataMountPath + "/data"
-	// DataVolumeName is the name of the volume that holds DataDir.
-	DataVolumeName = "data"
-	// EtcdContainerName is the name of the container that runs etcd.
-	EtcdContainerName = naming.EtcdContainerName
-	// InstallContainerName is the name of the init container that copies the operator binary
-	// into a joining member's pod, for its etcd container to wait with until the member has
-	// been registered in the cluster.
-	InstallContainerName = "install-member-init"
-	// MemberInitVolumeName is the volume the binary is copied to, mounted at MemberInitDir.
-	MemberInitVolumeName = "member-init"
-	MemberInitDir        = "/opt/etcd-operator"
-	// MemberInitPath is the copied binary, which the etcd container of a joining member runs.
-	MemberInitPath = MemberInitDir + "/etcd-operator"
-	// PodInfoVolumeName is the downward-API volume, mounted at PodInfoDir, through which
-	// member-init reads the pod's AnnotationMemberID from the file MemberIDFileName.
-	PodInfoVolumeName = "pod-info"
-	PodInfoDir        = "/etc/etcd-operator"
-	MemberIDFileName  = "member-id"
-	// EtcdBinary is etcd's binary in the etcd image.
-	EtcdBinary = "/usr/local/bin/etcd"
-	// MemberInitCommand and InstallCommand are the operator binary's subcommands a member
-	// pod runs.
-	MemberInitCommand = "member-init"
-	InstallCommand    = "install"
-)
 
 // Template is what a member pod is built from besides the cluster's spec. Pod writes it into
 // the pod and ReadTemplate reads it back: the planner decides from what the pod's etcd was
@@ -97,29 +60,6 @@ func ClusterToken(c *api.EtcdCluster) string {
 	return c.Name + "-" + string(c.UID)
 }
 
-// dataVolume returns the data volume a spec asks for: the member's claim, or an emptyDir.
-func dataVolume(c *api.EtcdCluster, ordinal int) corev1.Volume {
-	if HasClaims(&c.Spec) {
-		return corev1.Volume{Name: DataVolumeName, VolumeSource: corev1.VolumeSource{
-			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: ClaimName(c.Name, ordinal)}}}
-	}
-	ed := &corev1.EmptyDirVolumeSource{}
-	if c.Spec.Storage != nil && c.Spec.Storage.EmptyDir != nil {
-		ed = c.Spec.Storage.EmptyDir.DeepCopy()
-	}
-	return corev1.Volume{Name: DataVolumeName, VolumeSource: corev1.VolumeSource{EmptyDir: ed}}
-}
-
-// DataClaim is the claim a member pod keeps its data on; empty for an emptyDir.
-func DataClaim(p *corev1.Pod) string {
-	for _, v := range p.Spec.Volumes {
-		if v.Name == DataVolumeName && v.PersistentVolumeClaim != nil {
-			return v.PersistentVolumeClaim.ClaimName
-		}
-	}
-	return ""
-}
-
 // OwnerReference makes the cluster the controlling owner of an object, so that deleting the
 // cluster deletes it and its events map back to the cluster.
 func OwnerReference(c *api.EtcdCluster) metav1.OwnerReference {
@@ -140,19 +80,7 @@ func Pod(c *api.EtcdCluster, t Template, initImage string) *corev1.Pod {
 		policy = &api.PodPolicy{}
 	}
 
-	// The operator's own labels win over the pod policy's.
-	podLabels := map[string]string{}
-	maps.Copy(podLabels, policy.Labels)
-	maps.Copy(podLabels, ClusterLabels(c.Name))
-	podLabels[LabelMember] = name
-	annotations := map[string]string{}
-	maps.Copy(annotations, policy.Annotations)
-	annotations[AnnotationClusterState] = string(t.ClusterState)
-	if t.MemberID != 0 {
-		annotations[AnnotationMemberID] = FormatID(t.MemberID)
-	}
-	recordPolicyKeys(annotations, policy)
-
+	podLabels, annotations := podMeta(c, t, policy)
 	version := t.Version
 	if version == "" {
 		version = c.Spec.Version
@@ -196,146 +124,28 @@ func Pod(c *api.EtcdCluster, t Template, initImage string) *corev1.Pod {
 	return pod
 }
 
+// podMeta is the member pod's labels and annotations: the pod policy's, the operator's own
+// (which win over the policy's) and the template's.
+func podMeta(c *api.EtcdCluster, t Template, policy *api.PodPolicy) (podLabels, annotations map[string]string) {
+	podLabels = map[string]string{}
+	maps.Copy(podLabels, policy.Labels)
+	maps.Copy(podLabels, ClusterLabels(c.Name))
+	podLabels[LabelMember] = Name(c.Name, t.Ordinal)
+	annotations = map[string]string{}
+	maps.Copy(annotations, policy.Annotations)
+	annotations[AnnotationClusterState] = string(t.ClusterState)
+	if t.MemberID != 0 {
+		annotations[AnnotationMemberID] = FormatID(t.MemberID)
+	}
+	recordPolicyKeys(annotations, policy)
+	return podLabels, annotations
+}
+
 // FormatID writes an etcd member ID the way etcd and the operator print it (naming.FormatID).
 func FormatID(id uint64) string { return naming.FormatID(id) }
 
 // ParseID reads an ID written by FormatID; 0 when s is not one (naming.ParseID).
 func ParseID(s string) uint64 { return naming.ParseID(s) }
-
-// etcdContainer is the container that runs the member's etcd (of the given version).
-func etcdContainer(c *api.EtcdCluster, t Template, policy *api.PodPolicy, version string) corev1.Container {
-	readyPath, livePath := probePaths(version)
-	return corev1.Container{
-		Name:            EtcdContainerName,
-		Image:           ImageFor(c.Spec.Repository, version),
-		ImagePullPolicy: corev1.PullIfNotPresent,
-		Command:         []string{EtcdBinary},
-		Args:            etcdArgs(c, t),
-		Env:             userEnv(policy.Env),
-		Ports: []corev1.ContainerPort{
-			{Name: "client", ContainerPort: ClientPort, Protocol: corev1.ProtocolTCP},
-			{Name: "peer", ContainerPort: PeerPort, Protocol: corev1.ProtocolTCP},
-		},
-		Resources:    resources(policy.Resources),
-		VolumeMounts: []corev1.VolumeMount{{Name: DataVolumeName, MountPath: DataMountPath}},
-		// Probed every second: a member's comeback (after a restart, and before a rollout's
-		// next member) waits for it.
-		ReadinessProbe: &corev1.Probe{
-			ProbeHandler:     httpProbe(readyPath),
-			PeriodSeconds:    1,
-			TimeoutSeconds:   2,
-			FailureThreshold: 3,
-		},
-		// Generous: restarting a slow but live member only makes it slower.
-		LivenessProbe: &corev1.Probe{
-			ProbeHandler:        httpProbe(livePath),
-			InitialDelaySeconds: 10,
-			PeriodSeconds:       10,
-			TimeoutSeconds:      15,
-			FailureThreshold:    8,
-		},
-		SecurityContext:          restrictedContainer(),
-		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-	}
-}
-
-// peerURL is the peer URL of the member with the given ordinal, as the template knows it.
-func (t Template) peerURL(c *api.EtcdCluster, ordinal int) string {
-	if u, ok := t.PeerURLs[ordinal]; ok {
-		return u
-	}
-	return PeerURL(c.Name, c.Namespace, ordinal)
-}
-
-// etcdArgs are the flags of the member's etcd.
-func etcdArgs(c *api.EtcdCluster, t Template) []string {
-	initial := make([]string, 0, len(t.InitialCluster))
-	for _, o := range t.InitialCluster {
-		initial = append(initial, Name(c.Name, o)+"="+t.peerURL(c, o))
-	}
-	self := t.peerURL(c, t.Ordinal)
-	args := []string{
-		"--name=" + Name(c.Name, t.Ordinal),
-		"--data-dir=" + DataDir,
-		fmt.Sprintf("--listen-peer-urls=http://0.0.0.0:%d", PeerPort),
-		fmt.Sprintf("--listen-client-urls=http://0.0.0.0:%d", ClientPort),
-		"--advertise-client-urls=" + ClientURLOf(self),
-		"--initial-advertise-peer-urls=" + self,
-		initialClusterFlag + strings.Join(initial, ","),
-		"--initial-cluster-state=" + string(t.ClusterState),
-		"--initial-cluster-token=" + ClusterToken(c),
-	}
-	args = append(args, quotaArgs(&c.Spec)...)
-	if t.ForceNewCluster {
-		args = append(args, forceNewClusterFlag)
-	}
-	return args
-}
-
-// initialClusterFlag is the prefix of etcd's --initial-cluster argument, which ReadTemplate
-// reads back.
-const initialClusterFlag = "--initial-cluster="
-
-// forceNewClusterFlag is etcd's flag for Template.ForceNewCluster, which ReadTemplate reads
-// back.
-const forceNewClusterFlag = "--force-new-cluster"
-
-// wrapInMemberInit makes a joining member's etcd container wait for the member to be added:
-// an init container copies the operator binary into a volume, and the etcd container runs it
-// as `member-init ... -- etcd <flags>`. member-init asks the other members named in
-// t.InitialCluster, answers the liveness probe while it waits, and execs etcd when the member
-// is listed, or at once when the data dir already holds the member.
-func wrapInMemberInit(c *api.EtcdCluster, t Template, pod *corev1.Pod, initImage, livePath string) {
-	var endpoints []string
-	for _, o := range t.InitialCluster {
-		if o != t.Ordinal {
-			endpoints = append(endpoints, ClientURLOf(t.peerURL(c, o)))
-		}
-	}
-	etcd := &pod.Spec.Containers[0]
-	wait := memberinit.Options{
-		DataDir:      DataDir,
-		PeerURL:      t.peerURL(c, t.Ordinal),
-		ClusterState: t.ClusterState,
-		Endpoints:    endpoints,
-		PollInterval: memberinit.DefaultPollInterval,
-		DNSWait:      memberinit.DefaultDNSWait,
-		LivenessAddr: fmt.Sprintf(":%d", ClientPort),
-		LivenessPath: livePath,
-		MemberIDFile: PodInfoDir + "/" + MemberIDFileName,
-		Exec:         append(slices.Clone(etcd.Command), etcd.Args...),
-	}
-	etcd.Command = []string{MemberInitPath}
-	etcd.Args = append([]string{MemberInitCommand}, wait.Args()...)
-	etcd.VolumeMounts = append(etcd.VolumeMounts,
-		corev1.VolumeMount{Name: MemberInitVolumeName, MountPath: MemberInitDir, ReadOnly: true},
-		corev1.VolumeMount{Name: PodInfoVolumeName, MountPath: PodInfoDir, ReadOnly: true})
-
-	pod.Spec.Volumes = append(pod.Spec.Volumes,
-		corev1.Volume{Name: MemberInitVolumeName, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-		corev1.Volume{Name: PodInfoVolumeName, VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{
-			Items: []corev1.DownwardAPIVolumeFile{{
-				Path:     MemberIDFileName,
-				FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + AnnotationMemberID + "']"},
-			}},
-		}}})
-	pod.Spec.InitContainers = []corev1.Container{{
-		Name:                     InstallContainerName,
-		Image:                    initImage,
-		ImagePullPolicy:          corev1.PullIfNotPresent,
-		Args:                     []string{InstallCommand, "--to=" + MemberInitPath},
-		VolumeMounts:             []corev1.VolumeMount{{Name: MemberInitVolumeName, MountPath: MemberInitDir}},
-		SecurityContext:          restrictedContainer(),
-		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-		Resources: corev1.ResourceRequirements{
-			Requests: corev1.ResourceList{
-				corev1.ResourceCPU:    resource.MustParse("10m"),
-				corev1.ResourceMemory: resource.MustParse("16Mi"),
-			},
-			Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")},
-		},
-	}}
-}
 
 // ReadTemplate reads back the template a member pod of the named cluster was built from.
 // ok is false when the pod is not one of the cluster's member pods. Pods of earlier operator
@@ -399,65 +209,3 @@ func versionOf(image string) string {
 	}
 	return image[i+2:]
 }
-
-// affinity is the pod policy's affinity with, unless the policy has a pod anti-affinity of its
-// own, a preference for one member per node: a node that goes down then takes one member
-// with it, not a quorum. A preference, not a rule: a cluster larger than the number of nodes
-// still starts.
-func affinity(cluster string, policy *corev1.Affinity) *corev1.Affinity {
-	a := policy.DeepCopy()
-	if a == nil {
-		a = &corev1.Affinity{}
-	}
-	if a.PodAntiAffinity == nil {
-		a.PodAntiAffinity = &corev1.PodAntiAffinity{
-			PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
-				Weight: 100,
-				PodAffinityTerm: corev1.PodAffinityTerm{
-					LabelSelector: &metav1.LabelSelector{MatchLabels: selectorLabels(cluster)},
-					TopologyKey:   corev1.LabelHostname,
-				},
-			}},
-		}
-	}
-	return a
-}
-
-// probePaths picks the health endpoints: /readyz and /livez exist from etcd 3.6 on; older
-// versions only have /health.
-func probePaths(version string) (ready, live string) {
-	major, minor := majorMinor(version)
-	if major > 3 || (major == 3 && minor >= 6) {
-		return "/readyz", "/livez"
-	}
-	return "/health", "/health?serializable=true"
-}
-
-func majorMinor(version string) (int, int) {
-	parts := strings.SplitN(strings.TrimPrefix(version, "v"), ".", 3)
-	if len(parts) < 2 {
-		return 0, 0
-	}
-	major, _ := strconv.Atoi(parts[0])
-	minor, _ := strconv.Atoi(parts[1])
-	return major, minor
-}
-
-func httpProbe(path string) corev1.ProbeHandler {
-	return corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
-		Path: path, Port: intstr.FromInt32(ClientPort), Scheme: corev1.URISchemeHTTP,
-	}}
-}
-
-// restrictedContainer is the container half of the "restricted" Pod Security Standard; the
-// user and group come from the pod's security context.
-func restrictedContainer() *corev1.SecurityContext {
-	return &corev1.SecurityContext{
-		AllowPrivilegeEscalation: ptr.To(false),
-		ReadOnlyRootFilesystem:   ptr.To(true),
-		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-	}
-}
-
-// nonRootUID runs members as the distroless "nonroot" user unless the pod policy says else.
-const nonRootUID int64 = 65532

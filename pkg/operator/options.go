@@ -24,7 +24,7 @@ const (
 // Defaults of the flags.
 const (
 	// DefaultResyncPeriod is a backstop, not the health check: pkg/cluster asks for a pass
-	// every 10 s on its own while a cluster is steady, so the resync only matters for a loop
+	// on its own while a cluster is steady (every whenSteady, in reconciler.go), so the resync only matters for a loop
 	// that asked for none. Every resync wakes every cluster at once; a long period keeps that
 	// burst rare when one operator manages many clusters.
 	DefaultResyncPeriod  = 5 * time.Minute

@@ -1,6 +1,11 @@
-package plan
+package plan_test
 
-import "testing"
+import (
+	"testing"
+
+	. "github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan/plantest"
+)
 
 // TestActionsCarryPodVersion: an action that builds a member's pod carries the version the
 // pod is built with (the State's TargetVersion); act computes nothing again.
@@ -13,7 +18,7 @@ func TestActionsCarryPodVersion(t *testing.T) {
 	if d.Action.PodVersion != "3.6.16" {
 		t.Errorf("CreatePod's PodVersion = %q, want the target version 3.6.16", d.Action.PodVersion)
 	}
-	s.Pods = pods(joining(1, true, 0, 1))
+	s.Pods = plantest.Pods(plantest.Joining(1, true, 0, 1))
 	if d := Plan(s); d.Action == nil || d.Action.Kind != ActionDeletePod || d.Action.PodVersion != "" {
 		t.Errorf("Plan = %+v, want a DeletePod with no PodVersion", d.Action)
 	}

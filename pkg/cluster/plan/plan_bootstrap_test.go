@@ -1,4 +1,4 @@
-package plan
+package plan_test
 
 import (
 	"testing"
@@ -6,34 +6,36 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	. "github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan/plantest"
 )
 
 func TestPlanBootstrapAgain(t *testing.T) {
-	evicted := seedPod(true)
+	evicted := plantest.SeedPod(true)
 	evicted.Phase = corev1.PodFailed
 	runPlanCases(t, []planCase{
 		{
 			name:     "seed pod gone before the cluster served: the pod made ahead goes first",
-			state:    State{Size: 3, Pods: pods(joining(1, true, 0, 1))},
+			state:    State{Size: 3, Pods: plantest.Pods(plantest.Joining(1, true, 0, 1))},
 			want:     &Action{Kind: ActionDeletePod, Ordinal: 1},
 			progress: api.ReasonBootstrapping,
 			message:  []string{"never served"},
 		},
 		{
 			name:     "seed pod gone before the cluster served, the other pod going: wait",
-			state:    State{Size: 3, Pods: pods(terminating(joining(1, true, 0, 1)))},
+			state:    State{Size: 3, Pods: plantest.Pods(terminating(plantest.Joining(1, true, 0, 1)))},
 			progress: api.ReasonBootstrapping,
 			message:  []string{"waiting for the other pods to go"},
 		},
 		{
 			name:     "seed pod evicted before the cluster served: delete it",
-			state:    State{Size: 3, Pods: pods(evicted, joining(1, true, 0, 1))},
+			state:    State{Size: 3, Pods: plantest.Pods(evicted, plantest.Joining(1, true, 0, 1))},
 			want:     &Action{Kind: ActionDeletePod, Ordinal: 0},
 			progress: api.ReasonBootstrapping,
 		},
 		{
 			name:    "seed pod gone after the cluster served: never bootstrapped again",
-			state:   State{Size: 3, Bootstrapped: true, Pods: pods(joining(1, true, 0, 1))},
+			state:   State{Size: 3, Bootstrapped: true, Pods: plantest.Pods(plantest.Joining(1, true, 0, 1))},
 			blocked: api.ReasonEtcdUnreachable,
 		},
 	})

@@ -80,6 +80,32 @@ func planDowngrade(s State) (Decision, bool) {
 			running.Major(), running.Minor(), want.Major(), want.Minor(), s.SpecVersion)}, true
 }
 
+// planDowngradeShort cancels etcd's downgrade when a member is missing (its data lost and
+// removed) and the voters left cannot restart one more without losing quorum: etcd lets no
+// member join while a downgrade is enabled, so the rollout could neither finish nor regrow.
+// Once cancelled, rule 7 adds the member back (on the version the cluster runs), and the
+// downgrade is enabled again from its first step once the cluster is whole. A missing member
+// the rollout can do without (a scale-up asked for mid-downgrade) waits for the downgrade.
+func planDowngradeShort(s State) (Decision, bool) {
+	if s.DowngradeTarget == "" || !missingMember(s) {
+		return Decision{}, false
+	}
+	voting, healthy := VotingCounts(s.Members)
+	if healthy-1 >= Quorum(voting) {
+		return Decision{}, false
+	}
+	missing := -1
+	for o := range s.Size {
+		if _, ok := memberAt(s, o); !ok {
+			missing = o
+			break
+		}
+	}
+	return Decision{Action: &Action{Kind: ActionCancelDowngrade}, Progress: reasonFor(s, missing), Message: fmt.Sprintf(
+		"cancelling etcd's downgrade to %s: member %s is missing, etcd lets no member join during a downgrade, and %d voting members cannot restart one more; the downgrade is enabled again once the cluster is whole",
+		s.DowngradeTarget, naming.Name(s.Name, missing), voting)}, true
+}
+
 func sameMinor(a, b *version.Version) bool {
 	return a.Major() == b.Major() && a.Minor() == b.Minor()
 }

@@ -1,4 +1,4 @@
-package plan
+package plan_test
 
 import (
 	"strings"
@@ -6,20 +6,22 @@ import (
 	"time"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	. "github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan/plantest"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil/etcdfacts"
 )
 
 // downgrading is what member o answers during a downgrade: its version, its storage version
 // and the downgrade etcd has enabled ("" for none).
 func downgrading(o int, v, storage, target string) etcdfacts.Status {
-	st := reporting(o, v, 1000)
+	st := plantest.Reporting(o, v, 1000)
 	st.StorageVersion, st.DowngradeTarget = storage, target
 	return st
 }
 
 func TestPlanDowngrade(t *testing.T) {
 	newer, older := "3.7.3", "3.6.16"
-	all := []MemberView{leader(0), voter(1), voter(2)}
+	all := []MemberView{plantest.Leader(0), plantest.Voter(1), plantest.Voter(2)}
 	hour := time.Hour
 	// The pods of a cluster on 3.7.3 whose spec says 3.6.16; state fills in what observe does.
 	state := func(spec string, persistent bool, ms []MemberView, ps map[int]PodView, st map[int]etcdfacts.Status) State {
@@ -31,17 +33,40 @@ func TestPlanDowngrade(t *testing.T) {
 	enabled := map[int]etcdfacts.Status{0: downgrading(0, newer, "3.6.0", "3.6.0"), 1: downgrading(1, newer, "3.6.0", "3.6.0"), 2: downgrading(2, newer, "3.6.0", "3.6.0")}
 	storageLeft := map[int]etcdfacts.Status{0: downgrading(0, newer, "3.6.0", "3.6.0"), 1: downgrading(1, newer, "3.7.0", "3.6.0"), 2: downgrading(2, newer, "3.6.0", "3.6.0")}
 	oneDown := map[int]etcdfacts.Status{0: downgrading(0, newer, "3.6.0", "3.6.0"), 1: downgrading(1, newer, "3.6.0", "3.6.0"), 2: downgrading(2, older, "3.6.0", "3.6.0")}
-	onNewer := pods(rolled(0, newer, false, hour), rolled(1, newer, false, hour), rolled(2, newer, false, hour))
-	toOlder := pods(rolled(0, newer, true, hour), rolled(1, newer, true, hour), rolled(2, newer, true, hour))
-	twoLeft := pods(rolled(0, newer, true, hour), rolled(1, newer, true, hour), rolled(2, older, false, hour))
+	onNewer := plantest.Pods(plantest.Rolled(0, newer, false, hour), plantest.Rolled(1, newer, false, hour), plantest.Rolled(2, newer, false, hour))
+	toOlder := plantest.Pods(plantest.Rolled(0, newer, true, hour), plantest.Rolled(1, newer, true, hour), plantest.Rolled(2, newer, true, hour))
+	twoLeft := plantest.Pods(plantest.Rolled(0, newer, true, hour), plantest.Rolled(1, newer, true, hour), plantest.Rolled(2, older, false, hour))
 	// Set back to 3.7.3 with member 2 on 3.6.16: its pod is the outdated one.
-	backUp := pods(rolled(0, newer, false, hour), rolled(1, newer, false, hour), rolled(2, older, true, hour))
-	withSick := []MemberView{leader(0), voter(1), sick(voter(2))}
+	backUp := plantest.Pods(plantest.Rolled(0, newer, false, hour), plantest.Rolled(1, newer, false, hour), plantest.Rolled(2, older, true, hour))
+	withSick := []MemberView{plantest.Leader(0), plantest.Voter(1), plantest.Sick(plantest.Voter(2))}
 
 	scaledUp := state(older, true, all, toOlder, enabled)
 	scaledUp.Size = 4
 
+	// Member 1 lost (its data gone, removed) after member 2 went down to the older release.
+	lostOne := state(older, true, []MemberView{plantest.Leader(0), plantest.Voter(2)},
+		plantest.Pods(plantest.Rolled(0, newer, true, hour), plantest.Rolled(2, older, false, hour)),
+		map[int]etcdfacts.Status{0: downgrading(0, newer, "3.6.0", "3.6.0"), 2: downgrading(2, older, "3.6.0", "3.6.0")})
+
+	// The same once etcd's downgrade is cancelled: the members report no downgrade.
+	cancelled := state(older, true, []MemberView{plantest.Leader(0), plantest.Voter(2)},
+		plantest.Pods(plantest.Rolled(0, newer, true, hour), plantest.Rolled(2, older, false, hour)),
+		map[int]etcdfacts.Status{0: downgrading(0, newer, "3.6.0", ""), 2: downgrading(2, older, "3.6.0", "")})
+
 	runPlanCases(t, []planCase{
+		{
+			name:     "the downgrade cancelled with a member missing: the member joins again",
+			state:    cancelled,
+			want:     &Action{Kind: ActionCreatePod, Ordinal: 1, ClusterState: "existing", InitialCluster: []int{0, 1, 2}},
+			progress: api.ReasonScalingUp,
+		},
+		{
+			name:     "a member lost mid-downgrade: two voters cannot roll one more and etcd lets none join: the downgrade is cancelled so it can",
+			state:    lostOne,
+			want:     &Action{Kind: ActionCancelDowngrade},
+			progress: api.ReasonScalingUp,
+			message:  []string{"member c-1 is missing", "enabled again once the cluster is whole"},
+		},
 		{
 			name:     "a scale-up waits for the downgrade: etcd lets no member join while it is enabled",
 			state:    scaledUp,
@@ -76,7 +101,7 @@ func TestPlanDowngrade(t *testing.T) {
 		},
 		{
 			name: "the leader last, leadership moved to the member already on the older release",
-			state: state(older, true, all, pods(rolled(0, newer, true, hour), rolled(1, older, false, hour), rolled(2, older, false, hour)),
+			state: state(older, true, all, plantest.Pods(plantest.Rolled(0, newer, true, hour), plantest.Rolled(1, older, false, hour), plantest.Rolled(2, older, false, hour)),
 				map[int]etcdfacts.Status{0: downgrading(0, newer, "3.6.0", "3.6.0"), 1: downgrading(1, older, "3.6.0", "3.6.0"), 2: downgrading(2, older, "3.6.0", "3.6.0")}),
 			want:     &Action{Kind: ActionMoveLeader, Ordinal: 0, MemberID: 100, Transferee: 102},
 			progress: api.ReasonDowngrading,
@@ -96,7 +121,7 @@ func TestPlanDowngrade(t *testing.T) {
 		},
 		{
 			name:     "cancelled: the member that went down is rolled back up (replaced: 3.7 may not replay its log)",
-			state:    state(newer, true, all, backUp, map[int]etcdfacts.Status{0: reporting(0, newer, 1000), 1: reporting(1, newer, 1000), 2: reporting(2, older, 1000)}),
+			state:    state(newer, true, all, backUp, map[int]etcdfacts.Status{0: plantest.Reporting(0, newer, 1000), 1: plantest.Reporting(1, newer, 1000), 2: plantest.Reporting(2, older, 1000)}),
 			want:     &Action{Kind: ActionRemoveMember, Ordinal: 2, MemberID: 102},
 			progress: api.ReasonUpgrading,
 		},

@@ -1,9 +1,11 @@
-package plan
+package plan_test
 
 import (
 	"testing"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	. "github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan/plantest"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil/etcdfacts"
 )
 
@@ -19,8 +21,8 @@ func TestPlanForeign(t *testing.T) {
 			// lost with its emptyDir and removed.
 			name: "a foreign pod of a voting member's name: nothing is removed",
 			state: State{Size: 3, Bootstrapped: true, MembersKnown: true,
-				Members: []MemberView{sick(voter(0)), voter(1), leader(2)},
-				Pods:    pods(running(1, 0, 1), running(2, 0, 1, 2)),
+				Members: []MemberView{plantest.Sick(plantest.Voter(0)), plantest.Voter(1), plantest.Leader(2)},
+				Pods:    plantest.Pods(plantest.Running(1, 0, 1), plantest.Running(2, 0, 1, 2)),
 				Foreign: []ForeignObject{foreignPod}},
 			blocked: api.ReasonForeignObject,
 			message: []string{"Pod c-0 (no controller)"},
@@ -28,9 +30,9 @@ func TestPlanForeign(t *testing.T) {
 		{
 			name: "a foreign claim of the next member's name: its pod is not created",
 			state: State{Size: 3, Bootstrapped: true, MembersKnown: true, Persistent: true,
-				Members: []MemberView{leader(0), voter(1)},
-				Pods:    pods(running(0, 0), running(1, 0, 1)),
-				Claims:  claims(claim(0), claim(1)),
+				Members: []MemberView{plantest.Leader(0), plantest.Voter(1)},
+				Pods:    plantest.Pods(plantest.Running(0, 0), plantest.Running(1, 0, 1)),
+				Claims:  plantest.Claims(plantest.Claim(0), plantest.Claim(1)),
 				Foreign: []ForeignObject{foreignClaim}},
 			blocked: api.ReasonForeignObject,
 			message: []string{"PersistentVolumeClaim data-c-2"},
@@ -40,8 +42,8 @@ func TestPlanForeign(t *testing.T) {
 			// the message names every one the user must delete.
 			name: "foreign pods and a foreign Service: the block names them all",
 			state: State{Size: 3, Bootstrapped: true, MembersKnown: true,
-				Members: []MemberView{sick(voter(0)), voter(1), leader(2)},
-				Pods:    pods(running(1, 0, 1), running(2, 0, 1, 2)),
+				Members: []MemberView{plantest.Sick(plantest.Voter(0)), plantest.Voter(1), plantest.Leader(2)},
+				Pods:    plantest.Pods(plantest.Running(1, 0, 1), plantest.Running(2, 0, 1, 2)),
 				Foreign: []ForeignObject{foreignPod, foreignService}},
 			blocked: api.ReasonForeignObject,
 			message: []string{"Pod c-0 (no controller)", "Service c-client"},
@@ -49,8 +51,8 @@ func TestPlanForeign(t *testing.T) {
 		{
 			name: "a foreign client Service: the next member's pod is still created",
 			state: State{Size: 2, Bootstrapped: true, MembersKnown: true,
-				Members: []MemberView{leader(0)},
-				Pods:    pods(running(0, 0)),
+				Members: []MemberView{plantest.Leader(0)},
+				Pods:    plantest.Pods(plantest.Running(0, 0)),
 				Foreign: []ForeignObject{foreignService}},
 			want:     &Action{Kind: ActionCreatePod, Ordinal: 1, ClusterState: etcdfacts.ClusterStateExisting, InitialCluster: []int{0, 1}},
 			progress: api.ReasonScalingUp,

@@ -154,6 +154,13 @@ func planQuorumLost(s State, q quorumLoss) Decision {
 	if !goAhead {
 		return Decision{Blocked: api.ReasonQuorumLost, Message: report}
 	}
+	if silent := unanswered(s, q); len(silent) > 0 {
+		// The highest raft index among those that answer may be lower than a silent one's:
+		// choosing now could drop writes only that member holds.
+		return blocked(Decision{}, "waiting for %s to answer before the survivor with the highest raft index is chosen: "+
+			"its data may hold writes the others lack; to go ahead without it, name a survivor (%s) or delete its claim if its data is gone for good",
+			strings.Join(silent, ", "), recoverCommand(s, q, true))
+	}
 	o, ok := highestSurvivor(q)
 	if !ok {
 		return blocked(Decision{}, "waiting for a survivor to answer")
@@ -237,6 +244,18 @@ func deleteForcedPod(s State, members map[int]MemberView) (Decision, bool) {
 	return Decision{}, false
 }
 
+// unanswered names the members whose data may be left but whose etcd does not answer.
+func unanswered(s State, q quorumLoss) []string {
+	var out []string
+	for _, m := range q.held {
+		if _, ok := q.survivors[m.Ordinal]; !ok {
+			out = append(out, naming.Name(s.Name, m.Ordinal))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // highestSurvivor is the survivor with the highest raft index, the lowest ordinal on a tie.
 func highestSurvivor(q quorumLoss) (int, bool) {
 	best, found := 0, false
@@ -306,12 +325,8 @@ func quorumLostTodo(s State, q quorumLoss) string {
 	if from := s.Recovery.RecoverFrom; from != "" {
 		return fmt.Sprintf("the annotation %s=%s asks to recover", api.AnnotationRecoverQuorum, from)
 	}
-	target := api.RecoverFromHighest
-	if o, ok := highestSurvivor(q); ok {
-		target = naming.Name(s.Name, o)
-	}
-	todo := fmt.Sprintf("to recover from %s with --force-new-cluster, losing the writes it does not have, run: kubectl annotate etcdcluster %s%s %s=%s",
-		target, namespaceFlag(s), s.Name, api.AnnotationRecoverQuorum, target)
+	todo := fmt.Sprintf("to recover from %s with --force-new-cluster, losing the writes it does not have, run: %s",
+		recoverTarget(s, q), recoverCommand(s, q, false))
 	if s.Recovery.Policy == api.QuorumLossFromSurvivor {
 		if wait := lostSince(s).Add(s.Recovery.Grace).Sub(s.Now).Round(time.Second); wait > 0 {
 			todo = fmt.Sprintf("spec.recovery.quorumLoss is FromSurvivor: the operator recovers from the survivor with the highest raft index in %s; %s",
@@ -319,6 +334,26 @@ func quorumLostTodo(s State, q quorumLoss) string {
 		}
 	}
 	return todo
+}
+
+// recoverTarget is the survivor a user would name: the one with the highest raft index among
+// those that answer, or "highest" while none does.
+func recoverTarget(s State, q quorumLoss) string {
+	if o, ok := highestSurvivor(q); ok {
+		return naming.Name(s.Name, o)
+	}
+	return api.RecoverFromHighest
+}
+
+// recoverCommand is the kubectl command that names recoverTarget as the survivor; overwrite
+// when the annotation may be there already (it says "highest").
+func recoverCommand(s State, q quorumLoss, overwrite bool) string {
+	flag := ""
+	if overwrite {
+		flag = "--overwrite "
+	}
+	return fmt.Sprintf("kubectl annotate %setcdcluster %s%s %s=%s",
+		flag, namespaceFlag(s), s.Name, api.AnnotationRecoverQuorum, recoverTarget(s, q))
 }
 
 // namespaceFlag is the -n flag a kubectl command for the cluster needs ("" when unknown).

@@ -1,56 +1,24 @@
-package plan
+package plan_test
 
 import (
 	"testing"
 	"time"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	. "github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan/plantest"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil/etcdfacts"
 )
-
-// lastVoters are the voting members status last listed, voter(o) each (ID o+100).
-func lastVoters(ordinals ...int) []LastMember {
-	out := make([]LastMember, 0, len(ordinals))
-	for _, o := range ordinals {
-		out = append(out, LastMember{Ordinal: o, ID: uint64(o + 100)})
-	}
-	return out
-}
-
-// answering: the members of the given ordinals answer a status request, each with its raft
-// index (in the same order).
-func answering(ordinalIndex ...int) map[int]etcdfacts.Status {
-	out := map[int]etcdfacts.Status{}
-	for i := 0; i+1 < len(ordinalIndex); i += 2 {
-		o := ordinalIndex[i]
-		out[o] = etcdfacts.Status{ID: uint64(o + 100), RaftIndex: uint64(ordinalIndex[i+1]), RaftTerm: 3}
-	}
-	return out
-}
-
-func forced(p PodView) PodView { p.ForceNewCluster = true; return p }
-
-// lostQuorum is a cluster of `size` on claims that status last listed whole and that answers
-// no member list, with the given pods, claims and answers.
-func lostQuorum(size int, ps map[int]PodView, cs map[int]ClaimView, st map[int]etcdfacts.Status) State {
-	all := make([]int, size)
-	for i := range all {
-		all[i] = i
-	}
-	return onClaims(State{Size: size, Bootstrapped: true, LastMembers: lastVoters(all...), Pods: ps, Claims: cs,
-		Statuses: st, Now: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC),
-		Recovery: QuorumLossView{Policy: api.QuorumLossManual, Grace: 5 * time.Minute}})
-}
 
 func withRecovery(s State, change func(*QuorumLossView)) State { change(&s.Recovery); return s }
 
 func TestPlanQuorumLoss(t *testing.T) {
 	// Three members; the claims of c-1 and c-2 were deleted with their pods; c-0 answers.
-	twoGone := lostQuorum(3, pods(running(0, 0, 1, 2)), claims(claim(0)), answering(0, 42))
+	twoGone := plantest.LostQuorum(3, plantest.Pods(plantest.Running(0, 0, 1, 2)), plantest.Claims(plantest.Claim(0)), plantest.Answering(0, 42))
 	// Five members; c-2, c-3 and c-4 lost their claims; c-0 and c-1 answer.
 	threeGone := func(index0, index1 int) State {
-		return lostQuorum(5, pods(running(0, 0, 1, 2, 3, 4), running(1, 0, 1, 2, 3, 4)), claims(claim(0), claim(1)),
-			answering(0, index0, 1, index1))
+		return plantest.LostQuorum(5, plantest.Pods(plantest.Running(0, 0, 1, 2, 3, 4), plantest.Running(1, 0, 1, 2, 3, 4)), plantest.Claims(plantest.Claim(0), plantest.Claim(1)),
+			plantest.Answering(0, index0, 1, index1))
 	}
 	all := []int{0, 1, 2, 3, 4}
 	tests := []planCase{
@@ -62,16 +30,16 @@ func TestPlanQuorumLoss(t *testing.T) {
 		},
 		{
 			name: "claims being deleted, replaced by empty ones, or holding another member's data: gone for good",
-			state: lostQuorum(5, pods(running(0, all...), joining(1, false, all...)),
-				claims(claim(0), claim(1), deleting(claim(2)), unmarked(claim(3)), markedBy(claim(4), 7)), answering(0, 42)),
+			state: plantest.LostQuorum(5, plantest.Pods(plantest.Running(0, all...), plantest.Joining(1, false, all...)),
+				plantest.Claims(plantest.Claim(0), plantest.Claim(1), deleting(plantest.Claim(2)), unmarked(plantest.Claim(3)), plantest.MarkedBy(plantest.Claim(4), 7)), plantest.Answering(0, 42)),
 			blocked: api.ReasonQuorumLost,
 			message: []string{"3 of 5", "c-2 (its claim is being deleted)", "c-3 (its claim is a new one)", "c-4 (its claim holds another member's data)",
 				"c-1 (does not answer yet)"},
 		},
 		{
 			name: "data dirs found empty by member-init on two of three: gone for good",
-			state: lostQuorum(3, pods(running(0, 0, 1, 2), lost(joining(1, false, 0, 1, 2)), lost(joining(2, false, 0, 1, 2))),
-				claims(claim(0), claim(1), claim(2)), answering(0, 42)),
+			state: plantest.LostQuorum(3, plantest.Pods(plantest.Running(0, 0, 1, 2), lost(plantest.Joining(1, false, 0, 1, 2)), lost(plantest.Joining(2, false, 0, 1, 2))),
+				plantest.Claims(plantest.Claim(0), plantest.Claim(1), plantest.Claim(2)), plantest.Answering(0, 42)),
 			blocked: api.ReasonQuorumLost,
 			message: []string{"c-1 (its data dir is empty)"},
 		},
@@ -82,6 +50,22 @@ func TestPlanQuorumLoss(t *testing.T) {
 			progress: api.ReasonRecoveringQuorum,
 			blocked:  api.ReasonQuorumLost,
 			message:  []string{"recovering from c-1 (raft index 42)"},
+		},
+		{
+			name: "highest, but a member whose data may be left does not answer (its node down): wait for it, say which",
+			state: withRecovery(plantest.LostQuorum(5, plantest.Pods(plantest.Running(0, all...), plantest.Running(1, all...)), plantest.Claims(plantest.Claim(0), plantest.Claim(1)),
+				plantest.Answering(0, 40)), func(r *QuorumLossView) { r.RecoverFrom = "highest" }),
+			blocked: api.ReasonQuorumLost,
+			message: []string{"waiting for c-1", "may hold writes", "recover-quorum=c-0"},
+		},
+		{
+			name: "FromSurvivor past its grace, a member whose data may be left does not answer: wait for it too",
+			state: withRecovery(plantest.LostQuorum(5, plantest.Pods(plantest.Running(0, all...), plantest.Running(1, all...)), plantest.Claims(plantest.Claim(0), plantest.Claim(1)),
+				plantest.Answering(0, 40)), func(r *QuorumLossView) {
+				r.Policy, r.Grace, r.Since = api.QuorumLossFromSurvivor, time.Minute, plantest.PassAt.Add(-time.Hour)
+			}),
+			blocked: api.ReasonQuorumLost,
+			message: []string{"waiting for c-1"},
 		},
 		{
 			name:     "a tie: the lowest ordinal",
@@ -101,14 +85,14 @@ func TestPlanQuorumLoss(t *testing.T) {
 		},
 		{
 			name: "its old pod is going: wait",
-			state: withRecovery(lostQuorum(5, pods(terminating(running(0, all...)), running(1, all...)), claims(claim(0), claim(1)), answering(1, 42)),
+			state: withRecovery(plantest.LostQuorum(5, plantest.Pods(terminating(plantest.Running(0, all...)), plantest.Running(1, all...)), plantest.Claims(plantest.Claim(0), plantest.Claim(1)), plantest.Answering(1, 42)),
 				func(r *QuorumLossView) { r.RecoverFrom = "c-0" }),
 			progress: api.ReasonRecoveringQuorum,
 			blocked:  api.ReasonQuorumLost,
 		},
 		{
 			name: "its pod is gone: made again with --force-new-cluster on its data, never restarted without",
-			state: withRecovery(lostQuorum(5, pods(running(1, all...)), claims(claim(0), claim(1)), answering(1, 42)),
+			state: withRecovery(plantest.LostQuorum(5, plantest.Pods(plantest.Running(1, all...)), plantest.Claims(plantest.Claim(0), plantest.Claim(1)), plantest.Answering(1, 42)),
 				func(r *QuorumLossView) { r.RecoverFrom = "c-0" }),
 			want: &Action{Kind: ActionForceNewCluster, Ordinal: 0, MemberID: 100,
 				ClusterState: etcdfacts.ClusterStateExisting, InitialCluster: all},
@@ -129,7 +113,7 @@ func TestPlanQuorumLoss(t *testing.T) {
 		},
 		{
 			name: "annotation names a member whose etcd does not answer yet: wait for it",
-			state: withRecovery(lostQuorum(5, pods(running(0, all...), joining(1, false, all...)), claims(claim(0), claim(1)), answering(0, 40)),
+			state: withRecovery(plantest.LostQuorum(5, plantest.Pods(plantest.Running(0, all...), plantest.Joining(1, false, all...)), plantest.Claims(plantest.Claim(0), plantest.Claim(1)), plantest.Answering(0, 40)),
 				func(r *QuorumLossView) { r.RecoverFrom = "c-1" }),
 			progress: api.ReasonRecoveringQuorum,
 			blocked:  api.ReasonQuorumLost,
@@ -161,7 +145,7 @@ func TestPlanQuorumLoss(t *testing.T) {
 		},
 		{
 			name: "going ahead, a member whose data is left has no pod: it is restarted first, to learn its index",
-			state: withRecovery(lostQuorum(5, pods(running(0, all...)), claims(claim(0), claim(1)), answering(0, 40)),
+			state: withRecovery(plantest.LostQuorum(5, plantest.Pods(plantest.Running(0, all...)), plantest.Claims(plantest.Claim(0), plantest.Claim(1)), plantest.Answering(0, 40)),
 				func(r *QuorumLossView) { r.RecoverFrom = "highest" }),
 			want: &Action{Kind: ActionCreatePod, Ordinal: 1, MemberID: 101,
 				ClusterState: etcdfacts.ClusterStateExisting, InitialCluster: []int{0, 1}},
@@ -170,63 +154,63 @@ func TestPlanQuorumLoss(t *testing.T) {
 		},
 		{
 			name: "a survivor starts with --force-new-cluster: wait, and never force a second one",
-			state: withRecovery(lostQuorum(5, pods(forced(joining(0, false, all...)), running(1, all...)), claims(claim(0), claim(1)), answering(1, 42)),
+			state: withRecovery(plantest.LostQuorum(5, plantest.Pods(plantest.Forced(plantest.Joining(0, false, all...)), plantest.Running(1, all...)), plantest.Claims(plantest.Claim(0), plantest.Claim(1)), plantest.Answering(1, 42)),
 				func(r *QuorumLossView) { r.RecoverFrom = "c-1" }),
 			progress: api.ReasonRecoveringQuorum,
 			blocked:  api.ReasonQuorumLost,
 		},
 		{
 			name: "the survivor answers alone in the member list: its pod goes, to drop --force-new-cluster",
-			state: onClaims(State{Size: 3, Bootstrapped: true, MembersKnown: true, Members: []MemberView{leader(1)},
-				Pods: pods(forced(running(1, 0, 1, 2)), lost(joining(0, false, 0, 1, 2))), Claims: claims(claim(0), claim(1))}),
+			state: plantest.OnClaims(State{Size: 3, Bootstrapped: true, MembersKnown: true, Members: []MemberView{plantest.Leader(1)},
+				Pods: plantest.Pods(plantest.Forced(plantest.Running(1, 0, 1, 2)), lost(plantest.Joining(0, false, 0, 1, 2))), Claims: plantest.Claims(plantest.Claim(0), plantest.Claim(1))}),
 			want:     &Action{Kind: ActionDeletePod, Ordinal: 1},
 			progress: api.ReasonRecoveringQuorum,
 		},
 		{
 			name: "a pod with --force-new-cluster beside a cluster that answers without it: it goes",
-			state: onClaims(State{Size: 3, Bootstrapped: true, MembersKnown: true, Members: []MemberView{leader(0), voter(1)},
-				Pods: pods(running(0), running(1, 0, 1), forced(joining(2, false, 0, 1, 2))), Claims: claims(claim(0), claim(1), claim(2))}),
+			state: plantest.OnClaims(State{Size: 3, Bootstrapped: true, MembersKnown: true, Members: []MemberView{plantest.Leader(0), plantest.Voter(1)},
+				Pods: plantest.Pods(plantest.Running(0), plantest.Running(1, 0, 1), plantest.Forced(plantest.Joining(2, false, 0, 1, 2))), Claims: plantest.Claims(plantest.Claim(0), plantest.Claim(1), plantest.Claim(2))}),
 			want:     &Action{Kind: ActionDeletePod, Ordinal: 2},
 			progress: api.ReasonRecoveringQuorum,
 		},
 		{
 			name: "then it restarts in place without the flag, never on a lost member's leftover claim",
-			state: onClaims(State{Size: 3, Bootstrapped: true, LastMembers: lastVoters(1), Pods: pods(),
-				Claims: claims(claim(0), claim(1))}),
+			state: plantest.OnClaims(State{Size: 3, Bootstrapped: true, LastMembers: plantest.LastVoters(1), Pods: plantest.Pods(),
+				Claims: plantest.Claims(plantest.Claim(0), plantest.Claim(1))}),
 			want: &Action{Kind: ActionCreatePod, Ordinal: 1, MemberID: 101,
 				ClusterState: etcdfacts.ClusterStateExisting, InitialCluster: []int{1}},
 			progress: api.ReasonRestartingMember,
 		},
 		{
 			name: "grown back: a lost member's leftover pod goes first",
-			state: onClaims(State{Size: 3, Bootstrapped: true, MembersKnown: true, Members: []MemberView{leader(1)},
-				Pods: pods(running(1, 1), lost(joining(0, false, 0, 1, 2))), Claims: claims(claim(0), claim(1)), LastMembers: []LastMember{{Ordinal: 0}}}),
+			state: plantest.OnClaims(State{Size: 3, Bootstrapped: true, MembersKnown: true, Members: []MemberView{plantest.Leader(1)},
+				Pods: plantest.Pods(plantest.Running(1, 1), lost(plantest.Joining(0, false, 0, 1, 2))), Claims: plantest.Claims(plantest.Claim(0), plantest.Claim(1)), LastMembers: []LastMember{{Ordinal: 0}}}),
 			want:     &Action{Kind: ActionDeletePod, Ordinal: 0},
 			progress: api.ReasonReplacingMember,
 		},
 		{
 			name: "then its claim, which holds the lost member's data",
-			state: onClaims(State{Size: 3, Bootstrapped: true, MembersKnown: true, Members: []MemberView{leader(1)},
-				Pods: pods(running(1, 1)), Claims: claims(claim(0), claim(1)), LastMembers: []LastMember{{Ordinal: 0}}}),
+			state: plantest.OnClaims(State{Size: 3, Bootstrapped: true, MembersKnown: true, Members: []MemberView{plantest.Leader(1)},
+				Pods: plantest.Pods(plantest.Running(1, 1)), Claims: plantest.Claims(plantest.Claim(0), plantest.Claim(1)), LastMembers: []LastMember{{Ordinal: 0}}}),
 			want:     &Action{Kind: ActionDeleteClaim, Ordinal: 0},
 			progress: api.ReasonReplacingMember,
 		},
 		{
 			name: "then it joins as a new member, through the learner path",
-			state: onClaims(State{Size: 3, Bootstrapped: true, MembersKnown: true, Members: []MemberView{leader(1)},
-				Pods: pods(running(1, 1)), Claims: claims(claim(1)), LastMembers: []LastMember{{Ordinal: 0}}}),
+			state: plantest.OnClaims(State{Size: 3, Bootstrapped: true, MembersKnown: true, Members: []MemberView{plantest.Leader(1)},
+				Pods: plantest.Pods(plantest.Running(1, 1)), Claims: plantest.Claims(plantest.Claim(1)), LastMembers: []LastMember{{Ordinal: 0}}}),
 			want:     &Action{Kind: ActionCreatePod, Ordinal: 0, ClusterState: etcdfacts.ClusterStateExisting, InitialCluster: []int{0, 1}},
 			progress: api.ReasonReplacingMember,
 		},
 		{
 			name: "pods merely starting on claims that hold their data: not a quorum loss",
-			state: lostQuorum(3, pods(running(0, 0, 1, 2), joining(1, false, 0, 1, 2), joining(2, false, 0, 1, 2)),
-				claims(claim(0), claim(1), claim(2)), answering(0, 42)),
+			state: plantest.LostQuorum(3, plantest.Pods(plantest.Running(0, 0, 1, 2), plantest.Joining(1, false, 0, 1, 2), plantest.Joining(2, false, 0, 1, 2)),
+				plantest.Claims(plantest.Claim(0), plantest.Claim(1), plantest.Claim(2)), plantest.Answering(0, 42)),
 			progress: api.ReasonElectingLeader, // for ElectionBound; then NoQuorum (TestPlanNoLeader)
 		},
 		{
 			name:     "pods gone, claims that hold their data: restarted as members that have started, not a quorum loss",
-			state:    lostQuorum(3, pods(running(0, 0, 1, 2)), claims(claim(0), claim(1), claim(2)), answering(0, 42)),
+			state:    plantest.LostQuorum(3, plantest.Pods(plantest.Running(0, 0, 1, 2)), plantest.Claims(plantest.Claim(0), plantest.Claim(1), plantest.Claim(2)), plantest.Answering(0, 42)),
 			want:     &Action{Kind: ActionCreatePod, Ordinal: 1, MemberID: 101, ClusterState: etcdfacts.ClusterStateExisting, InitialCluster: []int{0, 1, 2}},
 			progress: api.ReasonRestartingMember,
 		},
@@ -234,29 +218,29 @@ func TestPlanQuorumLoss(t *testing.T) {
 			// Seen on the real node: the first member was removed (quorum held), then the
 			// second went. Of two voters, one lost is a quorum lost for good.
 			name:    "one of two gone for good: reported",
-			state:   lostQuorum(2, pods(running(0, 0, 1)), claims(claim(0)), answering(0, 42)),
+			state:   plantest.LostQuorum(2, plantest.Pods(plantest.Running(0, 0, 1)), plantest.Claims(plantest.Claim(0)), plantest.Answering(0, 42)),
 			blocked: api.ReasonQuorumLost,
 		},
 		{
 			name:    "two of four gone for good: reported",
-			state:   lostQuorum(4, pods(running(0, 0, 1, 2, 3), running(1, 0, 1, 2, 3)), claims(claim(0), claim(1)), answering(0, 42, 1, 41)),
+			state:   plantest.LostQuorum(4, plantest.Pods(plantest.Running(0, 0, 1, 2, 3), plantest.Running(1, 0, 1, 2, 3)), plantest.Claims(plantest.Claim(0), plantest.Claim(1)), plantest.Answering(0, 42, 1, 41)),
 			blocked: api.ReasonQuorumLost,
 		},
 		{
 			name:     "two of five gone for good: quorum may come back, not a quorum loss",
-			state:    lostQuorum(5, pods(running(0, all...), running(1, all...), joining(2, false, all...)), claims(claim(0), claim(1), claim(2)), answering(0, 40)),
+			state:    plantest.LostQuorum(5, plantest.Pods(plantest.Running(0, all...), plantest.Running(1, all...), plantest.Joining(2, false, all...)), plantest.Claims(plantest.Claim(0), plantest.Claim(1), plantest.Claim(2)), plantest.Answering(0, 40)),
 			progress: api.ReasonElectingLeader, // for ElectionBound; then NoQuorum (TestPlanNoLeader)
 		},
 		{
 			name:    "every member's claim gone: all data lost, reported, nothing re-created",
-			state:   withRecovery(lostQuorum(3, pods(), claims(), nil), func(r *QuorumLossView) { r.RecoverFrom = "highest" }),
+			state:   withRecovery(plantest.LostQuorum(3, plantest.Pods(), plantest.Claims(), nil), func(r *QuorumLossView) { r.RecoverFrom = "highest" }),
 			blocked: api.ReasonNoQuorum,
 			message: []string{"all data lost", "c-0 (its claim is gone)"},
 		},
 		{
 			name: "every data dir found empty, pods still there: all data lost",
-			state: lostQuorum(3, pods(lost(running(0, 0, 1, 2)), lost(joining(1, false, 0, 1, 2)), lost(joining(2, false, 0, 1, 2))),
-				claims(claim(0), claim(1), claim(2)), nil),
+			state: plantest.LostQuorum(3, plantest.Pods(lost(plantest.Running(0, 0, 1, 2)), lost(plantest.Joining(1, false, 0, 1, 2)), lost(plantest.Joining(2, false, 0, 1, 2))),
+				plantest.Claims(plantest.Claim(0), plantest.Claim(1), plantest.Claim(2)), nil),
 			blocked: api.ReasonNoQuorum,
 			message: []string{"all data lost"},
 		},

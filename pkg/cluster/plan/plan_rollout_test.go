@@ -1,53 +1,40 @@
-package plan
+package plan_test
 
 import (
 	"testing"
 	"time"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	. "github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan/plantest"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil/etcdfacts"
 )
 
-var rolloutNow = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-
-// rolled is the running pod of member o of a size-3 cluster, built for etcd version v, made
-// age before rolloutNow; outdated when it was built from an earlier spec.
-func rolled(o int, v string, outdated bool, age time.Duration) PodView {
-	p := running(o, 0, 1, 2)
-	p.Version, p.Outdated, p.Created = v, outdated, rolloutNow.Add(-age)
-	return p
-}
-
-// reporting is what member o answers: its version and its raft indexes.
-func reporting(o int, v string, applied uint64) etcdfacts.Status {
-	return etcdfacts.Status{ID: uint64(o + 100), Version: v, RaftIndex: 1000, RaftAppliedIndex: applied}
-}
-
 func rolloutState(target string, persistent bool, ms []MemberView, ps map[int]PodView, st map[int]etcdfacts.Status) State {
 	return State{Size: 3, Bootstrapped: true, MembersKnown: true, Members: ms, Pods: ps, Statuses: st,
-		Persistent: persistent, TargetVersion: target, Version: "3.5.35", Now: rolloutNow,
+		Persistent: persistent, TargetVersion: target, Version: "3.5.35", Now: plantest.PassAt,
 		Claims: map[int]ClaimView{}}
 }
 
 func TestPlanRollout(t *testing.T) {
 	old, cur := "3.5.35", "3.6.16"
-	all := []MemberView{leader(0), voter(1), voter(2)}
-	allOld := map[int]etcdfacts.Status{0: reporting(0, old, 1000), 1: reporting(1, old, 1000), 2: reporting(2, old, 1000)}
-	twoDone := map[int]etcdfacts.Status{0: reporting(0, old, 1000), 1: reporting(1, cur, 1000), 2: reporting(2, cur, 1000)}
+	all := []MemberView{plantest.Leader(0), plantest.Voter(1), plantest.Voter(2)}
+	allOld := map[int]etcdfacts.Status{0: plantest.Reporting(0, old, 1000), 1: plantest.Reporting(1, old, 1000), 2: plantest.Reporting(2, old, 1000)}
+	twoDone := map[int]etcdfacts.Status{0: plantest.Reporting(0, old, 1000), 1: plantest.Reporting(1, cur, 1000), 2: plantest.Reporting(2, cur, 1000)}
 	hour := time.Hour
-	stalePod := rolled(1, cur, false, hour)
+	stalePod := plantest.Rolled(1, cur, false, hour)
 	stalePod.StaleMetadata = true
-	pulling := rolled(2, cur, false, 30*time.Second)
+	pulling := plantest.Rolled(2, cur, false, 30*time.Second)
 	pulling.Waiting = "ImagePullBackOff: Back-off pulling image"
 	stuck := pulling
-	stuck.Created = rolloutNow.Add(-comebackBound - time.Second)
+	stuck.Created = plantest.PassAt.Add(-ComebackBound - time.Second)
 	stuckBack := stuck
 	stuckBack.Outdated = true
 
-	one := []MemberView{leader(0)}
-	oneOld := map[int]etcdfacts.Status{0: reporting(0, old, 1000)}
+	one := []MemberView{plantest.Leader(0)}
+	oneOld := map[int]etcdfacts.Status{0: plantest.Reporting(0, old, 1000)}
 	single := func(persistent bool) State {
-		s := rolloutState(cur, persistent, one, pods(rolled(0, old, true, hour)), oneOld)
+		s := rolloutState(cur, persistent, one, plantest.Pods(plantest.Rolled(0, old, true, hour)), oneOld)
 		s.Size = 1
 		return s
 	}
@@ -55,17 +42,17 @@ func TestPlanRollout(t *testing.T) {
 	// The same version change, for pods whose etcd image alone differs (3.6 -> 3.7 and
 	// back, a patch release, another repository).
 	imageOnly := func(o int, v string) PodView {
-		p := rolled(o, v, true, hour)
+		p := plantest.Rolled(o, v, true, hour)
 		p.ImageOnly = true
 		return p
 	}
 	v36, v37 := "3.6.16", "3.7.3"
-	at36 := map[int]etcdfacts.Status{0: reporting(0, v36, 1000), 1: reporting(1, v36, 1000), 2: reporting(2, v36, 1000)}
-	at37 := map[int]etcdfacts.Status{0: reporting(0, v37, 1000), 1: reporting(1, v37, 1000), 2: reporting(2, v37, 1000)}
+	at36 := map[int]etcdfacts.Status{0: plantest.Reporting(0, v36, 1000), 1: plantest.Reporting(1, v36, 1000), 2: plantest.Reporting(2, v36, 1000)}
+	at37 := map[int]etcdfacts.Status{0: plantest.Reporting(0, v37, 1000), 1: plantest.Reporting(1, v37, 1000), 2: plantest.Reporting(2, v37, 1000)}
 	// Member 2's image was changed a minute ago in a pod made an hour ago.
 	restarted := func(pending bool, ago time.Duration) PodView {
-		p := rolled(2, v36, false, hour)
-		p.RestartPending, p.RestartedAt = pending, rolloutNow.Add(-ago)
+		p := plantest.Rolled(2, v36, false, hour)
+		p.RestartPending, p.RestartedAt = pending, plantest.PassAt.Add(-ago)
 		return p
 	}
 	notReady := func(p PodView) PodView {
@@ -73,7 +60,7 @@ func TestPlanRollout(t *testing.T) {
 		return p
 	}
 	singleImage := func(persistent bool) State {
-		s := rolloutState(v36, persistent, one, pods(imageOnly(0, v37)), map[int]etcdfacts.Status{0: reporting(0, v37, 1000)})
+		s := rolloutState(v36, persistent, one, plantest.Pods(imageOnly(0, v37)), map[int]etcdfacts.Status{0: plantest.Reporting(0, v37, 1000)})
 		s.Size = 1
 		return s
 	}
@@ -83,7 +70,7 @@ func TestPlanRollout(t *testing.T) {
 	badSingle := func(waiting string) State {
 		p := imageOnly(0, "3.6.999")
 		p.Waiting = waiting
-		s := rolloutState(v36, false, nil, pods(p), nil)
+		s := rolloutState(v36, false, nil, plantest.Pods(p), nil)
 		s.Size, s.MembersKnown, s.LastMembers = 1, false, []LastMember{{Ordinal: 0, ID: 100}}
 		return s
 	}
@@ -91,10 +78,10 @@ func TestPlanRollout(t *testing.T) {
 	// Size 5: member 4 was rolled ten seconds ago and is not back; member 3, out of date, is
 	// down for its own reasons.
 	fiveOneBack := func() State {
-		s := rolloutState(cur, true, []MemberView{leader(0), voter(1), voter(2), sick(voter(3)), sick(voter(4))},
-			pods(rolled(0, old, true, hour), rolled(1, old, true, hour), rolled(2, old, true, hour), rolled(3, old, true, hour),
-				rolled(4, cur, false, 10*time.Second)),
-			map[int]etcdfacts.Status{0: reporting(0, old, 1000), 1: reporting(1, old, 1000), 2: reporting(2, old, 1000)})
+		s := rolloutState(cur, true, []MemberView{plantest.Leader(0), plantest.Voter(1), plantest.Voter(2), plantest.Sick(plantest.Voter(3)), plantest.Sick(plantest.Voter(4))},
+			plantest.Pods(plantest.Rolled(0, old, true, hour), plantest.Rolled(1, old, true, hour), plantest.Rolled(2, old, true, hour), plantest.Rolled(3, old, true, hour),
+				plantest.Rolled(4, cur, false, 10*time.Second)),
+			map[int]etcdfacts.Status{0: plantest.Reporting(0, old, 1000), 1: plantest.Reporting(1, old, 1000), 2: plantest.Reporting(2, old, 1000)})
 		s.Size = 5
 		for o := range 5 {
 			s.Claims[o] = ClaimView{Ordinal: o, Bound: true, MemberID: uint64(100 + o)}
@@ -104,10 +91,10 @@ func TestPlanRollout(t *testing.T) {
 	// The single member on a claim, given a pod spec etcd refuses, then set back: nobody
 	// answers, its pod is out of date and crash-loops.
 	crashSingle := func(persistent bool) State {
-		p := troubled(rolled(0, cur, true, hour), ReasonCrashLoop, "container etcd restarted 4 times, last exit code 1: --election-timeout[200ms] should be at least", time.Minute)
+		p := plantest.Troubled(plantest.Rolled(0, cur, true, hour), ReasonCrashLoop, "container etcd restarted 4 times, last exit code 1: --election-timeout[200ms] should be at least", time.Minute)
 		p.MemberID = 100
-		s := rolloutState(cur, persistent, nil, pods(p), nil)
-		s.Size, s.MembersKnown, s.Bootstrapped, s.Now, s.LastMembers = 1, false, true, passAt, []LastMember{{Ordinal: 0, ID: 100}}
+		s := rolloutState(cur, persistent, nil, plantest.Pods(p), nil)
+		s.Size, s.MembersKnown, s.Bootstrapped, s.Now, s.LastMembers = 1, false, true, plantest.PassAt, []LastMember{{Ordinal: 0, ID: 100}}
 		if persistent {
 			s.Claims = map[int]ClaimView{0: {Ordinal: 0, Bound: true, MemberID: 100}}
 		}
@@ -132,7 +119,7 @@ func TestPlanRollout(t *testing.T) {
 			name: "... or cannot be scheduled (a placement set back since): made again on its data too",
 			state: func() State {
 				s := crashSingle(true)
-				p := troubled(s.Pods[0], "Unschedulable", "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector.", time.Minute)
+				p := plantest.Troubled(s.Pods[0], "Unschedulable", "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector.", time.Minute)
 				s.Pods[0] = p
 				return s
 			}(),
@@ -171,14 +158,14 @@ func TestPlanRollout(t *testing.T) {
 		},
 		{
 			name:     "only the etcd image changes, on a claim: the container is restarted in place",
-			state:    rolloutState(v36, true, all, pods(imageOnly(0, v37), imageOnly(1, v37), imageOnly(2, v37)), at37),
+			state:    rolloutState(v36, true, all, plantest.Pods(imageOnly(0, v37), imageOnly(1, v37), imageOnly(2, v37)), at37),
 			want:     &Action{Kind: ActionRestartInPlace, Ordinal: 2, MemberID: 102},
 			progress: api.ReasonDowngrading,
 			message:  []string{"restarting member c-2 in place", "3.6.16", "0 of 3 members done"},
 		},
 		{
 			name:     "only the etcd image changes, on emptyDir: restarted in place, not replaced (the emptyDir stays with the pod)",
-			state:    rolloutState(v36, false, all, pods(imageOnly(0, v37), imageOnly(1, v37), imageOnly(2, v37)), at37),
+			state:    rolloutState(v36, false, all, plantest.Pods(imageOnly(0, v37), imageOnly(1, v37), imageOnly(2, v37)), at37),
 			want:     &Action{Kind: ActionRestartInPlace, Ordinal: 2, MemberID: 102},
 			progress: api.ReasonDowngrading,
 			message:  []string{"in place"},
@@ -191,58 +178,58 @@ func TestPlanRollout(t *testing.T) {
 		},
 		{
 			name:     "up to 3.7 an image change alone still replaces an emptyDir member: 3.7 cannot replay what 3.5 may have logged",
-			state:    rolloutState(v37, false, all, pods(imageOnly(0, v36), imageOnly(1, v36), imageOnly(2, v36)), at36),
+			state:    rolloutState(v37, false, all, plantest.Pods(imageOnly(0, v36), imageOnly(1, v36), imageOnly(2, v36)), at36),
 			want:     &Action{Kind: ActionRollMember, Ordinal: 2, MemberID: 102},
 			progress: api.ReasonUpgrading,
 			message:  []string{"replacing member c-2"},
 		},
 		{
 			name:     "up to 3.7 an image change alone still replaces a member on a claim",
-			state:    rolloutState(v37, true, all, pods(imageOnly(0, v36), imageOnly(1, v36), imageOnly(2, v36)), at36),
+			state:    rolloutState(v37, true, all, plantest.Pods(imageOnly(0, v36), imageOnly(1, v36), imageOnly(2, v36)), at36),
 			want:     &Action{Kind: ActionRemoveMember, Ordinal: 2, MemberID: 102},
 			progress: api.ReasonUpgrading,
 		},
 		{
 			name: "gate: the image was changed but the kubelet still runs the old container",
-			state: rolloutState(v36, true, all, pods(imageOnly(0, v37), imageOnly(1, v37), restarted(true, time.Second)),
-				map[int]etcdfacts.Status{0: reporting(0, v37, 1000), 1: reporting(1, v37, 1000), 2: reporting(2, v36, 1000)}),
+			state: rolloutState(v36, true, all, plantest.Pods(imageOnly(0, v37), imageOnly(1, v37), restarted(true, time.Second)),
+				map[int]etcdfacts.Status{0: plantest.Reporting(0, v37, 1000), 1: plantest.Reporting(1, v37, 1000), 2: plantest.Reporting(2, v36, 1000)}),
 			progress: api.ReasonDowngrading,
 			message:  []string{"waiting for member c-2", "not restarted its etcd container"},
 		},
 		{
 			name: "gate: restarted in place, etcd answers on the new version but the pod is not Ready yet",
-			state: rolloutState(v36, true, all, pods(imageOnly(0, v37), imageOnly(1, v37), notReady(restarted(false, time.Second))),
-				map[int]etcdfacts.Status{0: reporting(0, v37, 1000), 1: reporting(1, v37, 1000), 2: reporting(2, v36, 1000)}),
+			state: rolloutState(v36, true, all, plantest.Pods(imageOnly(0, v37), imageOnly(1, v37), notReady(restarted(false, time.Second))),
+				map[int]etcdfacts.Status{0: plantest.Reporting(0, v37, 1000), 1: plantest.Reporting(1, v37, 1000), 2: plantest.Reporting(2, v36, 1000)}),
 			progress: api.ReasonDowngrading,
 			message:  []string{"waiting for member c-2", "not Ready yet"},
 		},
 		{
 			name: "gate: restarted in place a minute ago in a pod made an hour ago: within the bound",
-			state: rolloutState(v36, true, []MemberView{leader(0), voter(1), sick(voter(2))},
-				pods(imageOnly(0, v37), imageOnly(1, v37), restarted(false, time.Minute)),
-				map[int]etcdfacts.Status{0: reporting(0, v37, 1000), 1: reporting(1, v37, 1000)}),
+			state: rolloutState(v36, true, []MemberView{plantest.Leader(0), plantest.Voter(1), plantest.Sick(plantest.Voter(2))},
+				plantest.Pods(imageOnly(0, v37), imageOnly(1, v37), restarted(false, time.Minute)),
+				map[int]etcdfacts.Status{0: plantest.Reporting(0, v37, 1000), 1: plantest.Reporting(1, v37, 1000)}),
 			progress: api.ReasonDowngrading,
 			message:  []string{"waiting for member c-2"},
 		},
 		{
 			name: "the last member restarted in place is down: the rollout waits for it",
-			state: rolloutState(v36, true, []MemberView{voter(0), leader(1), sick(voter(2))},
-				pods(rolled(0, v36, false, hour), rolled(1, v36, false, hour), restarted(false, time.Second)),
-				map[int]etcdfacts.Status{0: reporting(0, v36, 1000), 1: reporting(1, v36, 1000)}),
+			state: rolloutState(v36, true, []MemberView{plantest.Voter(0), plantest.Leader(1), plantest.Sick(plantest.Voter(2))},
+				plantest.Pods(plantest.Rolled(0, v36, false, hour), plantest.Rolled(1, v36, false, hour), restarted(false, time.Second)),
+				map[int]etcdfacts.Status{0: plantest.Reporting(0, v36, 1000), 1: plantest.Reporting(1, v36, 1000)}),
 			progress: api.ReasonRollingPods,
 			message:  []string{"waiting for member c-2, restarted in place", "2 of 3 members done"},
 		},
 		{
 			name: "a member restarted in place long ago and down now is not the rollout's",
-			state: rolloutState(v36, true, []MemberView{voter(0), leader(1), sick(voter(2))},
-				pods(rolled(0, v36, false, hour), rolled(1, v36, false, hour), restarted(false, hour)),
-				map[int]etcdfacts.Status{0: reporting(0, v36, 1000), 1: reporting(1, v36, 1000)}),
+			state: rolloutState(v36, true, []MemberView{plantest.Voter(0), plantest.Leader(1), plantest.Sick(plantest.Voter(2))},
+				plantest.Pods(plantest.Rolled(0, v36, false, hour), plantest.Rolled(1, v36, false, hour), restarted(false, hour)),
+				map[int]etcdfacts.Status{0: plantest.Reporting(0, v36, 1000), 1: plantest.Reporting(1, v36, 1000)}),
 		},
 		{
 			name: "restarted in place longer ago than the bound and not back: the rollout stops",
-			state: rolloutState(v36, true, []MemberView{leader(0), voter(1), sick(voter(2))},
-				pods(imageOnly(0, v37), imageOnly(1, v37), restarted(false, comebackBound+time.Second)),
-				map[int]etcdfacts.Status{0: reporting(0, v37, 1000), 1: reporting(1, v37, 1000)}),
+			state: rolloutState(v36, true, []MemberView{plantest.Leader(0), plantest.Voter(1), plantest.Sick(plantest.Voter(2))},
+				plantest.Pods(imageOnly(0, v37), imageOnly(1, v37), restarted(false, ComebackBound+time.Second)),
+				map[int]etcdfacts.Status{0: plantest.Reporting(0, v37, 1000), 1: plantest.Reporting(1, v37, 1000)}),
 			blocked: api.ReasonRolloutStuck,
 			message: []string{"member c-2 did not come back on 3.6.16"},
 		},
@@ -261,46 +248,46 @@ func TestPlanRollout(t *testing.T) {
 		},
 		{
 			name:  "every pod current: nothing to do",
-			state: rolloutState(cur, true, all, pods(rolled(0, cur, false, hour), rolled(1, cur, false, hour), rolled(2, cur, false, hour)), twoDone),
+			state: rolloutState(cur, true, all, plantest.Pods(plantest.Rolled(0, cur, false, hour), plantest.Rolled(1, cur, false, hour), plantest.Rolled(2, cur, false, hour)), twoDone),
 		},
 		{
 			name:     "labels or annotations of spec.pod changed: patched in place, not rolled",
-			state:    rolloutState(cur, true, all, pods(rolled(0, cur, false, hour), stalePod, rolled(2, cur, false, hour)), twoDone),
+			state:    rolloutState(cur, true, all, plantest.Pods(plantest.Rolled(0, cur, false, hour), stalePod, plantest.Rolled(2, cur, false, hour)), twoDone),
 			want:     &Action{Kind: ActionPatchPod, Ordinal: 1},
 			progress: api.ReasonRollingPods,
 		},
 		{
 			name:     "upgrade starts with the highest ordinal",
-			state:    rolloutState(cur, true, all, pods(rolled(0, old, true, hour), rolled(1, old, true, hour), rolled(2, old, true, hour)), allOld),
+			state:    rolloutState(cur, true, all, plantest.Pods(plantest.Rolled(0, old, true, hour), plantest.Rolled(1, old, true, hour), plantest.Rolled(2, old, true, hour)), allOld),
 			want:     &Action{Kind: ActionRollMember, Ordinal: 2, MemberID: 102},
 			progress: api.ReasonUpgrading,
 			message:  []string{"restarting member c-2 on its data", "3.6.16", "0 of 3 members done"},
 		},
 		{
 			name: "up to 3.7 on claims a non-leader is removed, to be added back from a snapshot: 3.7 cannot replay what 3.5 may have logged",
-			state: rolloutState("3.7.3", true, all, pods(rolled(0, "3.6.16", true, hour), rolled(1, "3.6.16", true, hour), rolled(2, "3.6.16", true, hour)),
-				map[int]etcdfacts.Status{0: reporting(0, "3.6.16", 1000), 1: reporting(1, "3.6.16", 1000), 2: reporting(2, "3.6.16", 1000)}),
+			state: rolloutState("3.7.3", true, all, plantest.Pods(plantest.Rolled(0, "3.6.16", true, hour), plantest.Rolled(1, "3.6.16", true, hour), plantest.Rolled(2, "3.6.16", true, hour)),
+				map[int]etcdfacts.Status{0: plantest.Reporting(0, "3.6.16", 1000), 1: plantest.Reporting(1, "3.6.16", 1000), 2: plantest.Reporting(2, "3.6.16", 1000)}),
 			want:     &Action{Kind: ActionRemoveMember, Ordinal: 2, MemberID: 102},
 			progress: api.ReasonUpgrading,
 			message:  []string{"replacing member c-2", "cannot replay"},
 		},
 		{
 			name:     "on emptyDir the member is replaced",
-			state:    rolloutState(cur, false, all, pods(rolled(0, old, true, hour), rolled(1, old, true, hour), rolled(2, old, true, hour)), allOld),
+			state:    rolloutState(cur, false, all, plantest.Pods(plantest.Rolled(0, old, true, hour), plantest.Rolled(1, old, true, hour), plantest.Rolled(2, old, true, hour)), allOld),
 			want:     &Action{Kind: ActionRollMember, Ordinal: 2, MemberID: 102},
 			progress: api.ReasonUpgrading,
 			message:  []string{"replacing member c-2"},
 		},
 		{
 			name: "the leader is passed over while others are out of date",
-			state: rolloutState(cur, true, []MemberView{voter(0), voter(1), leader(2)},
-				pods(rolled(0, old, true, hour), rolled(1, old, true, hour), rolled(2, old, true, hour)), allOld),
+			state: rolloutState(cur, true, []MemberView{plantest.Voter(0), plantest.Voter(1), plantest.Leader(2)},
+				plantest.Pods(plantest.Rolled(0, old, true, hour), plantest.Rolled(1, old, true, hour), plantest.Rolled(2, old, true, hour)), allOld),
 			want:     &Action{Kind: ActionRollMember, Ordinal: 1, MemberID: 101},
 			progress: api.ReasonUpgrading,
 		},
 		{
 			name: "the leader goes last: leadership moves first, to a member already rolled",
-			state: rolloutState(cur, true, all, pods(rolled(0, old, true, hour), rolled(1, cur, false, hour), rolled(2, cur, false, hour)),
+			state: rolloutState(cur, true, all, plantest.Pods(plantest.Rolled(0, old, true, hour), plantest.Rolled(1, cur, false, hour), plantest.Rolled(2, cur, false, hour)),
 				twoDone),
 			want:     &Action{Kind: ActionMoveLeader, Ordinal: 0, MemberID: 100, Transferee: 102},
 			progress: api.ReasonUpgrading,
@@ -308,55 +295,55 @@ func TestPlanRollout(t *testing.T) {
 		},
 		{
 			name: "leadership moved: the former leader is rolled",
-			state: rolloutState(cur, true, []MemberView{voter(0), voter(1), leader(2)},
-				pods(rolled(0, old, true, hour), rolled(1, cur, false, hour), rolled(2, cur, false, hour)), twoDone),
+			state: rolloutState(cur, true, []MemberView{plantest.Voter(0), plantest.Voter(1), plantest.Leader(2)},
+				plantest.Pods(plantest.Rolled(0, old, true, hour), plantest.Rolled(1, cur, false, hour), plantest.Rolled(2, cur, false, hour)), twoDone),
 			want:     &Action{Kind: ActionRollMember, Ordinal: 0, MemberID: 100},
 			progress: api.ReasonUpgrading,
 		},
 		{
 			name: "gate: the rolled member still reports the old version",
-			state: rolloutState(cur, true, all, pods(rolled(0, old, true, hour), rolled(1, old, true, hour), rolled(2, cur, false, time.Second)),
+			state: rolloutState(cur, true, all, plantest.Pods(plantest.Rolled(0, old, true, hour), plantest.Rolled(1, old, true, hour), plantest.Rolled(2, cur, false, time.Second)),
 				allOld),
 			progress: api.ReasonUpgrading,
 			message:  []string{"waiting for member c-2", "reports etcd 3.5.35"},
 		},
 		{
 			name: "gate: the rolled member has not caught up with the leader",
-			state: rolloutState(cur, true, all, pods(rolled(0, old, true, hour), rolled(1, old, true, hour), rolled(2, cur, false, time.Second)),
-				map[int]etcdfacts.Status{0: reporting(0, old, 1000), 1: reporting(1, old, 1000), 2: reporting(2, cur, 10)}),
+			state: rolloutState(cur, true, all, plantest.Pods(plantest.Rolled(0, old, true, hour), plantest.Rolled(1, old, true, hour), plantest.Rolled(2, cur, false, time.Second)),
+				map[int]etcdfacts.Status{0: plantest.Reporting(0, old, 1000), 1: plantest.Reporting(1, old, 1000), 2: plantest.Reporting(2, cur, 10)}),
 			progress: api.ReasonUpgrading,
 			message:  []string{"waiting for member c-2", "applied raft index 10"},
 		},
 		{
 			name:     "gate: no leader, no next step",
-			state:    rolloutState(cur, true, []MemberView{voter(0), voter(1), voter(2)}, pods(rolled(0, old, true, hour), rolled(1, old, true, hour), rolled(2, old, true, hour)), allOld),
+			state:    rolloutState(cur, true, []MemberView{plantest.Voter(0), plantest.Voter(1), plantest.Voter(2)}, plantest.Pods(plantest.Rolled(0, old, true, hour), plantest.Rolled(1, old, true, hour), plantest.Rolled(2, old, true, hour)), allOld),
 			progress: api.ReasonUpgrading,
 			message:  []string{"leader"},
 		},
 		{
 			name: "gate: the rolled member is down, within the bound: wait, touch nobody",
-			state: rolloutState(cur, true, []MemberView{leader(0), voter(1), sick(voter(2))},
-				pods(rolled(0, old, true, hour), rolled(1, old, true, hour), pulling), map[int]etcdfacts.Status{0: reporting(0, old, 1000), 1: reporting(1, old, 1000)}),
+			state: rolloutState(cur, true, []MemberView{plantest.Leader(0), plantest.Voter(1), plantest.Sick(plantest.Voter(2))},
+				plantest.Pods(plantest.Rolled(0, old, true, hour), plantest.Rolled(1, old, true, hour), pulling), map[int]etcdfacts.Status{0: plantest.Reporting(0, old, 1000), 1: plantest.Reporting(1, old, 1000)}),
 			progress: api.ReasonUpgrading,
 			message:  []string{"waiting for member c-2", "ImagePullBackOff"},
 		},
 		{
 			name: "the rolled member did not come back within the bound: the rollout stops and says why",
-			state: rolloutState(cur, true, []MemberView{leader(0), voter(1), sick(voter(2))},
-				pods(rolled(0, old, true, hour), rolled(1, old, true, hour), stuck), map[int]etcdfacts.Status{0: reporting(0, old, 1000), 1: reporting(1, old, 1000)}),
+			state: rolloutState(cur, true, []MemberView{plantest.Leader(0), plantest.Voter(1), plantest.Sick(plantest.Voter(2))},
+				plantest.Pods(plantest.Rolled(0, old, true, hour), plantest.Rolled(1, old, true, hour), stuck), map[int]etcdfacts.Status{0: plantest.Reporting(0, old, 1000), 1: plantest.Reporting(1, old, 1000)}),
 			blocked: api.ReasonRolloutStuck,
 			message: []string{"member c-2 did not come back on 3.6.16", "ImagePullBackOff", "no other member is touched"},
 		},
 		{
 			name: "version set back: the stuck member is rolled back first",
-			state: rolloutState(old, true, []MemberView{leader(0), voter(1), sick(voter(2))},
-				pods(rolled(0, old, false, hour), rolled(1, old, false, hour), stuckBack), map[int]etcdfacts.Status{0: reporting(0, old, 1000), 1: reporting(1, old, 1000)}),
+			state: rolloutState(old, true, []MemberView{plantest.Leader(0), plantest.Voter(1), plantest.Sick(plantest.Voter(2))},
+				plantest.Pods(plantest.Rolled(0, old, false, hour), plantest.Rolled(1, old, false, hour), stuckBack), map[int]etcdfacts.Status{0: plantest.Reporting(0, old, 1000), 1: plantest.Reporting(1, old, 1000)}),
 			want:     &Action{Kind: ActionRollMember, Ordinal: 2, MemberID: 102},
 			progress: api.ReasonDowngrading,
 		},
 		{
 			name: "a pod template change at the same version rolls pods",
-			state: rolloutState(old, true, all, pods(rolled(0, old, true, hour), rolled(1, old, true, hour), rolled(2, old, false, hour)),
+			state: rolloutState(old, true, all, plantest.Pods(plantest.Rolled(0, old, true, hour), plantest.Rolled(1, old, true, hour), plantest.Rolled(2, old, false, hour)),
 				allOld),
 			want:     &Action{Kind: ActionRollMember, Ordinal: 1, MemberID: 101},
 			progress: api.ReasonRollingPods,
@@ -364,16 +351,16 @@ func TestPlanRollout(t *testing.T) {
 		},
 		{
 			name: "emptyDir: the rolled member's pod is gone, its removal is reported as the rollout",
-			state: rolloutState(cur, false, all, pods(rolled(0, old, true, hour), rolled(1, old, true, hour)),
-				map[int]etcdfacts.Status{0: reporting(0, old, 1000), 1: reporting(1, old, 1000)}),
+			state: rolloutState(cur, false, all, plantest.Pods(plantest.Rolled(0, old, true, hour), plantest.Rolled(1, old, true, hour)),
+				map[int]etcdfacts.Status{0: plantest.Reporting(0, old, 1000), 1: plantest.Reporting(1, old, 1000)}),
 			want:     &Action{Kind: ActionRemoveMember, Ordinal: 2, MemberID: 102},
 			progress: api.ReasonUpgrading,
 			message:  []string{"rollout: 0 of 3 members done"},
 		},
 		{
 			name: "a learner being re-added is finished before the rollout goes on",
-			state: rolloutState(cur, false, []MemberView{leader(0), voter(1), learner(2, true)},
-				pods(rolled(0, old, true, hour), rolled(1, old, true, hour), rolled(2, cur, false, time.Second)), allOld),
+			state: rolloutState(cur, false, []MemberView{plantest.Leader(0), plantest.Voter(1), learner(2, true)},
+				plantest.Pods(plantest.Rolled(0, old, true, hour), plantest.Rolled(1, old, true, hour), plantest.Rolled(2, cur, false, time.Second)), allOld),
 			want:     &Action{Kind: ActionPromote, Ordinal: 2, MemberID: 102},
 			progress: api.ReasonScalingUp,
 		},

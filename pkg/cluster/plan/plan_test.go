@@ -1,4 +1,4 @@
-package plan
+package plan_test
 
 import (
 	"strings"
@@ -7,21 +7,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
-	"github.com/etcd-operator/etcd-operator/pkg/etcdutil/etcdfacts"
-	"github.com/etcd-operator/etcd-operator/pkg/member/naming"
+	. "github.com/etcd-operator/etcd-operator/pkg/cluster/plan" // the tables are in plan_test to build with plantest (export_test.go)
+	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan/plantest"
 )
 
-// voter is a healthy voting member with the given ordinal; its ID is ordinal+100.
-func voter(o int) MemberView {
-	return MemberView{Ordinal: o, ID: uint64(o + 100), Name: naming.Name("c", o), Healthy: true}
-}
-
-func leader(o int) MemberView { m := voter(o); m.Leader = true; return m }
-
-func sick(m MemberView) MemberView { m.Healthy = false; return m }
-
 func learner(o int, healthy bool) MemberView {
-	m := voter(o)
+	m := plantest.Voter(o)
 	m.Learner, m.Healthy = true, healthy
 	if !healthy {
 		m.Name = ""
@@ -29,98 +20,58 @@ func learner(o int, healthy bool) MemberView {
 	return m
 }
 
-// running is a running, published pod of a member in a cluster of the given ordinals.
-func running(o int, initial ...int) PodView {
-	if len(initial) == 0 {
-		initial = []int{o}
-	}
-	state := etcdfacts.ClusterStateExisting
-	if o == 0 && len(initial) == 1 {
-		state = etcdfacts.ClusterStateNew
-	}
-	return PodView{Ordinal: o, Phase: corev1.PodRunning, Published: true,
-		ClusterState: state, InitialCluster: initial}
-}
-
-func joining(o int, published bool, initial ...int) PodView {
-	p := running(o, initial...)
-	p.ClusterState = etcdfacts.ClusterStateExisting
-	p.Phase, p.Published = corev1.PodPending, published
-	return p
-}
-
-func seedPod(published bool) PodView {
-	p := joining(0, published, 0)
-	p.ClusterState = etcdfacts.ClusterStateNew
-	return p
-}
-
-// stuckPod is a pod the scheduler finds no node for (since the zero time).
-func stuckPod(p PodView) PodView {
-	p.Problem = &PodProblem{Reason: corev1.PodReasonUnschedulable}
-	return p
-}
-
 func terminating(p PodView) PodView { p.Terminating = true; return p }
 
-func pods(ps ...PodView) map[int]PodView {
-	out := map[int]PodView{}
-	for _, p := range ps {
-		out[p.Ordinal] = p
-	}
-	return out
-}
-
 func TestPlan(t *testing.T) {
-	three := pods(running(0), running(1, 0, 1), running(2, 0, 1, 2))
+	three := plantest.Pods(plantest.Running(0), plantest.Running(1, 0, 1), plantest.Running(2, 0, 1, 2))
 	tests := []planCase{
 		{
 			name:     "new cluster: create the seed",
-			state:    State{Size: 3, Pods: pods()},
+			state:    State{Size: 3, Pods: plantest.Pods()},
 			want:     &Action{Kind: ActionCreatePod, Ordinal: 0, ClusterState: "new", InitialCluster: []int{0}},
 			progress: api.ReasonBootstrapping,
 		},
 		{
 			name:     "seed pod just created: prepare the second pod alongside (its member-init waits for DNS)",
-			state:    State{Size: 3, Pods: pods(seedPod(false))},
+			state:    State{Size: 3, Pods: plantest.Pods(plantest.SeedPod(false))},
 			want:     &Action{Kind: ActionCreatePod, Ordinal: 1, ClusterState: "existing", InitialCluster: []int{0, 1}},
 			progress: api.ReasonBootstrapping,
 		},
 		{
 			name:     "seed pod starting and published: prepare the second pod",
-			state:    State{Size: 3, Pods: pods(seedPod(true))},
+			state:    State{Size: 3, Pods: plantest.Pods(plantest.SeedPod(true))},
 			want:     &Action{Kind: ActionCreatePod, Ordinal: 1, ClusterState: "existing", InitialCluster: []int{0, 1}},
 			progress: api.ReasonBootstrapping,
 		},
 		{
 			name:     "seed pod starting, second pod there: prepare the third",
-			state:    State{Size: 3, Pods: pods(seedPod(false), joining(1, false, 0, 1))},
+			state:    State{Size: 3, Pods: plantest.Pods(plantest.SeedPod(false), plantest.Joining(1, false, 0, 1))},
 			want:     &Action{Kind: ActionCreatePod, Ordinal: 2, ClusterState: "existing", InitialCluster: []int{0, 1, 2}},
 			progress: api.ReasonBootstrapping,
 		},
 		{
 			name:     "seed pod starting, every pod there: wait",
-			state:    State{Size: 3, Pods: pods(seedPod(false), joining(1, false, 0, 1), joining(2, false, 0, 1, 2))},
+			state:    State{Size: 3, Pods: plantest.Pods(plantest.SeedPod(false), plantest.Joining(1, false, 0, 1), plantest.Joining(2, false, 0, 1, 2))},
 			progress: api.ReasonBootstrapping,
 		},
 		{
 			name:     "seed pod starting, the second pod going: prepare nothing after it",
-			state:    State{Size: 3, Pods: pods(seedPod(false), terminating(joining(1, false, 0, 1)))},
+			state:    State{Size: 3, Pods: plantest.Pods(plantest.SeedPod(false), terminating(plantest.Joining(1, false, 0, 1)))},
 			progress: api.ReasonBootstrapping,
 		},
 		{
 			name:     "seed pod going away: prepare nothing",
-			state:    State{Size: 3, Pods: pods(terminating(seedPod(true)))},
+			state:    State{Size: 3, Pods: plantest.Pods(terminating(plantest.SeedPod(true)))},
 			progress: api.ReasonBootstrapping,
 		},
 		{
 			name:     "seed of a one-member cluster: nothing to prepare",
-			state:    State{Size: 1, Pods: pods(seedPod(true))},
+			state:    State{Size: 1, Pods: plantest.Pods(plantest.SeedPod(true))},
 			progress: api.ReasonBootstrapping,
 		},
 		{
 			name:    "bootstrapped cluster with every pod gone: never re-bootstrap",
-			state:   State{Size: 3, Bootstrapped: true, Pods: pods()},
+			state:   State{Size: 3, Bootstrapped: true, Pods: plantest.Pods()},
 			blocked: api.ReasonNoQuorum,
 		},
 		{
@@ -130,191 +81,191 @@ func TestPlan(t *testing.T) {
 		},
 		{
 			name:  "in spec: nothing to do",
-			state: State{Size: 3, MembersKnown: true, Members: []MemberView{leader(0), voter(1), voter(2)}, Pods: three},
+			state: State{Size: 3, MembersKnown: true, Members: []MemberView{plantest.Leader(0), plantest.Voter(1), plantest.Voter(2)}, Pods: three},
 		},
 		{
 			name:     "grow: create the next pod before registering its member",
-			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{leader(0)}, Pods: pods(running(0))},
+			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{plantest.Leader(0)}, Pods: plantest.Pods(plantest.Running(0))},
 			want:     &Action{Kind: ActionCreatePod, Ordinal: 1, ClusterState: "existing", InitialCluster: []int{0, 1}},
 			progress: api.ReasonScalingUp,
 		},
 		{
 			name:     "grow: pod not yet in DNS, wait",
-			state:    State{Size: 2, MembersKnown: true, Members: []MemberView{leader(0)}, Pods: pods(running(0), joining(1, false, 0, 1))},
+			state:    State{Size: 2, MembersKnown: true, Members: []MemberView{plantest.Leader(0)}, Pods: plantest.Pods(plantest.Running(0), plantest.Joining(1, false, 0, 1))},
 			progress: api.ReasonScalingUp,
 		},
 		{
 			name:     "grow by two: while the first pod starts, create the second",
-			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{leader(0)}, Pods: pods(running(0), joining(1, false, 0, 1))},
+			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{plantest.Leader(0)}, Pods: plantest.Pods(plantest.Running(0), plantest.Joining(1, false, 0, 1))},
 			want:     &Action{Kind: ActionCreatePod, Ordinal: 2, ClusterState: "existing", InitialCluster: []int{0, 1, 2}},
 			progress: api.ReasonScalingUp,
 		},
 		{
 			name:     "grow by three: every pod ahead, each counting the ones before it",
-			state:    State{Size: 4, MembersKnown: true, Members: []MemberView{leader(0)}, Pods: pods(running(0), joining(1, false, 0, 1), joining(2, false, 0, 1, 2))},
+			state:    State{Size: 4, MembersKnown: true, Members: []MemberView{plantest.Leader(0)}, Pods: plantest.Pods(plantest.Running(0), plantest.Joining(1, false, 0, 1), plantest.Joining(2, false, 0, 1, 2))},
 			want:     &Action{Kind: ActionCreatePod, Ordinal: 3, ClusterState: "existing", InitialCluster: []int{0, 1, 2, 3}},
 			progress: api.ReasonScalingUp,
 		},
 		{
 			name:     "grow by three: every pod there, wait for the first",
-			state:    State{Size: 4, MembersKnown: true, Members: []MemberView{leader(0)}, Pods: pods(running(0), joining(1, false, 0, 1), joining(2, false, 0, 1, 2), joining(3, false, 0, 1, 2, 3))},
+			state:    State{Size: 4, MembersKnown: true, Members: []MemberView{plantest.Leader(0)}, Pods: plantest.Pods(plantest.Running(0), plantest.Joining(1, false, 0, 1), plantest.Joining(2, false, 0, 1, 2), plantest.Joining(3, false, 0, 1, 2, 3))},
 			progress: api.ReasonScalingUp,
 		},
 		{
 			name:     "grow into a gap: the pod ahead skips members",
-			state:    State{Size: 4, MembersKnown: true, Members: []MemberView{leader(0), voter(2)}, Pods: pods(running(0), joining(1, false, 0, 1, 2), running(2, 0, 2))},
+			state:    State{Size: 4, MembersKnown: true, Members: []MemberView{plantest.Leader(0), plantest.Voter(2)}, Pods: plantest.Pods(plantest.Running(0), plantest.Joining(1, false, 0, 1, 2), plantest.Running(2, 0, 2))},
 			want:     &Action{Kind: ActionCreatePod, Ordinal: 3, ClusterState: "existing", InitialCluster: []int{0, 1, 2, 3}},
 			progress: api.ReasonScalingUp,
 		},
 		{
 			name:     "grow: pod published, add it as a learner",
-			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{leader(0)}, Pods: pods(running(0), joining(1, true, 0, 1))},
+			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{plantest.Leader(0)}, Pods: plantest.Pods(plantest.Running(0), plantest.Joining(1, true, 0, 1))},
 			want:     &Action{Kind: ActionAddLearner, Ordinal: 1},
 			progress: api.ReasonScalingUp,
 		},
 		{
 			name:     "grow: learner starting: prepare the next pod, add no member",
-			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{leader(0), learner(1, false)}, Pods: pods(running(0), joining(1, true, 0, 1))},
+			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{plantest.Leader(0), learner(1, false)}, Pods: plantest.Pods(plantest.Running(0), plantest.Joining(1, true, 0, 1))},
 			want:     &Action{Kind: ActionCreatePod, Ordinal: 2, ClusterState: "existing", InitialCluster: []int{0, 1, 2}},
 			progress: api.ReasonScalingUp,
 		},
 		{
 			name:     "grow: learner starting, next pod ready: wait (no second member)",
-			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{leader(0), learner(1, false)}, Pods: pods(running(0), joining(1, true, 0, 1), joining(2, true, 0, 1, 2))},
+			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{plantest.Leader(0), learner(1, false)}, Pods: plantest.Pods(plantest.Running(0), plantest.Joining(1, true, 0, 1), plantest.Joining(2, true, 0, 1, 2))},
 			progress: api.ReasonScalingUp,
 		},
 		{
 			name:     "grow: learner not confirmed in DNS: the next pod is prepared all the same (its member-init waits for DNS)",
-			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{leader(0), learner(1, false)}, Pods: pods(running(0), joining(1, false, 0, 1))},
+			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{plantest.Leader(0), learner(1, false)}, Pods: plantest.Pods(plantest.Running(0), plantest.Joining(1, false, 0, 1))},
 			want:     &Action{Kind: ActionCreatePod, Ordinal: 2, ClusterState: "existing", InitialCluster: []int{0, 1, 2}},
 			progress: api.ReasonScalingUp,
 		},
 		{
 			name:     "grow: learner's pod going away: remove the learner, prepare nothing",
-			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{leader(0), learner(1, false)}, Pods: pods(running(0), terminating(joining(1, true, 0, 1)))},
+			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{plantest.Leader(0), learner(1, false)}, Pods: plantest.Pods(plantest.Running(0), terminating(plantest.Joining(1, true, 0, 1)))},
 			want:     &Action{Kind: ActionRemoveMember, Ordinal: 1, MemberID: 101},
 			progress: api.ReasonScalingUp,
 		},
 		{
 			name:     "grow: learner started, promote it",
-			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{leader(0), learner(1, true)}, Pods: pods(running(0), running(1, 0, 1))},
+			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{plantest.Leader(0), learner(1, true)}, Pods: plantest.Pods(plantest.Running(0), plantest.Running(1, 0, 1))},
 			want:     &Action{Kind: ActionPromote, Ordinal: 1, MemberID: 101},
 			progress: api.ReasonScalingUp,
 		},
 		{
 			name:     "grow: pod built for an older membership is replaced",
-			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{leader(0), voter(1)}, Pods: pods(running(0), running(1, 0, 1), joining(2, true, 0, 2))},
+			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{plantest.Leader(0), plantest.Voter(1)}, Pods: plantest.Pods(plantest.Running(0), plantest.Running(1, 0, 1), plantest.Joining(2, true, 0, 2))},
 			want:     &Action{Kind: ActionDeletePod, Ordinal: 2},
 			progress: api.ReasonScalingUp,
 		},
 		{
 			name:     "grow: a seed-style pod never joins an existing cluster",
-			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{voter(1), leader(2)}, Pods: pods(running(0), running(1, 0, 1), running(2, 0, 1, 2))},
+			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{plantest.Voter(1), plantest.Leader(2)}, Pods: plantest.Pods(plantest.Running(0), plantest.Running(1, 0, 1), plantest.Running(2, 0, 1, 2))},
 			want:     &Action{Kind: ActionDeletePod, Ordinal: 0},
 			progress: api.ReasonScalingUp,
 		},
 		{
 			name:     "grow: an unschedulable pod does not block another ordinal",
-			state:    State{Size: 4, MembersKnown: true, Members: []MemberView{leader(0), voter(2)}, Pods: pods(running(0), stuckPod(joining(1, false, 0, 1, 2)), running(2, 0, 2))},
+			state:    State{Size: 4, MembersKnown: true, Members: []MemberView{plantest.Leader(0), plantest.Voter(2)}, Pods: plantest.Pods(plantest.Running(0), plantest.StuckPod(plantest.Joining(1, false, 0, 1, 2)), plantest.Running(2, 0, 2))},
 			want:     &Action{Kind: ActionCreatePod, Ordinal: 3, ClusterState: "existing", InitialCluster: []int{0, 2, 3}},
 			progress: api.ReasonScalingUp,
 		},
 		{
 			name:     "an unschedulable scale-up pod does not stop a repair: remove the lost member",
-			state:    State{Size: 4, MembersKnown: true, Members: []MemberView{leader(0), sick(voter(1)), voter(2)}, Pods: pods(running(0), running(2, 0, 1, 2), stuckPod(joining(3, false, 0, 1, 2, 3))), LastMembers: []LastMember{{Ordinal: 1}}},
+			state:    State{Size: 4, MembersKnown: true, Members: []MemberView{plantest.Leader(0), plantest.Sick(plantest.Voter(1)), plantest.Voter(2)}, Pods: plantest.Pods(plantest.Running(0), plantest.Running(2, 0, 1, 2), plantest.StuckPod(plantest.Joining(3, false, 0, 1, 2, 3))), LastMembers: []LastMember{{Ordinal: 1}}},
 			want:     &Action{Kind: ActionRemoveMember, Ordinal: 1, MemberID: 101},
 			progress: api.ReasonReplacingMember,
 		},
 		{
 			name:     "an unschedulable scale-up pod does not stop a repair: re-create the lost member",
-			state:    State{Size: 4, MembersKnown: true, Members: []MemberView{leader(0), voter(2)}, Pods: pods(running(0), running(2, 0, 1, 2), stuckPod(joining(3, false, 0, 1, 2, 3))), LastMembers: []LastMember{{Ordinal: 1}}},
+			state:    State{Size: 4, MembersKnown: true, Members: []MemberView{plantest.Leader(0), plantest.Voter(2)}, Pods: plantest.Pods(plantest.Running(0), plantest.Running(2, 0, 1, 2), plantest.StuckPod(plantest.Joining(3, false, 0, 1, 2, 3))), LastMembers: []LastMember{{Ordinal: 1}}},
 			want:     &Action{Kind: ActionCreatePod, Ordinal: 1, ClusterState: "existing", InitialCluster: []int{0, 1, 2}},
 			progress: api.ReasonReplacingMember,
 		},
 		{
 			name:     "shrink: remove the highest ordinal",
-			state:    State{Size: 2, MembersKnown: true, Members: []MemberView{leader(0), voter(1), voter(2)}, Pods: three},
+			state:    State{Size: 2, MembersKnown: true, Members: []MemberView{plantest.Leader(0), plantest.Voter(1), plantest.Voter(2)}, Pods: three},
 			want:     &Action{Kind: ActionRemoveMember, Ordinal: 2, MemberID: 102},
 			progress: api.ReasonScalingDown,
 		},
 		{
 			name:     "shrink: move leadership off the member first",
-			state:    State{Size: 2, MembersKnown: true, Members: []MemberView{voter(0), voter(1), leader(2)}, Pods: three},
+			state:    State{Size: 2, MembersKnown: true, Members: []MemberView{plantest.Voter(0), plantest.Voter(1), plantest.Leader(2)}, Pods: three},
 			want:     &Action{Kind: ActionMoveLeader, Ordinal: 2, MemberID: 102, Transferee: 100},
 			progress: api.ReasonScalingDown,
 		},
 		{
 			name:     "shrink: then delete the removed member's pod",
-			state:    State{Size: 2, MembersKnown: true, Members: []MemberView{leader(0), voter(1)}, Pods: three},
+			state:    State{Size: 2, MembersKnown: true, Members: []MemberView{plantest.Leader(0), plantest.Voter(1)}, Pods: three},
 			want:     &Action{Kind: ActionDeletePod, Ordinal: 2},
 			progress: api.ReasonScalingDown,
 		},
 		{
 			name:    "shrink: refused when the members left would lack a majority",
-			state:   State{Size: 2, MembersKnown: true, Members: []MemberView{leader(0), sick(voter(1)), voter(2)}, Pods: three},
+			state:   State{Size: 2, MembersKnown: true, Members: []MemberView{plantest.Leader(0), plantest.Sick(plantest.Voter(1)), plantest.Voter(2)}, Pods: three},
 			blocked: api.ReasonQuorumAtRisk,
 		},
 		{
 			name:    "no quorum: change nothing",
-			state:   State{Size: 3, MembersKnown: true, Members: []MemberView{voter(0), sick(voter(1)), sick(voter(2))}, Pods: three},
+			state:   State{Size: 3, MembersKnown: true, Members: []MemberView{plantest.Voter(0), plantest.Sick(plantest.Voter(1)), plantest.Sick(plantest.Voter(2))}, Pods: three},
 			blocked: api.ReasonNoQuorum,
 		},
 		{
 			name:     "replace: a voting member whose pod is gone is removed first",
-			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{leader(0), sick(voter(1)), voter(2)}, Pods: pods(running(0), running(2, 0, 1, 2)), LastMembers: []LastMember{{Ordinal: 1}}},
+			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{plantest.Leader(0), plantest.Sick(plantest.Voter(1)), plantest.Voter(2)}, Pods: plantest.Pods(plantest.Running(0), plantest.Running(2, 0, 1, 2)), LastMembers: []LastMember{{Ordinal: 1}}},
 			want:     &Action{Kind: ActionRemoveMember, Ordinal: 1, MemberID: 101},
 			progress: api.ReasonReplacingMember,
 		},
 		{
 			name:     "replace: then re-added under the same name",
-			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{leader(0), voter(2)}, Pods: pods(running(0), running(2, 0, 1, 2)), LastMembers: []LastMember{{Ordinal: 1}}},
+			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{plantest.Leader(0), plantest.Voter(2)}, Pods: plantest.Pods(plantest.Running(0), plantest.Running(2, 0, 1, 2)), LastMembers: []LastMember{{Ordinal: 1}}},
 			want:     &Action{Kind: ActionCreatePod, Ordinal: 1, ClusterState: "existing", InitialCluster: []int{0, 1, 2}},
 			progress: api.ReasonReplacingMember,
 		},
 		{
 			name:     "replace: the lost seed leader",
-			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{sick(voter(0)), leader(1), voter(2)}, Pods: pods(running(1, 0, 1), running(2, 0, 1, 2)), LastMembers: []LastMember{{Ordinal: 0}}},
+			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{plantest.Sick(plantest.Voter(0)), plantest.Leader(1), plantest.Voter(2)}, Pods: plantest.Pods(plantest.Running(1, 0, 1), plantest.Running(2, 0, 1, 2)), LastMembers: []LastMember{{Ordinal: 0}}},
 			want:     &Action{Kind: ActionRemoveMember, Ordinal: 0, MemberID: 100},
 			progress: api.ReasonReplacingMember,
 		},
 		{
 			name:     "replace: failed pod is deleted",
-			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{leader(0), sick(voter(1)), voter(2)}, Pods: pods(running(0), PodView{Ordinal: 1, Phase: corev1.PodFailed}, running(2, 0, 1, 2))},
+			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{plantest.Leader(0), plantest.Sick(plantest.Voter(1)), plantest.Voter(2)}, Pods: plantest.Pods(plantest.Running(0), PodView{Ordinal: 1, Phase: corev1.PodFailed}, plantest.Running(2, 0, 1, 2))},
 			want:     &Action{Kind: ActionDeletePod, Ordinal: 1},
 			progress: api.ReasonReplacingMember,
 		},
 		{
 			name:     "learner whose pod vanished is removed (learners never count for quorum)",
-			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{leader(0), voter(1), learner(2, false)}, Pods: pods(running(0), running(1, 0, 1))},
+			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{plantest.Leader(0), plantest.Voter(1), learner(2, false)}, Pods: plantest.Pods(plantest.Running(0), plantest.Running(1, 0, 1))},
 			want:     &Action{Kind: ActionRemoveMember, Ordinal: 2, MemberID: 102},
 			progress: api.ReasonScalingUp,
 		},
 		{
 			name:     "scale down while a learner is pending removes the learner",
-			state:    State{Size: 2, MembersKnown: true, Members: []MemberView{leader(0), voter(1), learner(2, true)}, Pods: three},
+			state:    State{Size: 2, MembersKnown: true, Members: []MemberView{plantest.Leader(0), plantest.Voter(1), learner(2, true)}, Pods: three},
 			want:     &Action{Kind: ActionRemoveMember, Ordinal: 2, MemberID: 102},
 			progress: api.ReasonScalingDown,
 		},
 		{
 			name:     "scale down while a pod waits to join deletes the pod",
-			state:    State{Size: 2, MembersKnown: true, Members: []MemberView{leader(0), voter(1)}, Pods: pods(running(0), running(1, 0, 1), joining(2, false, 0, 1, 2))},
+			state:    State{Size: 2, MembersKnown: true, Members: []MemberView{plantest.Leader(0), plantest.Voter(1)}, Pods: plantest.Pods(plantest.Running(0), plantest.Running(1, 0, 1), plantest.Joining(2, false, 0, 1, 2))},
 			want:     &Action{Kind: ActionDeletePod, Ordinal: 2},
 			progress: api.ReasonScalingDown,
 		},
 		{
 			name:    "foreign member: refuse to touch membership",
-			state:   State{Size: 3, MembersKnown: true, Members: []MemberView{leader(0), {Ordinal: -1, ID: 7, Healthy: true}}, Pods: pods(running(0))},
+			state:   State{Size: 3, MembersKnown: true, Members: []MemberView{plantest.Leader(0), {Ordinal: -1, ID: 7, Healthy: true}}, Pods: plantest.Pods(plantest.Running(0))},
 			blocked: api.ReasonInvalidSpec,
 		},
 		{
 			name:     "terminating pod of a member: remove the member, wait for the pod to go",
-			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{leader(0), voter(1), voter(2)}, Pods: pods(running(0), PodView{Ordinal: 1, Terminating: true, Phase: corev1.PodRunning}, running(2, 0, 1, 2)), LastMembers: []LastMember{{Ordinal: 1}}},
+			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{plantest.Leader(0), plantest.Voter(1), plantest.Voter(2)}, Pods: plantest.Pods(plantest.Running(0), PodView{Ordinal: 1, Terminating: true, Phase: corev1.PodRunning}, plantest.Running(2, 0, 1, 2)), LastMembers: []LastMember{{Ordinal: 1}}},
 			want:     &Action{Kind: ActionRemoveMember, Ordinal: 1, MemberID: 101},
 			progress: api.ReasonReplacingMember,
 		},
 		{
 			name:     "single member cluster scaled to 1 from 2 moves leadership",
-			state:    State{Size: 1, MembersKnown: true, Members: []MemberView{voter(0), leader(1)}, Pods: pods(running(0), running(1, 0, 1))},
+			state:    State{Size: 1, MembersKnown: true, Members: []MemberView{plantest.Voter(0), plantest.Leader(1)}, Pods: plantest.Pods(plantest.Running(0), plantest.Running(1, 0, 1))},
 			want:     &Action{Kind: ActionMoveLeader, Ordinal: 1, MemberID: 101, Transferee: 100},
 			progress: api.ReasonScalingDown,
 		},
@@ -370,11 +321,11 @@ func TestPlanNeverLosesQuorum(t *testing.T) {
 				var ms []MemberView
 				ps := map[int]PodView{}
 				for o := 0; o < n; o++ {
-					m := voter(o)
+					m := plantest.Voter(o)
 					m.Healthy = mask&(1<<o) != 0
 					m.Leader = o == 0 && m.Healthy
 					ms = append(ms, m)
-					ps[o] = running(o, seq(o+1)...)
+					ps[o] = plantest.Running(o, seq(o+1)...)
 				}
 				d := Plan(State{Name: "c", Size: size, MembersKnown: true, Members: ms, Pods: ps})
 				if d.Action == nil || d.Action.Kind != ActionRemoveMember {

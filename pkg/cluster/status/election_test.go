@@ -10,6 +10,7 @@ import (
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
 	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan/plantest"
 )
 
 // A short election keeps Available and Degraded as they were (no flip, no Warning); past the
@@ -17,14 +18,14 @@ import (
 func TestStatusLeaderElection(t *testing.T) {
 	c := newCluster(3)
 	c.Name = "c"
-	healthy := plan.State{Name: "c", Size: 3, Bootstrapped: true, MembersKnown: true, Members: []plan.MemberView{leader(0), voter(1), voter(2)}, Now: passAt.Add(-time.Hour)}
+	healthy := plan.State{Name: "c", Size: 3, Bootstrapped: true, MembersKnown: true, Members: []plan.MemberView{plantest.Leader(0), plantest.Voter(1), plantest.Voter(2)}, Now: plantest.PassAt.Add(-time.Hour)}
 	c.Status = Compute(c, healthy, plan.Decision{})
 	if !meta.IsStatusConditionTrue(c.Status.Conditions, string(api.ConditionAvailable)) {
 		t.Fatalf("a healthy cluster is not Available: %+v", c.Status.Conditions)
 	}
 	availableAt := meta.FindStatusCondition(c.Status.Conditions, string(api.ConditionAvailable)).LastTransitionTime
 
-	s := noList(passAt, ElectingSince(c))
+	s := plantest.NoList(plantest.PassAt, ElectingSince(c))
 	c.Status = Compute(c, s, plan.Plan(s))
 	avail := meta.FindStatusCondition(c.Status.Conditions, string(api.ConditionAvailable))
 	deg := meta.FindStatusCondition(c.Status.Conditions, string(api.ConditionDegraded))
@@ -32,8 +33,8 @@ func TestStatusLeaderElection(t *testing.T) {
 	if avail.Status != metav1.ConditionTrue || !avail.LastTransitionTime.Equal(&availableAt) || deg.Status != metav1.ConditionFalse {
 		t.Errorf("during a short election: Available %+v, Degraded %+v; want them unchanged", avail, deg)
 	}
-	if prog.Reason != string(api.ReasonElectingLeader) || !prog.LastTransitionTime.Time.Equal(passAt) {
-		t.Errorf("Progressing %+v, want ElectingLeader since %s", prog, passAt)
+	if prog.Reason != string(api.ReasonElectingLeader) || !prog.LastTransitionTime.Time.Equal(plantest.PassAt) {
+		t.Errorf("Progressing %+v, want ElectingLeader since %s", prog, plantest.PassAt)
 	}
 	if c.Status.Phase != api.PhaseRunning {
 		t.Errorf("phase %s during a short election, want Running as before", c.Status.Phase)
@@ -43,13 +44,13 @@ func TestStatusLeaderElection(t *testing.T) {
 	}
 
 	// A later pass within the bound: the time stays.
-	s = noList(passAt.Add(plan.ElectionBound/2), ElectingSince(c))
+	s = plantest.NoList(plantest.PassAt.Add(plan.ElectionBound/2), ElectingSince(c))
 	c.Status = Compute(c, s, plan.Plan(s))
-	if got := ElectingSince(c); !got.Equal(passAt) {
-		t.Errorf("election read back as since %s, want %s", got, passAt)
+	if got := ElectingSince(c); !got.Equal(plantest.PassAt) {
+		t.Errorf("election read back as since %s, want %s", got, plantest.PassAt)
 	}
 	// Past the bound.
-	s = noList(passAt.Add(plan.ElectionBound), ElectingSince(c))
+	s = plantest.NoList(plantest.PassAt.Add(plan.ElectionBound), ElectingSince(c))
 	c.Status = Compute(c, s, plan.Plan(s))
 	avail = meta.FindStatusCondition(c.Status.Conditions, string(api.ConditionAvailable))
 	deg = meta.FindStatusCondition(c.Status.Conditions, string(api.ConditionDegraded))

@@ -11,13 +11,14 @@ import (
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
 	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan/plantest"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 )
 
 // TestComputeStatus: (State, Decision) → status, the pass's one input to the three conditions
 // and the phase.
 func TestComputeStatus(t *testing.T) {
-	healthy3 := []plan.MemberView{leader(0), voter(1), voter(2)}
+	healthy3 := []plan.MemberView{plantest.Leader(0), plantest.Voter(1), plantest.Voter(2)}
 	type conds struct{ available, progressing, degraded api.ConditionReason }
 	for _, tc := range []struct {
 		name   string
@@ -64,7 +65,7 @@ func TestComputeStatus(t *testing.T) {
 		},
 		{
 			name:      "one member unhealthy, being replaced",
-			state:     plan.State{Size: 3, Bootstrapped: true, MembersKnown: true, Members: []plan.MemberView{leader(0), voter(1), sick(voter(2))}},
+			state:     plan.State{Size: 3, Bootstrapped: true, MembersKnown: true, Members: []plan.MemberView{plantest.Leader(0), plantest.Voter(1), plantest.Sick(plantest.Voter(2))}},
 			d:         plan.Decision{Progress: api.ReasonReplacingMember, Message: "removing member c-2"},
 			available: true, progressing: true, degraded: true,
 			reasons: conds{api.ReasonQuorumHealthy, api.ReasonReplacingMember, api.ReasonMembersUnhealthy},
@@ -74,7 +75,7 @@ func TestComputeStatus(t *testing.T) {
 		{
 			// Past its bound the planner blocks the rollout (RolloutStuck), which is Degraded.
 			name:      "one member restarting for a rollout: expected, not degraded",
-			state:     plan.State{Size: 3, Bootstrapped: true, MembersKnown: true, Members: []plan.MemberView{leader(0), voter(1), sick(voter(2))}},
+			state:     plan.State{Size: 3, Bootstrapped: true, MembersKnown: true, Members: []plan.MemberView{plantest.Leader(0), plantest.Voter(1), plantest.Sick(plantest.Voter(2))}},
 			d:         plan.Decision{Progress: api.ReasonUpgrading, Message: "waiting for member c-2 before the next one is rolled"},
 			available: true, progressing: true, degraded: false,
 			reasons: conds{api.ReasonQuorumHealthy, api.ReasonUpgrading, api.ReasonAsExpected},
@@ -83,8 +84,8 @@ func TestComputeStatus(t *testing.T) {
 		},
 		{
 			name:     "quorum lost",
-			state:    plan.State{Size: 3, Bootstrapped: true, MembersKnown: true, Members: []plan.MemberView{voter(0), sick(voter(1)), sick(voter(2))}},
-			d:        plan.Plan(plan.State{Name: "c", Size: 3, Bootstrapped: true, MembersKnown: true, Members: []plan.MemberView{voter(0), sick(voter(1)), sick(voter(2))}}),
+			state:    plan.State{Size: 3, Bootstrapped: true, MembersKnown: true, Members: []plan.MemberView{plantest.Voter(0), plantest.Sick(plantest.Voter(1)), plantest.Sick(plantest.Voter(2))}},
+			d:        plan.Plan(plan.State{Name: "c", Size: 3, Bootstrapped: true, MembersKnown: true, Members: []plan.MemberView{plantest.Voter(0), plantest.Sick(plantest.Voter(1)), plantest.Sick(plantest.Voter(2))}}),
 			degraded: true,
 			reasons:  conds{api.ReasonNoQuorum, api.ReasonNoQuorum, api.ReasonNoQuorum},
 			phase:    api.PhaseDegraded,
@@ -92,7 +93,7 @@ func TestComputeStatus(t *testing.T) {
 		},
 		{
 			name:     "nobody answers a cluster that ran",
-			state:    plan.State{Size: 3, Bootstrapped: true, Pods: pods(running(0))},
+			state:    plan.State{Size: 3, Bootstrapped: true, Pods: plantest.Pods(plantest.Running(0))},
 			d:        plan.Decision{Blocked: api.ReasonEtcdUnreachable, Message: "no member answered"},
 			degraded: true,
 			reasons:  conds{api.ReasonNoQuorum, api.ReasonEtcdUnreachable, api.ReasonEtcdUnreachable},
@@ -109,7 +110,7 @@ func TestComputeStatus(t *testing.T) {
 		},
 		{
 			name:    "quorum held but no member leads: not serving",
-			state:   plan.State{Size: 3, Bootstrapped: true, MembersKnown: true, Members: []plan.MemberView{voter(0), voter(1), voter(2)}},
+			state:   plan.State{Size: 3, Bootstrapped: true, MembersKnown: true, Members: []plan.MemberView{plantest.Voter(0), plantest.Voter(1), plantest.Voter(2)}},
 			reasons: conds{api.ReasonNoQuorum, api.ReasonReconciled, api.ReasonAsExpected},
 			phase:   api.PhaseRunning,
 			ready:   3,
@@ -178,12 +179,12 @@ func TestComputeStatus(t *testing.T) {
 func TestDegradedNamesUnhealthyMembers(t *testing.T) {
 	c := newCluster(5)
 	c.Name = "c"
-	gone, stuck := running(3), running(4)
+	gone, stuck := plantest.Running(3), plantest.Running(4)
 	gone.Terminating, gone.Node = true, "worker-2"
 	stuck.Phase = corev1.PodPending
 	s := plan.State{Name: "c", Size: 5, Bootstrapped: true, MembersKnown: true,
-		Members: []plan.MemberView{leader(0), voter(1), sick(voter(2)), sick(voter(3)), sick(voter(4))},
-		Pods:    pods(running(0), running(1), gone, stuck)}
+		Members: []plan.MemberView{plantest.Leader(0), plantest.Voter(1), plantest.Sick(plantest.Voter(2)), plantest.Sick(plantest.Voter(3)), plantest.Sick(plantest.Voter(4))},
+		Pods:    plantest.Pods(plantest.Running(0), plantest.Running(1), gone, stuck)}
 	deg := meta.FindStatusCondition(Compute(c, s, plan.Decision{}).Conditions, string(api.ConditionDegraded))
 	want := "3 of 5 voting members are unhealthy: c-2 (its pod is gone), c-3 (its pod is terminating on node worker-2), c-4 (its pod is Pending)"
 	if deg == nil || deg.Message != want {
@@ -195,7 +196,7 @@ func TestDegradedNamesUnhealthyMembers(t *testing.T) {
 // twice from the same input is equal and not written again.
 func TestComputeStatusIsStable(t *testing.T) {
 	c := newCluster(3)
-	s := plan.State{Name: c.Name, Size: 3, Bootstrapped: true, MembersKnown: true, Members: []plan.MemberView{leader(0), voter(1), voter(2)}}
+	s := plan.State{Name: c.Name, Size: 3, Bootstrapped: true, MembersKnown: true, Members: []plan.MemberView{plantest.Leader(0), plantest.Voter(1), plantest.Voter(2)}}
 	first := Compute(c, s, plan.Decision{})
 	for range 20 {
 		c2 := c.DeepCopy()
@@ -236,10 +237,10 @@ func equalConditions(a, b []metav1.Condition) bool {
 func TestStatusClaims(t *testing.T) {
 	c := newCluster(3)
 	c.Name = "c"
-	s := onClaims(plan.State{Name: "c", Size: 3, Now: passAt, Pods: pods(troubled(stuckPod(seedPod(false)), "Unschedulable",
+	s := plantest.OnClaims(plan.State{Name: "c", Size: 3, Now: plantest.PassAt, Pods: plantest.Pods(plantest.Troubled(plantest.StuckPod(plantest.SeedPod(false)), "Unschedulable",
 		"0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims.", time.Hour)),
-		Claims: claims(func() plan.ClaimView {
-			cv := unbound(claim(0))
+		Claims: plantest.Claims(func() plan.ClaimView {
+			cv := plantest.Unbound(plantest.Claim(0))
 			cv.Problem = `ProvisioningFailed: storageclass.storage.k8s.io "nope" not found`
 			return cv
 		}())})
@@ -250,8 +251,18 @@ func TestStatusClaims(t *testing.T) {
 		t.Errorf("Degraded = %+v, want ClaimPending naming the claim and its event", deg)
 	}
 
-	running3 := onClaims(plan.State{Name: "c", Size: 3, Bootstrapped: true, MembersKnown: true,
-		Members: []plan.MemberView{leader(0), voter(1), voter(2)}, Claims: claims(claim(0), claim(1), claim(2))})
+	// A claim that waits only for its pod to be scheduled has no Problem (claimWhy): the
+	// scheduler's reason is what Degraded names, not the claim.
+	noCPU := plantest.OnClaims(plan.State{Name: "c", Size: 3, Now: plantest.PassAt, Pods: plantest.Pods(plantest.Troubled(plantest.StuckPod(plantest.SeedPod(false)), "Unschedulable",
+		"0/1 nodes are available: 1 Insufficient cpu.", time.Hour)), Claims: plantest.Claims(plantest.Unbound(plantest.Claim(0)))})
+	st = Compute(c, noCPU, plan.Decision{Progress: api.ReasonBootstrapping, Message: "waiting for seed member c-0 to start"})
+	deg = meta.FindStatusCondition(st.Conditions, string(api.ConditionDegraded))
+	if deg == nil || deg.Reason != string(api.ReasonPodCannotStart) || !strings.Contains(deg.Message, "Insufficient cpu") {
+		t.Errorf("Degraded = %+v, want PodCannotStart with the scheduler's Insufficient cpu", deg)
+	}
+
+	running3 := plantest.OnClaims(plan.State{Name: "c", Size: 3, Bootstrapped: true, MembersKnown: true,
+		Members: []plan.MemberView{plantest.Leader(0), plantest.Voter(1), plantest.Voter(2)}, Claims: plantest.Claims(plantest.Claim(0), plantest.Claim(1), plantest.Claim(2))})
 	st = Compute(c, running3, plan.Decision{})
 	for _, m := range st.Members {
 		if m.Claim != "data-"+m.Name {
@@ -271,7 +282,7 @@ func TestStatusQuorumLost(t *testing.T) {
 	noQuorumAt := time.Date(2026, 1, 1, 11, 0, 0, 0, time.UTC)
 	meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: string(api.ConditionDegraded),
 		Status: metav1.ConditionTrue, Reason: string(api.ReasonEtcdUnreachable), LastTransitionTime: metav1.NewTime(noQuorumAt)})
-	s := lostQuorum(3, pods(running(0, 0, 1, 2)), claims(claim(0)), answering(0, 42))
+	s := plantest.LostQuorum(3, plantest.Pods(plantest.Running(0, 0, 1, 2)), plantest.Claims(plantest.Claim(0)), plantest.Answering(0, 42))
 	s.Name = "c"
 	first := s.Now
 	if v := QuorumLoss(c); !v.Since.IsZero() {

@@ -1,0 +1,69 @@
+package member
+
+import (
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/memberinit"
+)
+
+// wrapInMemberInit makes a joining member's etcd container wait for the member to be added:
+// an init container copies the operator binary into a volume, and the etcd container runs it
+// as `member-init ... -- etcd <flags>`. member-init asks the other members named in
+// t.InitialCluster, answers the liveness probe while it waits, and execs etcd when the member
+// is listed, or at once when the data dir already holds the member.
+func wrapInMemberInit(c *api.EtcdCluster, t Template, pod *corev1.Pod, initImage, livePath string) {
+	var endpoints []string
+	for _, o := range t.InitialCluster {
+		if o != t.Ordinal {
+			endpoints = append(endpoints, ClientURLOf(t.peerURL(c, o)))
+		}
+	}
+	etcd := &pod.Spec.Containers[0]
+	wait := memberinit.Options{
+		DataDir:      DataDir,
+		PeerURL:      t.peerURL(c, t.Ordinal),
+		ClusterState: t.ClusterState,
+		Endpoints:    endpoints,
+		PollInterval: memberinit.DefaultPollInterval,
+		DNSWait:      memberinit.DefaultDNSWait,
+		LivenessAddr: fmt.Sprintf(":%d", ClientPort),
+		LivenessPath: livePath,
+		MemberIDFile: PodInfoDir + "/" + MemberIDFileName,
+		Exec:         append(slices.Clone(etcd.Command), etcd.Args...),
+	}
+	etcd.Command = []string{MemberInitPath}
+	etcd.Args = append([]string{MemberInitCommand}, wait.Args()...)
+	etcd.VolumeMounts = append(etcd.VolumeMounts,
+		corev1.VolumeMount{Name: MemberInitVolumeName, MountPath: MemberInitDir, ReadOnly: true},
+		corev1.VolumeMount{Name: PodInfoVolumeName, MountPath: PodInfoDir, ReadOnly: true})
+
+	pod.Spec.Volumes = append(pod.Spec.Volumes,
+		corev1.Volume{Name: MemberInitVolumeName, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		corev1.Volume{Name: PodInfoVolumeName, VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{
+			Items: []corev1.DownwardAPIVolumeFile{{
+				Path:     MemberIDFileName,
+				FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + AnnotationMemberID + "']"},
+			}},
+		}}})
+	pod.Spec.InitContainers = []corev1.Container{{
+		Name:                     InstallContainerName,
+		Image:                    initImage,
+		ImagePullPolicy:          corev1.PullIfNotPresent,
+		Args:                     []string{InstallCommand, "--to=" + MemberInitPath},
+		VolumeMounts:             []corev1.VolumeMount{{Name: MemberInitVolumeName, MountPath: MemberInitDir}},
+		SecurityContext:          restrictedContainer(),
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{
+				corev1.ResourceCPU:    resource.MustParse("10m"),
+				corev1.ResourceMemory: resource.MustParse("16Mi"),
+			},
+			Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")},
+		},
+	}}
+}

@@ -1,0 +1,175 @@
+package memberinit
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/etcd-operator/etcd-operator/pkg/dnsutil"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
+)
+
+// DefaultPollInterval is how often a joining member asks for the member list by default.
+const DefaultPollInterval = 200 * time.Millisecond
+
+// DefaultDNSWait bounds the wait for cluster DNS to serve the members' names (see
+// dnsutil.TrustAfter).
+const DefaultDNSWait = dnsutil.TrustAfter
+
+// Options are member-init's flags.
+type Options struct {
+	// DataDir is etcd's --data-dir. A member whose data dir holds data starts at once.
+	DataDir string
+	// PeerURL is this member's peer URL, exactly as the operator adds it.
+	PeerURL string
+	// ClusterState is the --initial-cluster-state etcd will start with.
+	ClusterState etcdutil.ClusterState
+	// Endpoints are client URLs of the members already in the cluster; never this one's.
+	Endpoints []string
+	// PollInterval is how often the member list is asked for.
+	PollInterval time.Duration
+	// LivenessAddr, when set, is where the liveness probe of etcd's container is answered
+	// while the member waits (etcd's client address); only LivenessPath (path and query, as
+	// the probe asks) is answered as alive, anything else, the readiness probe included, as
+	// unavailable.
+	LivenessAddr string
+	LivenessPath string
+	// DNS, when set, is asked whether cluster DNS serves each endpoint's host before the
+	// endpoints are dialled; past DNSWait the hosts are dialled anyway.
+	DNS     dnsutil.Checker
+	DNSWait time.Duration
+	// MemberIDFile, when set, is a file that holds this member's etcd ID in hex once the
+	// operator knows the member has started; missing or empty until then. A member so named
+	// whose data dir holds no data does not start (ErrDataLost).
+	MemberIDFile string
+	// TerminationLog is where main writes the termination message of a failed Run (see
+	// WriteTermination); empty means DefaultTerminationLog.
+	TerminationLog string
+	// Exec is the command (etcd and its flags) that replaces member-init once etcd may start.
+	// Empty in pods made by earlier versions of the operator, where member-init is an init
+	// container and only returns: they keep working when they restart with this binary.
+	Exec []string
+}
+
+// Parse reads the arguments of `etcd-operator member-init [flags] [-- command...]` (args
+// without the subcommand). It returns flag.ErrHelp for -h.
+func Parse(args []string) (Options, error) {
+	var command []string
+	if i := slices.Index(args, "--"); i >= 0 {
+		args, command = args[:i], args[i+1:]
+		if len(command) == 0 {
+			return Options{}, errors.New("parsing member-init flags: no command after --")
+		}
+	}
+	fs := flag.NewFlagSet("member-init", flag.ContinueOnError)
+	var o Options
+	var state, endpoints string
+	fs.StringVar(&o.DataDir, "data-dir", "", "etcd's data directory; a member whose directory holds data starts at once")
+	fs.StringVar(&o.PeerURL, "peer-url", "", "this member's peer URL, exactly as the operator adds it to the cluster")
+	fs.StringVar(&state, "initial-cluster-state", "", "new (bootstraps the cluster: start at once) or existing (wait to be added)")
+	fs.StringVar(&endpoints, "endpoints", "", "comma-separated client URLs of the members already running, never this member's own")
+	fs.DurationVar(&o.PollInterval, "poll-interval", DefaultPollInterval, "how often to ask for the member list")
+	fs.DurationVar(&o.DNSWait, "dns-wait", DefaultDNSWait, "how long to wait for cluster DNS to serve the members' names before dialling them anyway")
+	fs.StringVar(&o.LivenessAddr, "liveness-addr", "", "address to answer the liveness probe on while waiting (etcd's client address)")
+	fs.StringVar(&o.LivenessPath, "liveness-path", "", "path and query of the liveness probe answered while waiting")
+	fs.StringVar(&o.MemberIDFile, "member-id-file", "", "file holding this member's ID in hex once it has started; with an empty data dir, etcd is not started")
+	fs.StringVar(&o.TerminationLog, "termination-log", DefaultTerminationLog, "file to write the termination message to when etcd is not started")
+	if err := fs.Parse(args); err != nil {
+		return Options{}, err
+	}
+	if fs.NArg() > 0 {
+		return Options{}, fmt.Errorf("parsing member-init flags: unexpected arguments %q", fs.Args())
+	}
+	o.ClusterState = etcdutil.ClusterState(state)
+	o.Exec = command
+	for _, e := range strings.Split(endpoints, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			o.Endpoints = append(o.Endpoints, e)
+		}
+	}
+	if err := o.Validate(); err != nil {
+		return Options{}, fmt.Errorf("parsing member-init flags: %w", err)
+	}
+	return o, nil
+}
+
+// Args renders the options as the arguments Parse reads (without the subcommand): the
+// operator builds a member pod's command line with it. Durations at their defaults are left
+// out (a zero value is not a default: it is written), and so is the command when there is none.
+// The termination log is left out at its default and when empty, which means the default.
+func (o Options) Args() []string {
+	args := []string{
+		"--data-dir=" + o.DataDir,
+		"--peer-url=" + o.PeerURL,
+		"--initial-cluster-state=" + string(o.ClusterState),
+		"--endpoints=" + strings.Join(o.Endpoints, ","),
+	}
+	if o.PollInterval != DefaultPollInterval {
+		args = append(args, "--poll-interval="+o.PollInterval.String())
+	}
+	if o.DNSWait != DefaultDNSWait {
+		args = append(args, "--dns-wait="+o.DNSWait.String())
+	}
+	if o.LivenessAddr != "" {
+		args = append(args, "--liveness-addr="+o.LivenessAddr, "--liveness-path="+o.LivenessPath)
+	}
+	if o.MemberIDFile != "" {
+		args = append(args, "--member-id-file="+o.MemberIDFile)
+	}
+	if o.TerminationLog != "" && o.TerminationLog != DefaultTerminationLog {
+		args = append(args, "--termination-log="+o.TerminationLog)
+	}
+	if len(o.Exec) > 0 {
+		args = append(append(args, "--"), o.Exec...)
+	}
+	return args
+}
+
+// Validate checks the options. An endpoint on this member's own host is refused: looking
+// it up before the member's DNS record exists is what member-init must never do.
+func (o Options) Validate() error {
+	if o.DataDir == "" {
+		return errors.New("--data-dir is required")
+	}
+	peer, err := url.Parse(o.PeerURL)
+	if err != nil || peer.Hostname() == "" {
+		return fmt.Errorf("--peer-url %q is not a URL with a host", o.PeerURL)
+	}
+	switch o.ClusterState {
+	case etcdutil.ClusterStateNew, etcdutil.ClusterStateExisting:
+		// A member of an existing cluster needs --endpoints only to wait for being added:
+		// the only member of a cluster restarts on its data with none (see Run).
+	default:
+		return fmt.Errorf("--initial-cluster-state must be %s or %s, not %q", etcdutil.ClusterStateNew, etcdutil.ClusterStateExisting, o.ClusterState)
+	}
+	for _, e := range o.Endpoints {
+		u, err := url.Parse(e)
+		if err != nil || u.Hostname() == "" {
+			return fmt.Errorf("endpoint %q is not a URL with a host", e)
+		}
+		if strings.EqualFold(u.Hostname(), peer.Hostname()) {
+			return fmt.Errorf("endpoint %s is this member itself (--peer-url %s)", e, o.PeerURL)
+		}
+	}
+	if o.PollInterval <= 0 {
+		return fmt.Errorf("--poll-interval must be positive, not %s", o.PollInterval)
+	}
+	if (o.LivenessAddr == "") != (o.LivenessPath == "") {
+		return errors.New("--liveness-addr and --liveness-path go together")
+	}
+	if o.LivenessPath != "" && !strings.HasPrefix(o.LivenessPath, "/") {
+		return fmt.Errorf("--liveness-path %q must start with /", o.LivenessPath)
+	}
+	if o.DNSWait < 0 {
+		return fmt.Errorf("--dns-wait must not be negative, not %s", o.DNSWait)
+	}
+	if len(o.Exec) > 0 && !filepath.IsAbs(o.Exec[0]) {
+		return fmt.Errorf("the command after -- must be an absolute path, not %q", o.Exec[0])
+	}
+	return nil
+}
