@@ -174,7 +174,9 @@ func planDataGone(s State) (Decision, bool) {
 		if m.Learner || !dataGone(s, m) {
 			continue
 		}
-		if m.Healthy && m.Ordinal < s.Size && missingMember(s) {
+		// Not while etcd's downgrade is enabled: no member can join then, and the rollout
+		// would restart the deferred member (its pod deleted, its copy gone) anyway.
+		if m.Healthy && m.Ordinal < s.Size && missingMember(s) && s.DowngradeTarget == "" {
 			continue
 		}
 		reason := api.ReasonReplacingMember

@@ -83,9 +83,13 @@ func planDowngrade(s State) (Decision, bool) {
 // planDowngradeShort cancels etcd's downgrade when a member is missing (its data lost and
 // removed) and the voters left cannot restart one more without losing quorum: etcd lets no
 // member join while a downgrade is enabled, so the rollout could neither finish nor regrow.
-// Once cancelled, rule 7 adds the member back (on the version the cluster runs), and the
-// downgrade is enabled again from its first step once the cluster is whole. A missing member
-// the rollout can do without (a scale-up asked for mid-downgrade) waits for the downgrade.
+// Once cancelled, etcd keeps the cluster version at the lowest version a member runs: rule 7
+// adds the member back on the version the cluster runs (TargetVersion), and rule 8 goes on
+// once the cluster is whole. If no member had gone down yet, the cluster version is back up
+// and the downgrade is enabled again from its first step; if one had, the cluster version
+// stays at the target (and the storage version with it), so the members left are restarted
+// on it without etcd's downgrade API, as any member at or above the cluster version may be.
+// A missing member the rollout can do without waits for the downgrade to finish.
 func planDowngradeShort(s State) (Decision, bool) {
 	if s.DowngradeTarget == "" || !missingMember(s) {
 		return Decision{}, false
@@ -102,7 +106,7 @@ func planDowngradeShort(s State) (Decision, bool) {
 		}
 	}
 	return Decision{Action: &Action{Kind: ActionCancelDowngrade}, Progress: reasonFor(s, missing), Message: fmt.Sprintf(
-		"cancelling etcd's downgrade to %s: member %s is missing, etcd lets no member join during a downgrade, and %d voting members cannot restart one more; the downgrade is enabled again once the cluster is whole",
+		"cancelling etcd's downgrade to %s: member %s is missing, etcd lets no member join during a downgrade, and %d voting members cannot restart one more; the rollout to spec.version goes on once the cluster is whole",
 		s.DowngradeTarget, naming.Name(s.Name, missing), voting)}, true
 }
 

@@ -53,7 +53,23 @@ func TestPlanDowngrade(t *testing.T) {
 		plantest.Pods(plantest.Rolled(0, newer, true, hour), plantest.Rolled(2, older, false, hour)),
 		map[int]etcdfacts.Status{0: downgrading(0, newer, "3.6.0", ""), 2: downgrading(2, older, "3.6.0", "")})
 
+	// Five members, c-1 lost and removed mid-downgrade, c-4's claim being deleted under its
+	// running pod: no member can join while the downgrade is enabled, so c-4 is not kept
+	// waiting for c-1 (the rollout would restart it, its copy gone, all the same).
+	fiveShort := state(older, true, []MemberView{plantest.Leader(0), plantest.Voter(2), plantest.Voter(3), plantest.Voter(4)},
+		plantest.Pods(plantest.Rolled(0, newer, true, hour), plantest.Rolled(2, newer, true, hour), plantest.Rolled(3, newer, true, hour), plantest.Rolled(4, newer, true, hour)),
+		map[int]etcdfacts.Status{0: downgrading(0, newer, "3.6.0", "3.6.0"), 2: downgrading(2, newer, "3.6.0", "3.6.0"),
+			3: downgrading(3, newer, "3.6.0", "3.6.0"), 4: downgrading(4, newer, "3.6.0", "3.6.0")})
+	fiveShort.Size = 5
+	fiveShort.Claims = plantest.Claims(plantest.Claim(0), plantest.Claim(2), plantest.Claim(3), deleting(plantest.Claim(4)))
+
 	runPlanCases(t, []planCase{
+		{
+			name:     "mid-downgrade, a member missing and another's claim deleted under it: the doomed one is removed, not kept",
+			state:    fiveShort,
+			want:     &Action{Kind: ActionRemoveMember, Ordinal: 4, MemberID: 104},
+			progress: api.ReasonDowngrading,
+		},
 		{
 			name:     "the downgrade cancelled with a member missing: the member joins again",
 			state:    cancelled,
@@ -65,7 +81,7 @@ func TestPlanDowngrade(t *testing.T) {
 			state:    lostOne,
 			want:     &Action{Kind: ActionCancelDowngrade},
 			progress: api.ReasonScalingUp,
-			message:  []string{"member c-1 is missing", "enabled again once the cluster is whole"},
+			message:  []string{"member c-1 is missing", "goes on once the cluster is whole"},
 		},
 		{
 			name:     "a scale-up waits for the downgrade: etcd lets no member join while it is enabled",
