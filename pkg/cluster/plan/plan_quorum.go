@@ -249,7 +249,7 @@ func unanswered(s State, q quorumLoss) []string {
 	var out []string
 	for _, m := range q.held {
 		if _, ok := q.survivors[m.Ordinal]; !ok {
-			out = append(out, naming.Name(s.Name, m.Ordinal))
+			out = append(out, naming.Name(s.Name, m.Ordinal)+" ("+PodCondition(s.Pods, m.Ordinal)+")")
 		}
 	}
 	slices.Sort(out)

@@ -56,7 +56,7 @@ func TestPlanQuorumLoss(t *testing.T) {
 			state: withRecovery(plantest.LostQuorum(5, plantest.Pods(plantest.Running(0, all...), plantest.Running(1, all...)), plantest.Claims(plantest.Claim(0), plantest.Claim(1)),
 				plantest.Answering(0, 40)), func(r *QuorumLossView) { r.RecoverFrom = "highest" }),
 			blocked: api.ReasonQuorumLost,
-			message: []string{"waiting for c-1", "may hold writes", "recover-quorum=c-0"},
+			message: []string{"waiting for c-1 (etcd does not answer at its pod)", "may hold writes", "recover-quorum=c-0"},
 		},
 		{
 			name: "FromSurvivor past its grace, a member whose data may be left does not answer: wait for it too",
