@@ -98,13 +98,20 @@ func (r *Reconciler) lookClaims(ctx context.Context, c *api.EtcdCluster, o *obse
 		case apierrors.IsNotFound(err):
 		case err != nil:
 			return fmt.Errorf("getting claim %s: %w", name, err)
-		case claimIsOurs(c, pvc):
+		case claimIsOurs(c, pvc) || markedUnowned(pvc):
 			o.claims[ord] = pvc
 		default:
 			o.foreign = append(o.foreign, foreignObject(plan.ForeignClaim, pvc, ord))
 		}
 	}
 	return nil
+}
+
+// markedUnowned: a claim no controller owns that the operator marked with the member whose
+// data it holds. Only a claim of this cluster's member name is ever marked so: stripped of its
+// labels, it is still the member's data, never someone else's claim to stop for.
+func markedUnowned(pvc *corev1.PersistentVolumeClaim) bool {
+	return metav1.GetControllerOf(pvc) == nil && member.ParseID(pvc.Annotations[member.AnnotationMemberID]) != 0
 }
 
 // nextOrdinals are the ordinals without a pod in the cache that a pass may act on next: the

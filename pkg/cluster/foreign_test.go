@@ -276,10 +276,12 @@ func TestObserveAsksForClaimsMissingFromTheCache(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		owned     bool
+		marked    bool
 		wantClaim bool
 	}{
-		{"owned by the cluster, labels stripped: observed as the member's claim", true, true},
-		{"no owner, labels stripped: observed as foreign, never as gone", false, false},
+		{"owned by the cluster, labels stripped: observed as the member's claim", true, false, true},
+		{"no owner (Retain), marked with its member, labels stripped: still the member's claim", false, true, true},
+		{"no owner, no mark, labels stripped: observed as foreign, never as gone", false, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCluster(3)
@@ -293,6 +295,9 @@ func TestObserveAsksForClaimsMissingFromTheCache(t *testing.T) {
 			stripped.UID, stripped.Labels, stripped.OwnerReferences = "claim-uid-1", nil, nil
 			if tc.owned {
 				stripped.OwnerReferences = []metav1.OwnerReference{member.OwnerReference(c)}
+			}
+			if tc.marked {
+				stripped.Annotations = map[string]string{member.AnnotationMemberID: member.FormatID(101)}
 			}
 			f := newFixture(t, c, pod)
 			if err := f.kube.Tracker().Add(stripped); err != nil {

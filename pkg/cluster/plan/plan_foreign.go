@@ -28,9 +28,17 @@ func planForeign(s State) (Decision, bool) {
 	if len(members) == 0 {
 		return Decision{}, false
 	}
-	// The message names every foreign object, the Services too: the user deletes them all.
-	return Decision{Blocked: api.ReasonForeignObject, Message: ForeignMessage(s.Foreign) +
-		"; no change is made to the cluster until each is deleted or renamed (docs/design.md: objects the operator did not make)"}, true
+	// The message names every foreign object, the Services too: the user deletes them all. A
+	// claim may hold data, though: it is never deleted on the operator's word alone.
+	msg := ForeignMessage(s.Foreign) +
+		"; no change is made to the cluster until each is deleted or renamed (docs/design.md: objects the operator did not make)"
+	for _, f := range members {
+		if f.Kind == ForeignClaim {
+			msg += "; before deleting a claim, make sure it holds no data you need (a claim that lost the cluster's labels may still be a member's: label it back instead)"
+			break
+		}
+	}
+	return Decision{Blocked: api.ReasonForeignObject, Message: msg}, true
 }
 
 // ForeignKind is the kind of a foreign object.
