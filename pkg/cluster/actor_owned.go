@@ -70,11 +70,11 @@ func (m *realActor) ApplyBudget(ctx context.Context, c *api.EtcdCluster, want, h
 			_, err = budgets.Patch(ctx, have.Name, types.MergePatchType, body, metav1.PatchOptions{})
 		}
 		if err != nil {
-			return err
+			return fmt.Errorf("dropping maxUnavailable from disruption budget %s: %w", have.Name, err)
 		}
 	}
 	if _, err := budgets.Apply(ctx, budgetApply(want), applyOptions); err != nil {
-		return err
+		return fmt.Errorf("applying disruption budget %s: %w", want.Name, err)
 	}
 	log := m.clusterLog(c).WithField("budget", want.Name)
 	if have != nil {
@@ -93,7 +93,7 @@ func (m *realActor) ApplyNetworkPolicy(ctx context.Context, c *api.EtcdCluster, 
 		_, err = m.kube.NetworkingV1().NetworkPolicies(c.Namespace).Apply(ctx, cfg, applyOptions)
 	}
 	if err != nil {
-		return err
+		return fmt.Errorf("applying network policy %s: %w", want.Name, err)
 	}
 	log := m.clusterLog(c).WithField("networkPolicy", want.Name)
 	if !create {
@@ -108,7 +108,7 @@ func (m *realActor) ApplyNetworkPolicy(ctx context.Context, c *api.EtcdCluster, 
 func (m *realActor) DeleteNetworkPolicy(ctx context.Context, c *api.EtcdCluster, have *networkingv1.NetworkPolicy) error {
 	err := m.kube.NetworkingV1().NetworkPolicies(c.Namespace).Delete(ctx, have.Name, uidPrecondition(have.UID))
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		return err
+		return fmt.Errorf("deleting network policy %s: %w", have.Name, err)
 	}
 	m.clusterLog(c).WithField("networkPolicy", have.Name).Info("deleted network policy")
 	m.event(c, corev1.EventTypeNormal, EventNetworkPolicyDeleted, "Deleted network policy %s: spec.networkPolicy is unset", have.Name)
