@@ -207,6 +207,10 @@ func collect(t *testing.T, fset *token.FileSet, info *types.Info, used map[permi
 				res += "/" + verb[1]
 			}
 			add(permission{group, res, verb[0]}, sel.Pos())
+			if sel.Sel.Name == "Apply" {
+				// A server-side apply that creates its object is authorized as a create too.
+				add(permission{group, res, "create"}, sel.Pos())
+			}
 		case kind == "informers" && strings.HasSuffix(typ, "Informer"):
 			if !known {
 				t.Fatalf("%s: an informer of API folder %q: add its group to apiGroups", fset.Position(sel.Pos()), folder)

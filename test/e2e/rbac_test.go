@@ -30,6 +30,9 @@ func TestRBACInstalledIsLeastPrivilege(t *testing.T) {
 		// delete: the Service of a member no longer wanted (scaled down).
 		{"delete", "services", "", "yes"},
 		{"patch", "poddisruptionbudgets.policy", "", "yes"},
+		// create: a server-side apply that makes the object is authorized as a create.
+		{"create", "services", "", "yes"},
+		{"create", "poddisruptionbudgets.policy", "", "yes"},
 		{"patch", "etcdclusters.etcd.operator.dev", "", "yes"},
 		{"update", "etcdclusters.etcd.operator.dev", "status", "yes"},
 		{"list", "events", "", "yes"},
@@ -40,7 +43,6 @@ func TestRBACInstalledIsLeastPrivilege(t *testing.T) {
 
 		{"delete", "leases.coordination.k8s.io", "", "no"},
 		{"update", "services", "", "no"},
-		{"create", "poddisruptionbudgets.policy", "", "no"},
 		{"patch", "etcdclusters.etcd.operator.dev", "status", "no"},
 		{"update", "etcdclusters.etcd.operator.dev", "", "no"},
 		{"delete", "etcdclusters.etcd.operator.dev", "", "no"},
