@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -32,6 +33,9 @@ func (r *Reconciler) act(ctx context.Context, c *api.EtcdCluster, o *observation
 		}
 	case plan.ActionAddLearner:
 		res, err = r.control.AddLearner(ctx, c, o.voterEndpoints(0), a.Ordinal)
+		if err == nil {
+			err = r.markLearnerClaim(ctx, o, a.Ordinal, res.MemberID)
+		}
 	case plan.ActionPromote:
 		res, err = r.control.Promote(ctx, c, o.voterEndpoints(0), a.Ordinal, a.MemberID)
 	case plan.ActionRemoveMember:
@@ -110,4 +114,21 @@ func (o *observation) headlessPeerURLs(ordinals []int) map[int]string {
 		return nil
 	}
 	return out
+}
+
+// markLearnerClaim marks the claim of a learner just added with its member ID, at once: its
+// etcd writes its data there as soon as it starts, and a learner removed before a pass lists
+// it with its pod would otherwise leave its data on an unmarked claim, on which the ordinal's
+// next pod, made for a new member, would start etcd as the removed member (found by
+// TestPlanPropertyInvariants). A marked claim of a removed member is replaced before reuse
+// (prepareClaim). syncClaims marks it on a later pass if the operator dies before this.
+func (r *Reconciler) markLearnerClaim(ctx context.Context, o *observation, ordinal int, id uint64) error {
+	pvc := o.claims[ordinal]
+	if id == 0 || pvc == nil || pvc.Annotations[member.AnnotationMemberID] != "" {
+		return nil
+	}
+	if _, err := r.control.AnnotateClaim(ctx, pvc, id); err != nil {
+		return fmt.Errorf("marking the claim of learner %s: %w", member.Name(o.cluster.Name, ordinal), err)
+	}
+	return nil
 }

@@ -201,3 +201,40 @@ func TestActRequeue(t *testing.T) {
 		t.Errorf("calls %q, want none", f.calls)
 	}
 }
+
+// A learner just added has its claim marked with its member ID in the same pass, before its
+// etcd can leave data there that no mark names; a claim marked already, or an add that
+// changed nothing (no ID), is left as it is.
+func TestActMarksTheClaimOfAnAddedLearner(t *testing.T) {
+	c := newCluster(3)
+	c.Spec.Storage = member.DefaultStorage()
+	for _, tc := range []struct {
+		name   string
+		result Result
+		marked bool
+		want   []string
+	}{
+		{"added, claim not marked", Result{Changed: true, MemberID: 0x77}, false,
+			[]string{"AddLearner 2 via [http://10.0.0.1:2379 http://10.0.0.2:2379]", "AnnotateClaim data-demo-2 77"}},
+		{"added, claim marked already", Result{Changed: true, MemberID: 0x77}, true,
+			[]string{"AddLearner 2 via [http://10.0.0.1:2379 http://10.0.0.2:2379]"}},
+		{"already a member: no ID", Result{}, false,
+			[]string{"AddLearner 2 via [http://10.0.0.1:2379 http://10.0.0.2:2379]"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := observed(c)
+			o.claims = map[int]*corev1.PersistentVolumeClaim{2: member.Claim(c, 2)}
+			if tc.marked {
+				o.claims[2].Annotations = map[string]string{member.AnnotationMemberID: "66"}
+			}
+			f := &fakeActor{result: tc.result}
+			r := &Reconciler{deps: Deps{Log: quietLog()}, control: f}
+			if _, err := r.act(context.Background(), c, o, plan.Action{Kind: plan.ActionAddLearner, Ordinal: 2}, ""); err != nil {
+				t.Fatalf("act: %v", err)
+			}
+			if fmt.Sprint(f.calls) != fmt.Sprint(tc.want) {
+				t.Errorf("calls %q, want %q", f.calls, tc.want)
+			}
+		})
+	}
+}

@@ -28,6 +28,8 @@ type Result struct {
 	// Refused is etcd's answer that said so.
 	RetryIn time.Duration
 	Refused error
+	// MemberID is the member a membership change added (AddLearner), once etcd gave it one.
+	MemberID uint64
 }
 
 // actor makes every change a pass makes to the world, other than the cluster's status and

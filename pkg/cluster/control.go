@@ -114,6 +114,9 @@ func (m *realActor) change(ctx context.Context, c *api.EtcdCluster, voters []str
 	if err != nil {
 		return res, fmt.Errorf(ch.doing+": %w", name, err)
 	}
+	if res.Changed && ch.action == plan.ActionAddLearner {
+		res.MemberID = id
+	}
 	if res.Changed {
 		m.logFor(c, name, ch.action).WithField("id", hexID(id)).Info(ch.logged)
 		msg := fmt.Sprintf(ch.event, name, hexID(id))

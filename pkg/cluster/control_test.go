@@ -314,10 +314,14 @@ func TestMembershipAgainstEtcd(t *testing.T) {
 			time.Sleep(res.RetryIn)
 		}
 	}
+	var addedID uint64
 	for i, want := range []bool{true, false} {
 		res, err := retried(func() (Result, error) { return m.AddLearner(ctx, c, eps, 2) })
 		if err != nil || res.Changed != want {
 			t.Fatalf("add learner #%d = %+v, %v; want changed %v", i+1, res, err, want)
+		}
+		if want {
+			addedID = res.MemberID
 		}
 	}
 	cli, err := etcdutil.NewFactory(0, 0).New(eps, etcdutil.ConnConfig{})
@@ -337,6 +341,9 @@ func TestMembershipAgainstEtcd(t *testing.T) {
 	}
 	if learner == 0 {
 		t.Fatalf("no learner with the member's peer URL in %+v", list)
+	}
+	if addedID != learner {
+		t.Errorf("AddLearner gave member ID %x, etcd lists the learner as %x", addedID, learner)
 	}
 	res, err := m.Promote(ctx, c, eps, 2, learner)
 	if err != nil || res.Changed || res.RetryIn != whileWaiting {
