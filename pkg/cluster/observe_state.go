@@ -51,7 +51,7 @@ func lastMembers(c *api.EtcdCluster) []plan.LastMember {
 	var out []plan.LastMember
 	for _, m := range c.Status.Members {
 		if ord, ok := member.Ordinal(c.Name, m.Name); ok {
-			out = append(out, plan.LastMember{Ordinal: ord, ID: member.ParseID(m.ID), Learner: m.Learner})
+			out = append(out, plan.LastMember{Ordinal: ord, ID: member.ParseID(m.ID), Learner: m.Learner, Version: m.Version})
 		}
 	}
 	return out

@@ -61,6 +61,8 @@ type LastMember struct {
 	ID      uint64
 	// Learner: it was listed as a learner. A voting member listed has started.
 	Learner bool
+	// Version is the etcd version it reported then; empty if it did not answer.
+	Version string
 }
 
 // quorumLoss is the assessment of the last-known voting members while no member list

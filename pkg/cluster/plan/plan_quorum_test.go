@@ -256,3 +256,27 @@ func TestPlanQuorumLoss(t *testing.T) {
 	}
 	runPlanCases(t, tests)
 }
+
+// A survivor forced into a cluster of one restarts on the etcd it ran (status last listed it
+// on 3.6.16), not on a spec.version raised to 3.7.3 while quorum was lost: 3.7 replaying the
+// log of an older release is what the rollout's replacement rule exists to avoid.
+func TestForcedSurvivorKeepsItsVersion(t *testing.T) {
+	all := []int{0, 1, 2, 3, 4}
+	s := withRecovery(plantest.LostQuorum(5, plantest.Pods(plantest.Running(1, all...)), plantest.Claims(plantest.Claim(0), plantest.Claim(1)), plantest.Answering(1, 42)),
+		func(r *QuorumLossView) { r.RecoverFrom = "c-0" })
+	s.Name, s.TargetVersion = "c", "3.7.3"
+	for i := range s.LastMembers {
+		s.LastMembers[i].Version = "3.6.16"
+	}
+	d := Plan(s)
+	if d.Action == nil || d.Action.Kind != ActionForceNewCluster || d.Action.Ordinal != 0 {
+		t.Fatalf("Plan = %+v, want c-0 made again with --force-new-cluster", d)
+	}
+	if d.Action.PodVersion != "3.6.16" {
+		t.Errorf("the survivor's pod is built with etcd %q, want the 3.6.16 it ran", d.Action.PodVersion)
+	}
+	s.LastMembers[0].Version = ""
+	if d := Plan(s); d.Action == nil || d.Action.PodVersion != "3.7.3" {
+		t.Errorf("with no version known for the survivor: %+v, want the target 3.7.3", d.Action)
+	}
+}

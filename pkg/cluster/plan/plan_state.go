@@ -56,12 +56,39 @@ type Action struct {
 	PodVersion string
 }
 
-// withPodVersion puts the version the pod is built with in an action that builds one.
+// withPodVersion puts the version the pod is built with in an action that builds one. A
+// survivor forced into a cluster of one restarts on the version it ran, not the target: a
+// spec.version changed while quorum was lost would otherwise start --force-new-cluster on a
+// newer etcd over the survivor's older log; the rollout upgrades it once the cluster is back.
 func withPodVersion(s State, d Decision) Decision {
-	if a := d.Action; a != nil && (a.Kind == ActionCreatePod || a.Kind == ActionForceNewCluster || a.Kind == ActionRestartInPlace) {
-		a.PodVersion = s.TargetVersion
+	a := d.Action
+	if a == nil || (a.Kind != ActionCreatePod && a.Kind != ActionForceNewCluster && a.Kind != ActionRestartInPlace) {
+		return d
+	}
+	a.PodVersion = s.TargetVersion
+	if a.Kind == ActionForceNewCluster {
+		if v := survivorVersion(s, a.Ordinal); v != "" {
+			a.PodVersion = v
+		}
 	}
 	return d
+}
+
+// survivorVersion is the etcd version member o last ran: as it answers now, as its pod runs,
+// or as status last listed it; empty when none says.
+func survivorVersion(s State, o int) string {
+	if st, ok := s.Statuses[o]; ok && st.Version != "" {
+		return st.Version
+	}
+	if p, ok := s.Pods[o]; ok && p.Version != "" {
+		return p.Version
+	}
+	for _, m := range s.LastMembers {
+		if m.Ordinal == o {
+			return m.Version
+		}
+	}
+	return ""
 }
 
 // Decision is what the planner concluded.
