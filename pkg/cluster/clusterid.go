@@ -67,9 +67,10 @@ func (o *observation) ownClusterID() uint64 {
 }
 
 // recordClusterID writes the cluster ID on the EtcdCluster the first time its members are
-// listed, before any change is planned from that list.
+// listed, before any change is planned from that list. A paused cluster is changed in
+// nothing: its ID is recorded once it is unpaused, before the first change.
 func (r *Reconciler) recordClusterID(ctx context.Context, c *api.EtcdCluster, o *observation) error {
-	if recordedClusterID(c) != 0 || !o.membersKnown {
+	if c.Spec.Paused || recordedClusterID(c) != 0 || !o.membersKnown {
 		return nil
 	}
 	id := o.ownClusterID()

@@ -138,7 +138,7 @@ func (r *Reconciler) Sync(ctx context.Context, namespace, name string) (time.Dur
 	state := obs.state(r.now())
 	decision := plan.Plan(state)
 	if c.Spec.Paused {
-		decision = plan.Decision{}
+		decision = pausedDecision(state, decision)
 	}
 	decision, requeue, actErr := r.takeDecision(ctx, c, obs, state, decision)
 	if err := r.updateStatus(ctx, cached, state, decision); err != nil {
@@ -222,5 +222,21 @@ func (r *Reconciler) observeOwned(ctx context.Context, c *api.EtcdCluster) (obs 
 func (r *Reconciler) event(c *api.EtcdCluster, eventType string, reason EventReason, format string, args ...any) {
 	if r.deps.Recorder != nil {
 		r.deps.Recorder.Eventf(c, eventType, string(reason), format, args...)
+	}
+}
+
+// pausedDecision is what a paused cluster reports of the planner's decision: no action and
+// nothing under way, but what blocks it (the planner's Blocked), or, with no member list
+// from a cluster that ran, that no quorum answers, so that Degraded never says nothing is
+// wrong while nothing is being repaired.
+func pausedDecision(s plan.State, d plan.Decision) plan.Decision {
+	switch {
+	case d.Blocked != "":
+		return plan.Decision{Blocked: d.Blocked, Message: d.Message, Report: d.Report}
+	case s.Bootstrapped && !s.MembersKnown:
+		return plan.Decision{Blocked: api.ReasonNoQuorum,
+			Message: "no member list answers; spec.paused is set, so nothing is restarted or repaired until it is unset"}
+	default:
+		return plan.Decision{}
 	}
 }

@@ -393,3 +393,29 @@ func TestMemberVersion(t *testing.T) {
 		}
 	}
 }
+
+// A paused cluster is left untouched, the record of its etcd cluster ID included (it is
+// written on the first pass after the pause is lifted), and its status still tells the
+// truth: members that do not answer are reported, not "nothing is wrong".
+func TestSyncPausedIsUntouchedAndTruthful(t *testing.T) {
+	t.Run("members answer: the cluster ID is not recorded while paused", func(t *testing.T) {
+		f, etcd, _ := threeMembers(t, func(c *api.EtcdCluster) *corev1.Pod { c.Spec.Paused = true; return ourPod(c) })
+		withClusterIDs(etcd, 0xc1, "")
+		if _, err := f.r.Sync(context.Background(), "ns", "demo"); err != nil {
+			t.Fatalf("Sync: %v", err)
+		}
+		if n := len(f.actions("patch", "etcdclusters")); n != 0 {
+			t.Errorf("paused cluster: %d patches of the cluster, want none", n)
+		}
+	})
+	t.Run("no member answers: Degraded says so", func(t *testing.T) {
+		f, etcd, _ := threeMembers(t, func(c *api.EtcdCluster) *corev1.Pod { c.Spec.Paused = true; return ourPod(c) })
+		etcd.status = map[string]etcdutil.Status{}
+		if _, err := f.r.Sync(context.Background(), "ns", "demo"); err != nil {
+			t.Fatalf("Sync: %v", err)
+		}
+		if deg := degradedOf(t, f); deg == nil || deg.Status != metav1.ConditionTrue || deg.Reason == string(api.ReasonAsExpected) {
+			t.Errorf("paused cluster whose members do not answer: Degraded = %+v, want True with why", deg)
+		}
+	})
+}
