@@ -65,12 +65,17 @@ func (r *Reconciler) forceNewCluster(ctx context.Context, c *api.EtcdCluster, o 
 	return res, err
 }
 
-// clearRecoverQuorum removes the recover-quorum annotation once etcd lists members again:
-// the recovery it asked for is done (or quorum came back on its own), and it must not act
-// on a later loss. An operator killed before removing it removes it on a later pass.
+// clearRecoverQuorum removes the recover-quorum annotation once etcd lists members again and
+// the cluster's status lists the same members: the recovery it asked for is done (or quorum
+// came back on its own), and it must not act on a later loss. Not before status has caught
+// up: in the pass that first lists the survivor alone, its pod is deleted to restart without
+// --force-new-cluster, and if that pass's status write were lost with the annotation gone, a
+// pass without a member list would plan from the members listed before the loss and could
+// choose a second survivor. While the annotation stays, only the same survivor is ever
+// forced. An operator killed before removing it removes it on a later pass.
 func (r *Reconciler) clearRecoverQuorum(ctx context.Context, c *api.EtcdCluster, o *observation) error {
 	from, ok := c.Annotations[api.AnnotationRecoverQuorum]
-	if !ok || !o.membersKnown {
+	if !ok || !o.membersKnown || !statusListsMembers(c, o) {
 		return nil
 	}
 	if err := r.control.UnannotateCluster(ctx, c, api.AnnotationRecoverQuorum); err != nil {
@@ -80,4 +85,21 @@ func (r *Reconciler) clearRecoverQuorum(ctx context.Context, c *api.EtcdCluster,
 	r.event(c, corev1.EventTypeNormal, EventQuorumRecovered,
 		"etcd lists members again: removed the annotation %s=%s", api.AnnotationRecoverQuorum, from)
 	return nil
+}
+
+// statusListsMembers: the cluster's status lists the members etcd lists now, by ID.
+func statusListsMembers(c *api.EtcdCluster, o *observation) bool {
+	if len(c.Status.Members) != len(o.members) {
+		return false
+	}
+	listed := map[uint64]bool{}
+	for _, m := range c.Status.Members {
+		listed[member.ParseID(m.ID)] = true
+	}
+	for _, m := range o.members {
+		if !listed[m.ID] {
+			return false
+		}
+	}
+	return true
 }

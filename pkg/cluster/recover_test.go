@@ -188,13 +188,25 @@ func TestSyncReportsQuorumLost(t *testing.T) {
 	}
 }
 
-// Once etcd lists members again, the annotation is removed: it asked for one recovery.
+// Once etcd lists members again, and status lists them too, the annotation is removed: it
+// asked for one recovery. Not while status still lists the members from before the loss: a
+// lost status write would otherwise leave a later pass planning from them with no annotation
+// to hold it to the same survivor.
 func TestSyncRemovesRecoverQuorumOnceMembersAnswer(t *testing.T) {
 	c := newCluster(1)
-	c.Status.Size = 1
+	c.Status.Size = 3
+	c.Status.Members = []api.MemberStatus{{Name: "demo-0", ID: "1"}, {Name: "demo-1", ID: "2"}, {Name: "demo-2", ID: "3"}}
 	c.Annotations = map[string]string{api.AnnotationRecoverQuorum: "demo-0"}
 	seed := memberPod(c, 0, "10.0.0.1", corev1.PodRunning, time.Now(), &discoveryv1.EndpointSlice{})
 	f := newFixture(t, c, seed, member.PeerService(c), member.ClientService(c))
+	f.with(func(d *Deps) { d.Etcd = newFakeEtcd(t, c, "10.0.0.1") })
+	f.sync()
+	if got := f.annotationPatched(); got != nil {
+		t.Errorf("annotation patched to %q while status still lists the members before the loss", *got)
+	}
+
+	c.Status.Size, c.Status.Members = 1, []api.MemberStatus{{Name: "demo-0", ID: "1"}}
+	f = newFixture(t, c, seed, member.PeerService(c), member.ClientService(c))
 	f.with(func(d *Deps) { d.Etcd = newFakeEtcd(t, c, "10.0.0.1") })
 	f.sync()
 	if got := f.annotationPatched(); got == nil || *got != "" {
