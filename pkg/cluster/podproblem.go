@@ -15,10 +15,6 @@ import (
 // Why a member pod does not start, read from the pod alone for the planner's PodView.Problem
 // (the bound and what the planner does about it: plan/stuck.go).
 
-// crashLoopRestarts is how often etcd's container must have failed in a row to count as
-// crash-looping: a member that failed once or twice while its peers came back is not.
-const crashLoopRestarts = 3
-
 // cannotStart are the kubelet's waiting reasons of a container that will not start by
 // waiting a little: the image, the container's configuration, or the container itself.
 var cannotStart = map[string]bool{
@@ -30,8 +26,10 @@ var cannotStart = map[string]bool{
 // may hold the tail of etcd's log.
 const maxProblemMessage = 300
 
-// podProblem reads why the pod does not start, or nil. A crash-looping etcd container is
-// reported as such whether it waits for its next restart or briefly runs.
+// podProblem reads why the pod does not start, or nil. A crash-looping etcd container
+// (crashloop.go: restarts since it was last ready) is reported as such whether it waits for
+// its next restart or briefly runs; a container restarted fewer times since, after a node
+// reboot say, is not a problem.
 func podProblem(p *corev1.Pod) *plan.PodProblem {
 	if p.DeletionTimestamp != nil {
 		return nil
@@ -41,24 +39,15 @@ func podProblem(p *corev1.Pod) *plan.PodProblem {
 			return &plan.PodProblem{Reason: c.Reason, Message: clip(c.Message), Since: since(c.LastTransitionTime.Time, p)}
 		}
 	}
-	if st := etcdStatus(p); st != nil && crashLooping(st) {
-		msg := ""
-		if t := st.LastTerminationState.Terminated; t != nil {
-			msg = fmt.Sprintf("container %s restarted %d times, last exit code %d", st.Name, st.RestartCount, t.ExitCode)
-			if m := strings.TrimSpace(t.Message); m != "" {
-				// The message is the tail of the container's log: its last words (why etcd
-				// exited) are at the end, so the end is what is kept.
-				msg += ": " + clipHead(m, maxProblemMessage-len(msg)-len(": ..."))
-			} else if t.Reason != "" {
-				msg += " (" + t.Reason + ")"
-			}
-		}
-		return &plan.PodProblem{Reason: plan.ReasonCrashLoop, Message: clip(msg), Since: notReadySince(p)}
+	if st := etcdStatus(p); st != nil && crashLooping(p, st) {
+		return &plan.PodProblem{Reason: plan.ReasonCrashLoop, Message: crashLoopMessage(p, st), Since: notReadySince(p),
+			Exited: lastExit(st)}
 	}
 	for _, st := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
-		if st.Name == member.EtcdContainerName && !st.Ready && st.RestartCount < crashLoopRestarts &&
-			st.State.Waiting != nil && st.State.Waiting.Reason == plan.ReasonCrashLoop {
-			// etcd failed once or twice: its peers may just be coming back.
+		if st.Name == member.EtcdContainerName && st.State.Waiting != nil && st.State.Waiting.Reason == plan.ReasonCrashLoop &&
+			restartsSinceReady(p, &st) < crashLoopRestarts {
+			// etcd failed once or twice since it was last ready: its peers may just be
+			// coming back, its node may have rebooted.
 			continue
 		}
 		if w := st.State.Waiting; w != nil && cannotStart[w.Reason] {
@@ -69,6 +58,22 @@ func podProblem(p *corev1.Pod) *plan.PodProblem {
 	return nil
 }
 
+// crashLoopMessage is what the kubelet says of a crash-looping etcd container: how often it
+// restarted since it was last ready, and its last exit, with the end of its log.
+func crashLoopMessage(p *corev1.Pod, st *corev1.ContainerStatus) string {
+	t := st.LastTerminationState.Terminated
+	msg := fmt.Sprintf("container %s restarted %d times since it was last ready, last exit code %d", st.Name,
+		restartsSinceReady(p, st), t.ExitCode)
+	if m := strings.TrimSpace(t.Message); m != "" {
+		// The message is the tail of the container's log: its last words (why etcd
+		// exited) are at the end, so the end is what is kept.
+		msg += ": " + clipHead(m, maxProblemMessage-len(msg)-len(": ..."))
+	} else if t.Reason != "" {
+		msg += " (" + t.Reason + ")"
+	}
+	return clip(msg)
+}
+
 // etcdStatus is the status of the pod's etcd container, nil before it has one.
 func etcdStatus(p *corev1.Pod) *corev1.ContainerStatus {
 	for i := range p.Status.ContainerStatuses {
@@ -77,13 +82,6 @@ func etcdStatus(p *corev1.Pod) *corev1.ContainerStatus {
 		}
 	}
 	return nil
-}
-
-// crashLooping: the container failed crashLoopRestarts times or more, its last run ended in an
-// error, and it is not ready now.
-func crashLooping(st *corev1.ContainerStatus) bool {
-	t := st.LastTerminationState.Terminated
-	return !st.Ready && st.RestartCount >= crashLoopRestarts && t != nil && t.ExitCode != 0
 }
 
 // notReadySince is when the pod last became not ready (or was created, before it has a Ready

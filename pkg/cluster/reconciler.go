@@ -185,7 +185,8 @@ func (r *Reconciler) takeDecision(ctx context.Context, c *api.EtcdCluster, obs *
 
 // observeOwned puts the objects the cluster owns in place (unless it is paused) around
 // observing it: spec.storage filled in (patched: the pass ends there, the cluster changed),
-// its Services and budget, its claims, and the recover-quorum annotation cleared once done.
+// its Services and budget, its claims, the member pods' restart counts as of their last ready
+// run (crashloop.go), and the recover-quorum annotation cleared once done.
 func (r *Reconciler) observeOwned(ctx context.Context, c *api.EtcdCluster) (obs *observation, patched bool, err error) {
 	var foreign []plan.ForeignObject
 	var refused []string
@@ -210,6 +211,9 @@ func (r *Reconciler) observeOwned(ctx context.Context, c *api.EtcdCluster) (obs 
 	r.reportForeign(c, obs.foreign)
 	if !c.Spec.Paused {
 		if err := r.syncClaims(ctx, c, obs); err != nil {
+			return nil, false, err
+		}
+		if err := r.recordReadyRestarts(ctx, obs); err != nil {
 			return nil, false, err
 		}
 		if err := r.clearRecoverQuorum(ctx, c, obs); err != nil {

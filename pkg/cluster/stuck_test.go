@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -29,8 +28,10 @@ import (
 func TestPodProblem(t *testing.T) {
 	created := metav1.NewTime(plantest.PassAt.Add(-time.Hour))
 	notReady := metav1.NewTime(plantest.PassAt.Add(-time.Minute))
+	exited := metav1.NewTime(plantest.PassAt.Add(-5 * time.Second))
 	base := func() *corev1.Pod {
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "c-1", CreationTimestamp: created},
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "c-1", CreationTimestamp: created,
+			Annotations: map[string]string{member.AnnotationReadyRestarts: "0"}},
 			Status: corev1.PodStatus{Conditions: []corev1.PodCondition{
 				{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: notReady}}}}
 	}
@@ -40,39 +41,72 @@ func TestPodProblem(t *testing.T) {
 		p.Status.ContainerStatuses = []corev1.ContainerStatus{st}
 		return p
 	}
-	failed := &corev1.ContainerStateTerminated{ExitCode: 2, Message: "panic: member removed"}
+	// recorded is a pod whose etcd container was last seen ready after restarts restarts
+	// ("": a pod made by an earlier operator, with no record).
+	recorded := func(restarts string, st corev1.ContainerStatus) *corev1.Pod {
+		p := etcd(st)
+		p.Annotations = map[string]string{}
+		if restarts != "" {
+			p.Annotations[member.AnnotationReadyRestarts] = restarts
+		}
+		return p
+	}
+	failed := &corev1.ContainerStateTerminated{ExitCode: 2, Message: "panic: member removed", FinishedAt: exited}
+	// rebooted is the last run of a container whose node rebooted under it.
+	rebooted := &corev1.ContainerStateTerminated{ExitCode: 255, Reason: "Unknown", FinishedAt: notReady}
+	runningAgain := corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: exited}}
+	backOff := corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: plan.ReasonCrashLoop}}
 	for _, tc := range []struct {
 		name   string
 		pod    *corev1.Pod
 		reason string
 		says   string
 		since  time.Time
+		exited time.Time
 	}{
-		{"running and ready", etcd(corev1.ContainerStatus{Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}), "", "", time.Time{}},
+		{"running and ready", etcd(corev1.ContainerStatus{Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}), "", "", time.Time{}, time.Time{}},
 		{"image pull back-off", etcd(corev1.ContainerStatus{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
-			Reason: "ImagePullBackOff", Message: `Back-off pulling image "nope"`}}}), "ImagePullBackOff", `Back-off pulling image "nope"`, notReady.Time},
+			Reason: "ImagePullBackOff", Message: `Back-off pulling image "nope"`}}}), "ImagePullBackOff", `Back-off pulling image "nope"`, notReady.Time, time.Time{}},
 		{"config error", etcd(corev1.ContainerStatus{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
-			Reason: "CreateContainerConfigError", Message: `secret "s" not found`}}}), "CreateContainerConfigError", `secret "s" not found`, notReady.Time},
+			Reason: "CreateContainerConfigError", Message: `secret "s" not found`}}}), "CreateContainerConfigError", `secret "s" not found`, notReady.Time, time.Time{}},
 		{"still creating", etcd(corev1.ContainerStatus{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
-			Reason: "ContainerCreating"}}}), "", "", time.Time{}},
+			Reason: "ContainerCreating"}}}), "", "", time.Time{}, time.Time{}},
 		{"crashed twice: not yet a loop", etcd(corev1.ContainerStatus{RestartCount: 2, LastTerminationState: corev1.ContainerState{Terminated: failed},
-			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: plan.ReasonCrashLoop}}}), "", "", time.Time{}},
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: plan.ReasonCrashLoop}}}), "", "", time.Time{}, time.Time{}},
 		{"crash loop, waiting", etcd(corev1.ContainerStatus{RestartCount: 5, LastTerminationState: corev1.ContainerState{Terminated: failed},
-			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: plan.ReasonCrashLoop}}}), plan.ReasonCrashLoop, "restarted 5 times, last exit code 2: panic: member removed", notReady.Time},
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: plan.ReasonCrashLoop}}}), plan.ReasonCrashLoop,
+			"restarted 5 times since it was last ready, last exit code 2: panic: member removed", notReady.Time, exited.Time},
+		{"a node rebooted: three restarts in the pod's life, the last one the reboot's, etcd runs again: no crash loop", recorded("2",
+			corev1.ContainerStatus{RestartCount: 3, LastTerminationState: corev1.ContainerState{Terminated: rebooted}, State: runningAgain}),
+			"", "", time.Time{}, time.Time{}},
+		{"... etcd failed once since the reboot, in back-off: no crash loop", recorded("3",
+			corev1.ContainerStatus{RestartCount: 4, LastTerminationState: corev1.ContainerState{Terminated: failed}, State: backOff}),
+			"", "", time.Time{}, time.Time{}},
+		{"... the kubelet starts the pod again (its sandbox is new): no crash loop", etcd(corev1.ContainerStatus{RestartCount: 4,
+			LastTerminationState: corev1.ContainerState{Terminated: rebooted},
+			State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}}),
+			"", "", time.Time{}, time.Time{}},
+		{"... a pod of an earlier operator (no record), four restarts in its life: counted from now, no crash loop", recorded("",
+			corev1.ContainerStatus{RestartCount: 4, LastTerminationState: corev1.ContainerState{Terminated: rebooted}, State: runningAgain}),
+			"", "", time.Time{}, time.Time{}},
+		{"failed three times since it was last ready: a crash loop, counted since then", recorded("2",
+			corev1.ContainerStatus{RestartCount: 5, LastTerminationState: corev1.ContainerState{Terminated: failed}, State: backOff}),
+			plan.ReasonCrashLoop, "restarted 3 times since it was last ready, last exit code 2", notReady.Time, exited.Time},
 		{"crash loop: the end of a long log is kept, where etcd says why it exited", etcd(corev1.ContainerStatus{RestartCount: 3,
 			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1,
 				Message: strings.Repeat(`{"level":"info","msg":"member-init: the member has started before"}`+"\n", 20) +
 					`{"level":"warn","msg":"failed to verify flags","error":"--election-timeout[200ms] should be at least as 5 times as --heartbeat-interval[100ms]"}`}},
 			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: plan.ReasonCrashLoop}}}), plan.ReasonCrashLoop,
-			`"error":"--election-timeout[200ms] should be at least as 5 times as --heartbeat-interval[100ms]"}`, notReady.Time},
-		{"crash loop, briefly running", etcd(corev1.ContainerStatus{RestartCount: 5, LastTerminationState: corev1.ContainerState{Terminated: failed},
-			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}), plan.ReasonCrashLoop, "member removed", notReady.Time},
+			`"error":"--election-timeout[200ms] should be at least as 5 times as --heartbeat-interval[100ms]"}`, notReady.Time, time.Time{}},
+		{"crash loop, briefly running: etcd starts again, it has not exited", etcd(corev1.ContainerStatus{RestartCount: 5,
+			LastTerminationState: corev1.ContainerState{Terminated: failed}, State: runningAgain}),
+			plan.ReasonCrashLoop, "member removed", notReady.Time, time.Time{}},
 		{"unschedulable", func() *corev1.Pod {
 			p := base()
 			p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
 				Reason: corev1.PodReasonUnschedulable, Message: "0/1 nodes are available", LastTransitionTime: notReady})
 			return p
-		}(), "Unschedulable", "0/1 nodes are available", notReady.Time},
+		}(), "Unschedulable", "0/1 nodes are available", notReady.Time, time.Time{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := podProblem(tc.pod)
@@ -84,6 +118,9 @@ func TestPodProblem(t *testing.T) {
 			}
 			if got == nil || got.Reason != tc.reason || !strings.Contains(got.Message, tc.says) || !got.Since.Equal(tc.since) {
 				t.Fatalf("problem %+v, want %s saying %q since %s", got, tc.reason, tc.says, tc.since)
+			}
+			if !got.Exited.Equal(tc.exited) {
+				t.Errorf("exited %s, want %s", got.Exited, tc.exited)
 			}
 		})
 	}
@@ -210,49 +247,64 @@ func (c removingClient) MemberRemove(_ context.Context, id uint64) error {
 }
 
 // A voting member whose pod crash-loops past the bound is removed (to be added again), while
-// the two others keep quorum; the removal names why.
+// the two others keep quorum; the removal names why. A member whose node rebooted (the pod's
+// lifetime restarts, the reboot's exit code 255, not ready since the node went away) is not.
 func TestSyncReplacesCrashLoopingMember(t *testing.T) {
-	c := newCluster(3)
-	c.Status.Size = 3
-	slice := &discoveryv1.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{Name: "demo-abcde", Namespace: c.Namespace, Labels: map[string]string{
-			discoveryv1.LabelServiceName: member.PeerServiceName(c.Name)}},
-		AddressType: discoveryv1.AddressTypeIPv4,
-	}
-	var objs []runtime.Object
-	etcd := &removingEtcd{fakeEtcd: &fakeEtcd{t: t, status: map[string]etcdutil.Status{}}}
-	for o := range 3 {
-		ip := fmt.Sprintf("10.244.0.%d", 10+o)
-		p := memberPod(c, o, ip, corev1.PodRunning, time.Now().Add(-time.Hour), slice)
-		id := uint64(o + 1)
-		etcd.members = append(etcd.members, etcdutil.Member{ID: id, Name: p.Name, PeerURLs: []string{member.PeerURL(c.Name, c.Namespace, o)}})
-		if o < 2 {
-			etcd.status[member.PodClientURL(ip)] = etcdutil.Status{ID: id, Leader: 1, Version: "3.6.16"}
-		} else {
-			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse,
-				LastTransitionTime: metav1.NewTime(time.Now().Add(-2 * plan.StuckAfter))}}
-			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: member.EtcdContainerName, RestartCount: 4,
-				State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: plan.ReasonCrashLoop}},
-				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 2, Message: "panic: invalid database"}}}}
-		}
-		objs = append(objs, p)
-	}
-	objs = append(objs, c, slice, member.PeerService(c), member.ClientService(c))
-	f := newFixture(t, objs...)
-	f.with(func(d *Deps) { d.Etcd = etcd })
-	if _, err := f.r.Sync(context.Background(), "ns", "demo"); err != nil {
-		t.Fatalf("Sync: %v", err)
-	}
-	if len(etcd.removed) != 1 || etcd.removed[0] != 3 {
-		t.Fatalf("removed %v, want demo-2 (3)", etcd.removed)
-	}
-	var said bool
-	for len(f.recorder.Events) > 0 {
-		e := <-f.recorder.Events
-		said = said || (strings.Contains(e, string(EventMemberRemoved)) && strings.Contains(e, "crash-loops") && strings.Contains(e, "invalid database"))
-	}
-	if !said {
-		t.Error("no MemberRemoved Event says the member's pod crash-loops, with its last words")
+	now := time.Now()
+	notReady := []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse,
+		LastTransitionTime: metav1.NewTime(now.Add(-10 * plan.StuckAfter))}}
+	crashed := &corev1.ContainerStateTerminated{ExitCode: 2, Message: "panic: invalid database",
+		FinishedAt: metav1.NewTime(now.Add(-2 * plan.StuckAfter))}
+	rebooted := &corev1.ContainerStateTerminated{ExitCode: 255, Reason: "Unknown",
+		FinishedAt: metav1.NewTime(now.Add(-10 * plan.StuckAfter))}
+	backOff := corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: plan.ReasonCrashLoop}}
+	for _, tc := range []struct {
+		name     string
+		recorded string // the restart count when last seen ready
+		etcd     corev1.ContainerStatus
+		removed  bool
+	}{
+		{"crash-looping since it was made, down for the bound", "0", corev1.ContainerStatus{RestartCount: 4,
+			State: backOff, LastTerminationState: corev1.ContainerState{Terminated: crashed}}, true},
+		{"failed three times since it was last ready", "2", corev1.ContainerStatus{RestartCount: 5,
+			State: backOff, LastTerminationState: corev1.ContainerState{Terminated: crashed}}, true},
+		{"its node rebooted: etcd runs again after three restarts in the pod's life", "2", corev1.ContainerStatus{RestartCount: 3,
+			State:                corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(now.Add(-time.Second))}},
+			LastTerminationState: corev1.ContainerState{Terminated: rebooted}}, false},
+		{"its node rebooted: etcd failed once since, in back-off", "3", corev1.ContainerStatus{RestartCount: 4,
+			State: backOff, LastTerminationState: corev1.ContainerState{Terminated: crashed}}, false},
+		{"crash-looping, but etcd has just exited: not down for the bound", "0", corev1.ContainerStatus{RestartCount: 4,
+			State: backOff, LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 2,
+				FinishedAt: metav1.NewTime(now.Add(-time.Second))}}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.etcd.Name = member.EtcdContainerName
+			f, etcd := crashLoopFixture(t, func(p *corev1.Pod) {
+				p.Annotations[member.AnnotationReadyRestarts] = tc.recorded
+				p.Status.Conditions = notReady
+				p.Status.ContainerStatuses = []corev1.ContainerStatus{tc.etcd}
+			})
+			if _, err := f.r.Sync(context.Background(), "ns", "demo"); err != nil {
+				t.Fatalf("Sync: %v", err)
+			}
+			if !tc.removed {
+				if len(etcd.removed) != 0 {
+					t.Fatalf("removed %v, want no member removed", etcd.removed)
+				}
+				return
+			}
+			if len(etcd.removed) != 1 || etcd.removed[0] != 3 {
+				t.Fatalf("removed %v, want demo-2 (3)", etcd.removed)
+			}
+			var said bool
+			for len(f.recorder.Events) > 0 {
+				e := <-f.recorder.Events
+				said = said || (strings.Contains(e, string(EventMemberRemoved)) && strings.Contains(e, "crash-loops") && strings.Contains(e, "invalid database"))
+			}
+			if !said {
+				t.Error("no MemberRemoved Event says the member's pod crash-loops, with its last words")
+			}
+		})
 	}
 }
 

@@ -18,6 +18,13 @@ import (
 // (Template.ClusterState).
 const AnnotationClusterState = "etcd.operator.dev/initial-cluster-state"
 
+// AnnotationReadyRestarts records on a member pod its etcd container's restart count when the
+// operator last saw the container ready: the restarts beyond it are the current run of
+// trouble, the ones before (a node rebooted, a rollout) are not a crash loop. A pod is made with
+// 0; the operator writes it again when it sees the container ready after a restart, and, on a
+// pod made without it (by an earlier operator), the count it first sees.
+const AnnotationReadyRestarts = "etcd.operator.dev/ready-restarts"
+
 // Template is what a member pod is built from besides the cluster's spec. Pod writes it into
 // the pod and ReadTemplate reads it back: the planner decides from what the pod's etcd was
 // really told, and the two stay side by side so that they cannot drift apart.
@@ -134,6 +141,7 @@ func podMeta(c *api.EtcdCluster, t Template, policy *api.PodPolicy) (podLabels, 
 	annotations = map[string]string{}
 	maps.Copy(annotations, policy.Annotations)
 	annotations[AnnotationClusterState] = string(t.ClusterState)
+	annotations[AnnotationReadyRestarts] = "0"
 	if t.MemberID != 0 {
 		annotations[AnnotationMemberID] = FormatID(t.MemberID)
 	}

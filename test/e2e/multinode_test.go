@@ -16,17 +16,23 @@ import (
 // selects on kind): they run on a multi-node kind cluster
 // (CLUSTER=kind make up) and are skipped on the single-node local cluster.
 
-// kindExample applies the example on a kind cluster with at least two schedulable nodes and
-// returns where its members run. Its member pods carry the label e2e-namespace=<namespace>,
-// which no other test's pods have.
-func kindExample(t *testing.T) (*framework.Framework, []framework.Node, map[string]string) {
+// onEmptyDir is the storage of the tests about members replaced elsewhere when their node
+// goes: a local-path claim (kind's default StorageClass) would pin a member to its node.
+const onEmptyDir = "  storage: {emptyDir: {}}\n"
+
+// onClaims keeps the example's storage: a claim per member on kind's default StorageClass,
+// local-path, so each member's data stays on its node.
+const onClaims = ""
+
+// kindExample applies the example, with storage (onEmptyDir, onClaims), on a kind cluster
+// with at least two schedulable nodes and returns where its members run. Its member pods carry
+// the label e2e-namespace=<namespace>, which no other test's pods have.
+func kindExample(t *testing.T, storage string) (*framework.Framework, []framework.Node, map[string]string) {
 	t.Helper()
 	f := framework.New(t)
 	requireOperator(t, f)
 	workers := f.RequireKindWorkers(2)
-	// emptyDir: these tests are about members replaced elsewhere when their node goes; a
-	// local-path claim would pin a member to its node.
-	f.Apply(strings.TrimRight(exampleManifest(t), "\n") + "\n  storage: {emptyDir: {}}\n  pod:\n    labels: {e2e-namespace: " + f.Namespace + "}\n")
+	f.Apply(strings.TrimRight(exampleManifest(t), "\n") + "\n" + storage + "  pod:\n    labels: {e2e-namespace: " + f.Namespace + "}\n")
 	f.WaitClusterInSpec("example", 3, 3*time.Minute)
 	where, err := f.PodNodes(framework.MemberNames("example", 3)...)
 	if err != nil {
@@ -52,13 +58,13 @@ func soleMember(where map[string]string) (node, member string) {
 	return "", ""
 }
 
-// nodeToStop sets up a test that stops a node: the example on kind, the node that holds
-// exactly one member (the test is skipped when none does: stopping it would cost quorum), the
-// operator and cluster DNS moved off that node (the test is about the member), the cluster as
-// it was, and a writer running on another node.
-func nodeToStop(t *testing.T) (f *framework.Framework, node, member string, before *framework.EtcdCluster, writer *framework.Writer) {
+// nodeToStop sets up a test that stops a node: the example on kind with storage, the node
+// that holds exactly one member (the test is skipped when none does: stopping it would cost
+// quorum), the operator and cluster DNS moved off that node (the test is about the member),
+// the cluster as it was, and a writer running on another node.
+func nodeToStop(t *testing.T, storage string) (f *framework.Framework, node, member string, before *framework.EtcdCluster, writer *framework.Writer) {
 	t.Helper()
-	f, _, where := kindExample(t)
+	f, _, where := kindExample(t, storage)
 	node, member = soleMember(where)
 	if node == "" {
 		t.Skipf("no node holds exactly one member (%v): stopping one would cost quorum", where)
@@ -75,7 +81,7 @@ func nodeToStop(t *testing.T) (f *framework.Framework, node, member string, befo
 // TestMultiNodeSpread: with the default pod anti-affinity, a size-3 cluster's
 // members land on different nodes where there is room.
 func TestMultiNodeSpread(t *testing.T) {
-	_, workers, where := kindExample(t)
+	_, workers, where := kindExample(t, onEmptyDir)
 	nodes := map[string]bool{}
 	for _, n := range where {
 		nodes[n] = true
@@ -92,7 +98,7 @@ func TestMultiNodeSpread(t *testing.T) {
 // lost. The node coming back does not bring the old member back.
 func TestMultiNodeWorkerLost(t *testing.T) {
 	const name = "example"
-	f, victim, lost, before, writer := nodeToStop(t)
+	f, victim, lost, before, writer := nodeToStop(t, onEmptyDir)
 	var survivor string
 	for _, m := range framework.MemberNames(name, 3) {
 		if m != lost {
@@ -147,7 +153,7 @@ func TestMultiNodeWorkerLost(t *testing.T) {
 // budget lets the evictions through one member at a time, and the cluster keeps a quorum
 // (writes acknowledged) throughout.
 func TestMultiNodeDrain(t *testing.T) {
-	f, _, where := kindExample(t)
+	f, _, where := kindExample(t, onEmptyDir)
 	const name = "example"
 	count := map[string]int{}
 	for _, n := range where {
@@ -227,7 +233,7 @@ func TestMultiNodeDrain(t *testing.T) {
 // data its emptyDir kept, under the same member ID.
 func TestMultiNodeWorkerRestarted(t *testing.T) {
 	const name = "example"
-	f, victim, lost, before, writer := nodeToStop(t)
+	f, victim, lost, before, writer := nodeToStop(t, onEmptyDir)
 
 	f.StopNode(victim)
 	writer.WaitAcked(20, 2*time.Minute)

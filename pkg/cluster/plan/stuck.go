@@ -37,6 +37,10 @@ type PodProblem struct {
 	Reason  string
 	Message string
 	Since   time.Time
+	// Exited is, for etcd's own crash loop (ReasonCrashLoop), when its container's last run
+	// ended; zero while it runs again (etcd is starting), for any other problem, and when the
+	// kubelet does not say.
+	Exited time.Time
 }
 
 // String is the problem as status and Events say it.
@@ -120,7 +124,10 @@ func StuckTerminatingMessage(s State) string {
 
 // planCrashLooping is rule 5 for a voting member whose pod crash-loops past the bound: it is
 // removed, only while the others keep a healthy majority, and then added again as a new
-// member (its pod and claim, marked with the removed member, are replaced on the way).
+// member (its pod and claim, marked with the removed member, are replaced on the way). A
+// member whose etcd answers (Healthy), or runs again or has just exited (downSinceCrash), is
+// never replaced; a crash loop counts only the restarts since the pod was last ready
+// (pkg/cluster/crashloop.go), so a node reboot is none.
 //
 // Only when the crash is the member's own: another healthy member runs a pod built from the
 // same spec. Otherwise the crash may come from the spec (a value etcd refuses, a release that
@@ -131,7 +138,7 @@ func StuckTerminatingMessage(s State) string {
 func planCrashLooping(s State) (Decision, bool) {
 	for _, m := range SortedMembers(s.Members) {
 		p, hasPod := s.Pods[m.Ordinal]
-		if m.Learner || m.Healthy || !hasPod || p.Terminating || !podStuck(s, p) || p.Problem.Reason != ReasonCrashLoop {
+		if m.Learner || m.Healthy || !hasPod || p.Terminating || !podStuck(s, p) || !downSinceCrash(s, p) {
 			continue
 		}
 		if !crashIsItsOwn(s, m, p) {
@@ -142,6 +149,14 @@ func planCrashLooping(s State) (Decision, bool) {
 		return d, true
 	}
 	return Decision{}, false
+}
+
+// downSinceCrash: the pod's etcd crash-loops and has not run since its last exit, StuckAfter
+// ago or more. A member whose etcd runs again (starting: it replays its log, it waits for its
+// peers) or has just exited is not replaced on that pass; a loop keeps the container down
+// longer than that between runs (the kubelet's back-off), so the verdict comes in one.
+func downSinceCrash(s State, p PodView) bool {
+	return p.Problem.Reason == ReasonCrashLoop && !p.Problem.Exited.IsZero() && !s.Now.Before(p.Problem.Exited.Add(StuckAfter))
 }
 
 // crashIsItsOwn: another healthy voting member runs a pod built from the same spec as p, the

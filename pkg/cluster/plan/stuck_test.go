@@ -12,8 +12,22 @@ import (
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 )
 
+// crashLoops gives a pod etcd's crash loop, not ready for ago, its container down since.
 func crashLoops(p PodView, ago time.Duration) PodView {
-	return plantest.Troubled(p, ReasonCrashLoop, "container etcd restarted 4 times, last exit code 1: member removed", ago)
+	p = plantest.Troubled(p, ReasonCrashLoop, "container etcd restarted 4 times since it was last ready, last exit code 1: member removed", ago)
+	p.Problem.Exited = p.Problem.Since
+	return p
+}
+
+// crashLoopsExited is a pod that has not been ready for long, whose etcd crash-loops and last
+// exited exitedAgo (zero: it runs again).
+func crashLoopsExited(exitedAgo time.Duration) PodView {
+	p := crashLoops(plantest.Running(2, 0, 1, 2), 10*time.Minute)
+	p.Problem.Exited = time.Time{}
+	if exitedAgo > 0 {
+		p.Problem.Exited = plantest.PassAt.Add(-exitedAgo)
+	}
+	return p
 }
 
 func TestPlanStuckPods(t *testing.T) {
@@ -156,6 +170,28 @@ func TestPlanStuckPods(t *testing.T) {
 			message:  []string{"removing member c-2: its pod crash-loops", "0 of 3 members done"},
 		},
 		{
+			name: "a crash-looping member whose etcd runs again (starting: replaying its log, waiting for its peers) is not replaced",
+			state: at(State{Size: 3, MembersKnown: true, Members: []MemberView{plantest.Leader(0), plantest.Voter(1), plantest.Sick(plantest.Voter(2))},
+				Pods: plantest.Pods(plantest.Running(0), plantest.Running(1, 0, 1), crashLoopsExited(0))}),
+		},
+		{
+			name: "... nor one whose etcd exited within the bound",
+			state: at(State{Size: 3, MembersKnown: true, Members: []MemberView{plantest.Leader(0), plantest.Voter(1), plantest.Sick(plantest.Voter(2))},
+				Pods: plantest.Pods(plantest.Running(0), plantest.Running(1, 0, 1), crashLoopsExited(StuckAfter-time.Second))}),
+		},
+		{
+			name: "... and once etcd has been down for the bound, it is",
+			state: at(State{Size: 3, MembersKnown: true, Members: []MemberView{plantest.Leader(0), plantest.Voter(1), plantest.Sick(plantest.Voter(2))},
+				Pods: plantest.Pods(plantest.Running(0), plantest.Running(1, 0, 1), crashLoopsExited(StuckAfter))}),
+			want:     &Action{Kind: ActionRemoveMember, Ordinal: 2, MemberID: 102},
+			progress: api.ReasonReplacingMember,
+		},
+		{
+			name: "a crash-looping member whose etcd answers is not replaced",
+			state: at(State{Size: 3, MembersKnown: true, Members: []MemberView{plantest.Leader(0), plantest.Voter(1), plantest.Voter(2)},
+				Pods: plantest.Pods(plantest.Running(0), plantest.Running(1, 0, 1), crashLoopsExited(time.Hour))}),
+		},
+		{
 			name: "a voting member crash-looping within the bound is left alone",
 			state: at(State{Size: 3, MembersKnown: true, Members: []MemberView{plantest.Leader(0), plantest.Voter(1), plantest.Sick(plantest.Voter(2))},
 				Pods: plantest.Pods(plantest.Running(0), plantest.Running(1, 0, 1), crashLoops(plantest.Running(2, 0, 1, 2), StuckAfter-time.Second))}),
@@ -218,7 +254,8 @@ func TestOthersKeepQuorum(t *testing.T) {
 // since, so c-2's pod is the out-of-date one.
 func rolledCrashLoop(age time.Duration, setBack bool) State {
 	p := plantest.Troubled(plantest.Running(2, 0, 1, 2), ReasonCrashLoop,
-		"container etcd restarted 4 times, last exit code 1: --election-timeout[20ms] should be at least as 5 times as --heartbeat-interval[100ms]", StuckAfter)
+		"container etcd restarted 4 times since it was last ready, last exit code 1: --election-timeout[20ms] should be at least as 5 times as --heartbeat-interval[100ms]", StuckAfter)
+	p.Problem.Exited = p.Problem.Since
 	p.Created = plantest.PassAt.Add(-age)
 	others := []PodView{plantest.Running(0), plantest.Running(1, 0, 1)}
 	if setBack {

@@ -210,3 +210,23 @@ func (f *Framework) MoveOff(node, namespace, deployment, selector string) {
 		return err == nil && !strings.Contains(" "+out+" ", " "+node+" "), fmt.Errorf("on nodes %q (%v)", out, err)
 	})
 }
+
+// KillContainer kills the running container of pod (in the test's namespace) named container
+// from kind node name, through the node's container runtime (crictl stop, no grace period),
+// as a process that dies would be: the kubelet starts it again in the same pod and counts a
+// restart.
+func (f *Framework) KillContainer(node, pod, container string) {
+	f.t.Helper()
+	out, err := docker(time.Minute, "exec", node, "crictl", "ps", "-q", "--name", "^"+container+"$",
+		"--label", "io.kubernetes.pod.name="+pod, "--label", "io.kubernetes.pod.namespace="+f.Namespace)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	ids := strings.Fields(out)
+	if len(ids) != 1 {
+		f.t.Fatalf("running containers %s of pod %s on node %s: %q, want one", container, pod, node, ids)
+	}
+	if _, err := docker(time.Minute, "exec", node, "crictl", "stop", "--timeout", "0", ids[0]); err != nil {
+		f.t.Fatal(err)
+	}
+}
