@@ -34,6 +34,13 @@ type ClaimView struct {
 	// MemberID is the claim's mark: the etcd ID of the member whose data it holds; 0 when
 	// unmarked.
 	MemberID uint64
+	// DataRanOn is the newest etcd minor release ("3.7") that member has been seen running
+	// on with this claim's data (member.AnnotationDataRanOn); empty when not known.
+	DataRanOn string
+	// Removed: the claim is flagged (member.AnnotationRemoved) with the member it is marked
+	// with, which the operator removed from etcd, or dropped recovering a quorum lost for
+	// good, after writing the flag.
+	Removed bool
 	// Problem is why the claim waits for a volume (its latest Warning event), when it does.
 	Problem string
 }
