@@ -16,7 +16,7 @@ import (
 // ensureStorage fills in spec.storage when it is left out or names neither volume (a spec
 // that sets only a retentionPolicy), so that what holds the members' data is written on the
 // object, for the user to read and for every later pass to follow: a cluster that has already
-// started (status or pods say so) was made before claims existed and keeps its emptyDir; a new
+// started (status, its recorded cluster ID or pods say so) was made before claims existed and keeps its emptyDir; a new
 // one gets a claim per member. A retentionPolicy the user gave is kept. It reports whether it
 // patched: the pass then ends, and the next one starts from the patched object.
 func (r *Reconciler) ensureStorage(ctx context.Context, c *api.EtcdCluster) (bool, error) {
@@ -29,7 +29,8 @@ func (r *Reconciler) ensureStorage(ctx context.Context, c *api.EtcdCluster) (boo
 	if err != nil {
 		return false, fmt.Errorf("listing pods: %w", err)
 	}
-	started := c.Status.Size > 0
+	// status.size, or the etcd cluster ID recorded on the object (a status cleared), or a pod.
+	started := c.Status.Size > 0 || recordedClusterID(c) != 0
 	for _, p := range pods {
 		started = started || metav1.IsControlledBy(p, c)
 	}

@@ -34,6 +34,10 @@ func TestSyncFillsInStorage(t *testing.T) {
 	}{
 		{"new cluster", nil, func(*api.EtcdCluster) []*corev1.Pod { return nil }, true, member.DefaultStorage().RetentionPolicy},
 		{"cluster that reported members", nil, func(c *api.EtcdCluster) []*corev1.Pod { c.Status.Size = 3; return nil }, false, nil},
+		{"cluster that served, its status cleared and its pods gone", nil, func(c *api.EtcdCluster) []*corev1.Pod {
+			c.Annotations = map[string]string{api.AnnotationClusterID: "c1"}
+			return nil
+		}, false, nil},
 		{"cluster whose seed pod exists", nil, func(c *api.EtcdCluster) []*corev1.Pod {
 			return []*corev1.Pod{memberPod(c, 0, "10.0.0.1", corev1.PodPending, time.Now(), &discoveryv1.EndpointSlice{})}
 		}, false, nil},
