@@ -52,7 +52,18 @@ func TestPlanQuorumLossStaleStatus(t *testing.T) {
 	retained := plantest.LostQuorum(3, plantest.Pods(plantest.Running(0, 0, 1, 2)),
 		plantest.Claims(plantest.Claim(0), plantest.MarkedBy(plantest.Claim(5), 9)), plantest.Answering(0, 42))
 
+	// Status cleared (or a cluster applied again over retained claims): c-0 and c-2 are marked,
+	// c-0 flagged as its member's removed (dropped by a survivor's --force-new-cluster).
+	cleared := plantest.OnClaims(State{Size: 3, Bootstrapped: true,
+		Claims: plantest.Claims(removed(plantest.Claim(0)), plantest.Claim(2)), Now: plantest.PassAt})
+
 	runPlanCases(t, []planCase{
+		{
+			name:     "no status: the marked claims are restarted on their data, not one flagged as its member's removed",
+			state:    cleared,
+			want:     &Action{Kind: ActionCreatePod, Ordinal: 2, ClusterState: etcdfacts.ClusterStateExisting, InitialCluster: []int{2}},
+			progress: api.ReasonRestartingMember,
+		},
 		{
 			name:     "a member added since status was written (its claim marked below spec.size) holds data: no loss for good, no survivor chosen",
 			state:    missedAdd,

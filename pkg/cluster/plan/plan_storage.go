@@ -119,7 +119,9 @@ func planRestartInPlace(s State) (Decision, bool) {
 // refuses), and a voting member's pod says it has started, so that member-init refuses an
 // empty data dir rather than wait for a member list that cannot come. Otherwise (no status)
 // the pods do not claim their members have started: member-init starts etcd on the data it
-// finds.
+// finds; and a claim flagged as its member's removed is not restarted (a member dropped by a
+// survivor's --force-new-cluster, restarted with others like it, could elect a leader among
+// them on their old data).
 func restartMarked(s State) (Decision, bool) {
 	known := map[int]LastMember{}
 	for _, m := range s.LastMembers {
@@ -129,7 +131,7 @@ func restartMarked(s State) (Decision, bool) {
 	for _, o := range SortedOrdinals(s.Claims) {
 		c := s.Claims[o]
 		m, isKnown := known[o]
-		if c.MemberID != 0 && !c.Terminating && (len(known) == 0 || (isKnown && m.ID == c.MemberID)) {
+		if c.MemberID != 0 && !c.Terminating && (len(known) == 0 && !c.Removed || (isKnown && m.ID == c.MemberID)) {
 			marked = append(marked, o)
 		}
 	}
