@@ -39,8 +39,11 @@ func (r *Reconciler) act(ctx context.Context, c *api.EtcdCluster, o *observation
 	case plan.ActionPromote:
 		res, err = r.control.Promote(ctx, c, o.voterEndpoints(0), a.Ordinal, a.MemberID)
 	case plan.ActionRemoveMember:
-		// The member being removed may stop at any moment: it is not asked.
-		res, err = r.control.RemoveMember(ctx, c, o.voterEndpoints(a.MemberID), a.Ordinal, a.MemberID, why)
+		// Its claim says so first (flagRemoved). The member being removed may stop at any
+		// moment: it is not asked.
+		if err = r.flagRemoved(ctx, o, a.Ordinal, a.MemberID); err == nil {
+			res, err = r.control.RemoveMember(ctx, c, o.voterEndpoints(a.MemberID), a.Ordinal, a.MemberID, why)
+		}
 	case plan.ActionChooseSurvivor:
 		res, err = r.chooseSurvivor(ctx, c, a)
 	case plan.ActionForceNewCluster:

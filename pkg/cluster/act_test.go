@@ -81,6 +81,10 @@ func (f *fakeActor) AnnotateClaim(_ context.Context, pvc *corev1.PersistentVolum
 	_, err := f.record("AnnotateClaim %s %x", pvc.Name, id)
 	return pvc, err
 }
+func (f *fakeActor) SetClaimAnnotation(_ context.Context, pvc *corev1.PersistentVolumeClaim, key, value string) (*corev1.PersistentVolumeClaim, error) {
+	_, err := f.record("SetClaimAnnotation %s %s=%s", pvc.Name, key, value)
+	return pvc, err
+}
 func (f *fakeActor) SetClaimOwner(_ context.Context, _ *api.EtcdCluster, pvc *corev1.PersistentVolumeClaim, owned bool) error {
 	_, err := f.record("SetClaimOwner %s %v", pvc.Name, owned)
 	return err

@@ -68,6 +68,10 @@ type actor interface {
 	// AnnotateClaim marks that very claim with the member whose data it holds, and returns it
 	// marked. Any failure is returned.
 	AnnotateClaim(ctx context.Context, pvc *corev1.PersistentVolumeClaim, id uint64) (*corev1.PersistentVolumeClaim, error)
+	// SetClaimAnnotation sets one of the operator's annotations on that very claim (a UID
+	// precondition): member.AnnotationDataRanOn, member.AnnotationRemoved. It returns the
+	// claim as written. Any failure is returned.
+	SetClaimAnnotation(ctx context.Context, pvc *corev1.PersistentVolumeClaim, key, value string) (*corev1.PersistentVolumeClaim, error)
 	// SetClaimOwner makes the cluster the claim's controlling owner (owned) or drops every
 	// controller and the cluster from its owners; a claim gone is done.
 	SetClaimOwner(ctx context.Context, c *api.EtcdCluster, pvc *corev1.PersistentVolumeClaim, owned bool) error

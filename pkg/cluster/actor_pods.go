@@ -184,6 +184,20 @@ func (m *realActor) AnnotateClaim(ctx context.Context, pvc *corev1.PersistentVol
 	return updated, nil
 }
 
+func (m *realActor) SetClaimAnnotation(ctx context.Context, pvc *corev1.PersistentVolumeClaim, key, value string) (*corev1.PersistentVolumeClaim, error) {
+	body, err := patchOf(pvc.UID).annotate(key, value).encode()
+	var updated *corev1.PersistentVolumeClaim
+	if err == nil {
+		updated, err = m.kube.CoreV1().PersistentVolumeClaims(pvc.Namespace).Patch(ctx, pvc.Name, types.MergePatchType, body, metav1.PatchOptions{})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("writing the annotation %s=%s on claim %s: %w", key, value, pvc.Name, err)
+	}
+	m.log.WithFields(map[string]any{"claim": pvc.Namespace + "/" + pvc.Name, "annotation": key, "value": value}).
+		Info("annotated claim")
+	return updated, nil
+}
+
 func (m *realActor) SetClaimOwner(ctx context.Context, c *api.EtcdCluster, pvc *corev1.PersistentVolumeClaim, owned bool) error {
 	refs := slices.DeleteFunc(slices.Clone(pvc.OwnerReferences), func(ref metav1.OwnerReference) bool {
 		return ref.UID == c.UID || (ref.Controller != nil && *ref.Controller)

@@ -135,8 +135,17 @@ func (o *observation) claimViews() map[int]plan.ClaimView {
 			Bound:       bound,
 			Outdated:    !bound && (!member.HasClaims(&c.Spec) || !member.ClaimMatches(c, pvc)),
 			MemberID:    member.ParseID(pvc.Annotations[member.AnnotationMemberID]),
+			DataRanOn:   pvc.Annotations[member.AnnotationDataRanOn],
+			Removed:     removedFlagged(pvc),
 			Problem:     o.claimProblems[ord],
 		}
 	}
 	return out
+}
+
+// removedFlagged: the claim is flagged (member.AnnotationRemoved) with the member it is
+// marked with, as removed.
+func removedFlagged(pvc *corev1.PersistentVolumeClaim) bool {
+	id := member.ParseID(pvc.Annotations[member.AnnotationMemberID])
+	return id != 0 && member.ParseID(pvc.Annotations[member.AnnotationRemoved]) == id
 }

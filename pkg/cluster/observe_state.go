@@ -7,6 +7,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
 	"github.com/etcd-operator/etcd-operator/pkg/cluster/status"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdutil/etcdfacts"
 	"github.com/etcd-operator/etcd-operator/pkg/member"
 )
 
@@ -41,7 +42,9 @@ func (o *observation) state(now time.Time) plan.State {
 		s.Members = append(s.Members, o.memberView(m))
 	}
 	s.Alarms = alarmViews(o.alarms, s.Members)
-	s.Bootstrapped = s.Bootstrapped || startedBefore(s)
+	// status.size is not all that says the cluster served: a status cleared or never written
+	// would otherwise let a cluster whose pods all went be bootstrapped again, empty.
+	s.Bootstrapped = s.Bootstrapped || startedBefore(s) || recordedClusterID(c) != 0
 	s.ElectingSince = status.ElectingSince(c)
 	return s
 }
@@ -73,8 +76,10 @@ func (o *observation) podViews(s *plan.State) {
 }
 
 // startedBefore: something written down says a member has started, whatever the status says
-// (an EtcdCluster deleted with whenDeleted Retain and applied again): a claim that holds a
-// member's data, or a pod marked with its member.
+// (an EtcdCluster deleted with whenDeleted Retain and applied again, a status cleared): a claim
+// that holds a member's data, or a pod marked with its member. The etcd cluster ID recorded on
+// the EtcdCluster (recordClusterID, before any step planned from the first member list) says
+// so too, for a cluster on emptyDir whose pods are gone.
 func startedBefore(s plan.State) bool {
 	for _, cv := range s.Claims {
 		if s.Persistent && cv.MemberID != 0 {
@@ -109,8 +114,30 @@ func alarmViews(alarms []etcdutil.Alarm, members []plan.MemberView) []plan.Alarm
 // the planner puts in the actions that build a pod): spec.version, unless it is a
 // step the operator does not take from the version the cluster runs (versionProblem), or a
 // minor downgrade etcd has not enabled yet; then the members keep that version (and status
-// says why).
+// says why). The version the cluster runs is status.currentVersion (the oldest a member
+// reported when one last answered); with no status (cleared, or never written), the oldest a
+// member reports now, or else the oldest a member pod runs: never "none", which would let
+// spec.version through unchecked, a skipped minor or an un-enabled downgrade included.
 func (o *observation) memberVersion() string {
 	c := o.cluster
-	return plan.TargetVersion(c.Spec.Version, c.Status.CurrentVersion, member.HasClaims(&c.Spec), plan.DowngradeTarget(o.statuses))
+	running := c.Status.CurrentVersion
+	if running == "" {
+		running = plan.LowestVersion(o.statuses)
+	}
+	if running == "" {
+		running = o.lowestPodVersion()
+	}
+	return plan.TargetVersion(c.Spec.Version, running, member.HasClaims(&c.Spec), plan.DowngradeTarget(o.statuses))
+}
+
+// lowestPodVersion is the oldest etcd version a member pod is built with; empty when no pod
+// says.
+func (o *observation) lowestPodVersion() string {
+	versions := map[int]etcdfacts.Status{}
+	for ord, p := range o.pods {
+		if t, ok := member.ReadTemplate(o.cluster.Name, p); ok && t.Version != "" {
+			versions[ord] = etcdfacts.Status{Version: t.Version}
+		}
+	}
+	return plan.LowestVersion(versions)
 }

@@ -35,6 +35,15 @@ func (r *Reconciler) chooseSurvivor(ctx context.Context, c *api.EtcdCluster, a p
 // (that very pod: a UID precondition), and made again with the flag once it is gone.
 func (r *Reconciler) forceNewCluster(ctx context.Context, c *api.EtcdCluster, o *observation, a plan.Action, why string) (Result, error) {
 	name := member.Name(c.Name, a.Ordinal)
+	// --force-new-cluster drops every other member: their claims say so before the survivor's
+	// pod goes.
+	for _, ord := range plan.SortedOrdinals(o.claims) {
+		if id := member.ParseID(o.claims[ord].Annotations[member.AnnotationMemberID]); ord != a.Ordinal && id != a.MemberID {
+			if err := r.flagRemoved(ctx, o, ord, id); err != nil {
+				return Result{}, err
+			}
+		}
+	}
 	if p := o.pods[a.Ordinal]; p != nil {
 		if p.DeletionTimestamp != nil {
 			return Result{RetryIn: whileWaiting}, nil

@@ -9,13 +9,14 @@ import (
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
 	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 	"github.com/etcd-operator/etcd-operator/pkg/member"
 )
 
 // ensureStorage fills in spec.storage when it is left out or names neither volume (a spec
 // that sets only a retentionPolicy), so that what holds the members' data is written on the
 // object, for the user to read and for every later pass to follow: a cluster that has already
-// started (status or pods say so) was made before claims existed and keeps its emptyDir; a new
+// started (status, its recorded cluster ID or pods say so) was made before claims existed and keeps its emptyDir; a new
 // one gets a claim per member. A retentionPolicy the user gave is kept. It reports whether it
 // patched: the pass then ends, and the next one starts from the patched object.
 func (r *Reconciler) ensureStorage(ctx context.Context, c *api.EtcdCluster) (bool, error) {
@@ -28,7 +29,8 @@ func (r *Reconciler) ensureStorage(ctx context.Context, c *api.EtcdCluster) (boo
 	if err != nil {
 		return false, fmt.Errorf("listing pods: %w", err)
 	}
-	started := c.Status.Size > 0
+	// status.size, or the etcd cluster ID recorded on the object (a status cleared), or a pod.
+	started := c.Status.Size > 0 || recordedClusterID(c) != 0
 	for _, p := range pods {
 		started = started || metav1.IsControlledBy(p, c)
 	}
@@ -52,7 +54,8 @@ func (r *Reconciler) ensureStorage(ctx context.Context, c *api.EtcdCluster) (boo
 }
 
 // syncClaims keeps the claims' bookkeeping, before the pass plans anything: it marks the claim
-// of every listed member with the member's ID (once the member's pod uses it), writes the ID
+// of every listed member with the member's ID (once the member's pod uses it) and with the
+// newest etcd release its data has run on (recordDataRanOn), writes the ID
 // on the pod of every member that has started (member-init reads it from there), and sets or
 // drops the cluster's ownership of its claims as whenDeleted says. A claim is marked before
 // any step that could remove its member, so a removed member's data is always recognized. A
@@ -71,6 +74,9 @@ func (r *Reconciler) syncClaims(ctx context.Context, c *api.EtcdCluster, o *obse
 				return err
 			}
 			o.claims[v.Ordinal] = updated
+		}
+		if err := r.recordDataRanOn(ctx, o, m); err != nil {
+			return err
 		}
 		if pod != nil && m.Name != "" && pod.DeletionTimestamp == nil && pod.Annotations[member.AnnotationMemberID] == "" {
 			if err := r.control.AnnotatePod(ctx, pod, member.AnnotationMemberID, member.FormatID(m.ID)); err != nil {
@@ -93,5 +99,54 @@ func (r *Reconciler) syncClaims(ctx context.Context, c *api.EtcdCluster, o *obse
 			return err
 		}
 	}
+	return nil
+}
+
+// recordDataRanOn records on member m's claim that its data has run on the etcd release m
+// answers with, from 3.7 on (plan.DataRanOnToRecord says when, member.AnnotationDataRanOn
+// why), before the pass plans from the claim: only when m answered, through the pod that
+// mounts the claim, as the member the claim is marked with, and the claim records an older
+// release or none. A claim that records it already is not written again.
+func (r *Reconciler) recordDataRanOn(ctx context.Context, o *observation, m etcdutil.Member) error {
+	v := o.memberView(m)
+	if v.Ordinal < 0 || !v.Healthy || v.Learner {
+		return nil
+	}
+	pod, pvc := o.pods[v.Ordinal], o.claims[v.Ordinal]
+	if pod == nil || pvc == nil || pod.DeletionTimestamp != nil || pvc.DeletionTimestamp != nil ||
+		member.DataClaim(pod) != pvc.Name || member.ParseID(pvc.Annotations[member.AnnotationMemberID]) != m.ID {
+		return nil
+	}
+	release := plan.DataRanOnToRecord(o.statuses[v.Ordinal], pvc.Annotations[member.AnnotationDataRanOn])
+	if release == "" {
+		return nil
+	}
+	updated, err := r.control.SetClaimAnnotation(ctx, pvc, member.AnnotationDataRanOn, release)
+	if err != nil {
+		return err
+	}
+	o.claims[v.Ordinal] = updated
+	return nil
+}
+
+// flagRemoved flags the claim at ordinal, marked with member id, as that member's removed
+// (member.AnnotationRemoved), before the member is removed from etcd or dropped by a
+// survivor's --force-new-cluster: a pass without a member list then never counts it as a
+// member that status may have missed (plan_quorum_members.go). Written before the step, so
+// that an operator killed between the two, or a status write of the pass that made it lost,
+// leaves the flag; a step that then fails leaves a member flagged that status lists, and a
+// listed member is counted whatever its claim says. A claim flagged already, gone, or marked
+// with another member is left alone.
+func (r *Reconciler) flagRemoved(ctx context.Context, o *observation, ordinal int, id uint64) error {
+	pvc := o.claims[ordinal]
+	if pvc == nil || pvc.DeletionTimestamp != nil || id == 0 ||
+		member.ParseID(pvc.Annotations[member.AnnotationMemberID]) != id || removedFlagged(pvc) {
+		return nil
+	}
+	updated, err := r.control.SetClaimAnnotation(ctx, pvc, member.AnnotationRemoved, member.FormatID(id))
+	if err != nil {
+		return fmt.Errorf("flagging the claim of member %s as removed: %w", member.Name(o.cluster.Name, ordinal), err)
+	}
+	o.claims[ordinal] = updated
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
 	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan/plantest"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 	"github.com/etcd-operator/etcd-operator/pkg/member"
 )
 
@@ -33,6 +34,10 @@ func TestSyncFillsInStorage(t *testing.T) {
 	}{
 		{"new cluster", nil, func(*api.EtcdCluster) []*corev1.Pod { return nil }, true, member.DefaultStorage().RetentionPolicy},
 		{"cluster that reported members", nil, func(c *api.EtcdCluster) []*corev1.Pod { c.Status.Size = 3; return nil }, false, nil},
+		{"cluster that served, its status cleared and its pods gone", nil, func(c *api.EtcdCluster) []*corev1.Pod {
+			c.Annotations = map[string]string{api.AnnotationClusterID: "c1"}
+			return nil
+		}, false, nil},
 		{"cluster whose seed pod exists", nil, func(c *api.EtcdCluster) []*corev1.Pod {
 			return []*corev1.Pod{memberPod(c, 0, "10.0.0.1", corev1.PodPending, time.Now(), &discoveryv1.EndpointSlice{})}
 		}, false, nil},
@@ -168,6 +173,59 @@ func TestClaimWhy(t *testing.T) {
 			got := claimWhy(tc.events, tc.now)
 			if (tc.want == "") != (got == "") || !strings.HasPrefix(got, tc.want) {
 				t.Errorf("claimWhy = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// A member seen voting on etcd 3.7 through the pod that mounts its claim has that recorded on
+// its claim before anything is planned (member.AnnotationDataRanOn), once: the next pass, over
+// the claim as written, writes nothing. A member on 3.6, or a claim that holds another
+// member's data, is left unmarked.
+func TestSyncRecordsDataRanOn(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		version  string
+		markedBy string
+		want     string
+	}{
+		{"a member on 3.7", "3.7.3", "1", "3.7"},
+		{"a member on 3.6", "3.6.16", "1", ""},
+		{"a claim marked with another member", "3.7.3", "2", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCluster(1)
+			c.Spec.Storage = member.DefaultStorage()
+			c.Status.Size = 1
+			seed := memberPod(c, 0, "10.0.0.1", corev1.PodRunning, time.Now(), &discoveryv1.EndpointSlice{})
+			seed.Spec.Volumes = member.Pod(c, member.Template{Ordinal: 0, ClusterState: "new", InitialCluster: []int{0}}, "x").Spec.Volumes
+			pvc := member.Claim(c, 0)
+			pvc.UID = "pvc-uid"
+			pvc.Status.Phase = corev1.ClaimBound
+			pvc.Annotations[member.AnnotationMemberID] = tc.markedBy
+			pass := func(claim *corev1.PersistentVolumeClaim) *fixture {
+				f := newFixture(t, c, seed, claim)
+				etcd := newFakeEtcd(t, c, "10.0.0.1")
+				etcd.status[member.PodClientURL("10.0.0.1")] = etcdutil.Status{ID: 1, Leader: 1, Version: tc.version, RaftIndex: 500, RaftAppliedIndex: 500}
+				f.with(func(d *Deps) { d.Etcd = etcd })
+				if _, err := f.r.Sync(context.Background(), "ns", "demo"); err != nil {
+					t.Fatalf("Sync: %v", err)
+				}
+				return f
+			}
+			f := pass(pvc)
+			got, err := f.kube.CoreV1().PersistentVolumeClaims("ns").Get(context.Background(), pvc.Name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Annotations[member.AnnotationDataRanOn] != tc.want {
+				t.Errorf("claim annotations %v, want %s=%q", got.Annotations, member.AnnotationDataRanOn, tc.want)
+			}
+			if n := len(f.actions("patch", "persistentvolumeclaims")); (n == 1) != (tc.want != "") || n > 1 {
+				t.Errorf("%d patches of the claim in the first pass", n)
+			}
+			if again := pass(got); len(again.actions("patch", "persistentvolumeclaims")) != 0 {
+				t.Errorf("the next pass patched the claim again: %v", again.actions("patch", "persistentvolumeclaims"))
 			}
 		})
 	}

@@ -24,6 +24,23 @@ import (
 // etcd on an empty data dir.
 const AnnotationMemberID = "etcd.operator.dev/member-id"
 
+// AnnotationRemoved flags, on a member's claim, the member it is marked with
+// (AnnotationMemberID) as removed from etcd, in hexadecimal. The operator writes it before it
+// removes that member, and on every other member's claim before it restarts a survivor with
+// --force-new-cluster (which drops them all): from then on the claim holds the data of no
+// member of the cluster, and a pass without a member list does not count it as one that status
+// may have missed.
+const AnnotationRemoved = "etcd.operator.dev/member-removed"
+
+// AnnotationDataRanOn records, on a member's claim, the newest etcd minor release
+// ("major.minor") the member whose data the claim holds (AnnotationMemberID) has been seen
+// running on, healthy and voting, with its log applied. The operator writes it from 3.7 on,
+// the first release that cannot replay every log entry an older one wrote: a member whose
+// claim says its data has run on 3.7 has no such entry left and restarts on it when it goes
+// back up to 3.7 (a downgrade to 3.6 cancelled, or done and undone); a claim without it is
+// not known to and its member is replaced. It is never lowered.
+const AnnotationDataRanOn = "etcd.operator.dev/data-ran-on"
+
 // DefaultClaimSize fits etcd's default 2Gi backend quota with room for its write-ahead log and
 // snapshots.
 var DefaultClaimSize = resource.MustParse("4Gi")

@@ -197,13 +197,14 @@ func TestUpgradeOnEmptyDir(t *testing.T) {
 
 // TestDowngrade: 3.7 -> 3.6 on claims through etcd's downgrade API, while the writer runs:
 // first a downgrade set back once a member runs 3.6 (etcd's downgrade is cancelled, that
-// member goes back to 3.7), then a full one: every member restarts on its data (same member
+// member goes back to 3.7 on its data, same member ID), then a full one: every member restarts on its data (same member
 // IDs) on 3.6, and etcd ends the downgrade with the storage version lowered. Quorum is never
 // lost, nothing acknowledged is lost.
 func TestDowngrade(t *testing.T) {
 	t.Parallel()
 	const name = "down"
 	f, writer := startVersioned(t, name, framework.Version37, true)
+	started := memberIDs(f, name)
 	q := watchQuorum(f, name)
 	setVersion(f, name, framework.Version36)
 	f.Eventually("one member on "+framework.Version36, rolloutTimeout, func() (bool, error) {
@@ -221,6 +222,11 @@ func TestDowngrade(t *testing.T) {
 	setVersion(f, name, framework.Version37)
 	waitVersion(f, name, framework.Version37)
 	waitDowngrade(f, name, "", "3.7.0")
+	// The member that went down to 3.6 goes back up on its data: its claim says its data ran
+	// on 3.7 (etcd.operator.dev/data-ran-on), so it has no entry 3.7 cannot replay.
+	if got := memberIDs(f, name); fmt.Sprint(got) != fmt.Sprint(started) {
+		t.Errorf("after the downgrade was set back, member IDs %v, want %v (restarted on their data, not replaced)", got, started)
+	}
 
 	ids, pods := memberIDs(f, name), podUIDs(f, name)
 	setVersion(f, name, framework.Version36)

@@ -142,6 +142,27 @@ func TestPlanDowngrade(t *testing.T) {
 			progress: api.ReasonUpgrading,
 		},
 		{
+			name: "cancelled: a member back on 3.6 whose claim says its data ran on 3.7 is restarted on its data, not replaced",
+			state: func() State {
+				s := state(newer, true, all, backUp, map[int]etcdfacts.Status{0: plantest.Reporting(0, newer, 1000), 1: plantest.Reporting(1, newer, 1000), 2: plantest.Reporting(2, older, 1000)})
+				s.Claims = plantest.Claims(plantest.RanOn(plantest.Claim(0), "3.7"), plantest.RanOn(plantest.Claim(1), "3.7"), plantest.RanOn(plantest.Claim(2), "3.7"))
+				return s
+			}(),
+			want:     &Action{Kind: ActionRollMember, Ordinal: 2, MemberID: 102},
+			progress: api.ReasonUpgrading,
+			message:  []string{"restarting member c-2 on its data with etcd 3.7.3"},
+		},
+		{
+			name: "... its claim marked with its member alone (not known to have run 3.7): replaced",
+			state: func() State {
+				s := state(newer, true, all, backUp, map[int]etcdfacts.Status{0: plantest.Reporting(0, newer, 1000), 1: plantest.Reporting(1, newer, 1000), 2: plantest.Reporting(2, older, 1000)})
+				s.Claims = plantest.Claims(plantest.Claim(0), plantest.Claim(1), plantest.Claim(2))
+				return s
+			}(),
+			want:     &Action{Kind: ActionRemoveMember, Ordinal: 2, MemberID: 102},
+			progress: api.ReasonUpgrading,
+		},
+		{
 			name:     "on emptyDir a minor downgrade is not started: the members keep the newer version",
 			state:    state(older, false, all, onNewer, notYet),
 			progress: "",

@@ -68,7 +68,9 @@ type LastMember struct {
 // quorumLoss is the assessment of the last-known voting members while no member list
 // answers.
 type quorumLoss struct {
-	voters int
+	// voters counted (countedVoters), and their ordinals in order.
+	voters   int
+	ordinals []int
 	// gone: the members whose data is gone for good, with why, by ordinal.
 	gone map[int]string
 	// held: the members whose data may be there; survivors: those of them whose etcd answers
@@ -86,15 +88,14 @@ func (q quorumLoss) forGood() bool {
 // allGone: every last-known member's data is gone.
 func (q quorumLoss) allGone() bool { return q.voters > 0 && len(q.held) == 0 }
 
-// assessQuorum sorts the last-known voting members into those whose data is gone for good and
+// assessQuorum sorts the voting members a pass without a member list counts with
+// (countedVoters: status's, and those that may have become voters since) into those whose data is gone for good and
 // those whose data may be left, and finds the survivors among them.
 func assessQuorum(s State) quorumLoss {
 	q := quorumLoss{gone: map[int]string{}, survivors: map[int]etcdfacts.Status{}}
-	for _, m := range s.LastMembers {
-		if m.Learner {
-			continue
-		}
+	for _, m := range countedVoters(s) {
 		q.voters++
+		q.ordinals = append(q.ordinals, m.Ordinal)
 		if why := goneForGood(s, m); why != "" {
 			q.gone[m.Ordinal] = why
 			continue
@@ -309,7 +310,7 @@ func allLostMessage(s State, q quorumLoss) string {
 // lostAndLeft lists the last-known voting members whose data is gone, with why, and those
 // whose data is left, with their raft indexes.
 func lostAndLeft(s State, q quorumLoss) (lost, left []string) {
-	for _, o := range lastOrdinals(s) {
+	for _, o := range q.ordinals {
 		name := naming.Name(s.Name, o)
 		if why, ok := q.gone[o]; ok {
 			lost = append(lost, name+" ("+why+")")

@@ -29,8 +29,8 @@ func TestPlanQuorumLoss(t *testing.T) {
 			message: []string{"c-0 (raft index 42, term 3)", "c-1 (its claim is gone)", "kubectl annotate etcdcluster c etcd.operator.dev/recover-quorum=c-0"},
 		},
 		{
-			name: "claims being deleted, replaced by empty ones, or holding another member's data: gone for good",
-			state: plantest.LostQuorum(5, plantest.Pods(plantest.Running(0, all...), plantest.Joining(1, false, all...)),
+			name: "claims being deleted, replaced by empty ones, or holding another member's data (whose own data is gone too): gone for good",
+			state: plantest.LostQuorum(5, plantest.Pods(plantest.Running(0, all...), plantest.Joining(1, false, all...), lost(plantest.Joining(4, false, all...))),
 				plantest.Claims(plantest.Claim(0), plantest.Claim(1), deleting(plantest.Claim(2)), unmarked(plantest.Claim(3)), plantest.MarkedBy(plantest.Claim(4), 7)), plantest.Answering(0, 42)),
 			blocked: api.ReasonQuorumLost,
 			message: []string{"3 of 5", "c-2 (its claim is being deleted)", "c-3 (its claim is a new one)", "c-4 (its claim holds another member's data)",

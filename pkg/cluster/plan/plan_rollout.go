@@ -147,7 +147,7 @@ func waitForRestartedInPlace(s State, reason api.ConditionReason) Decision {
 func rollDownMemberInPlace(s State) (Decision, bool) {
 	for _, o := range slices.Backward(SortedOrdinals(s.Pods)) {
 		p := s.Pods[o]
-		if p.Terminating || !p.ImageOnly || p.Waiting == "" || replacedOnUpgrade(p.Version, s.TargetVersion) {
+		if p.Terminating || !p.ImageOnly || p.Waiting == "" || replacedOnUpgrade(s, o, p.MemberID) {
 			continue
 		}
 		d := step(s, Action{Kind: ActionRestartInPlace, Ordinal: o, MemberID: p.MemberID}, rolloutReason(s),
@@ -164,7 +164,7 @@ func rollDownMemberInPlace(s State) (Decision, bool) {
 	for _, o := range slices.Backward(SortedOrdinals(s.Pods)) {
 		p := s.Pods[o]
 		if !s.Persistent || p.Terminating || !p.Outdated || p.MemberID == 0 || p.DataLost || !podStuck(s, p) ||
-			replacedOnUpgrade(p.Version, s.TargetVersion) {
+			replacedOnUpgrade(s, o, p.MemberID) {
 			continue
 		}
 		d := step(s, Action{Kind: ActionRollMember, Ordinal: o, MemberID: p.MemberID}, rolloutReason(s),
@@ -192,7 +192,8 @@ func rollMember(s State, m MemberView, reason api.ConditionReason, done int) Dec
 	// Only the image changes, and etcd may restart on the member's data at the target
 	// version: the container is restarted in its pod, whose volumes stay, emptyDir too.
 	p := s.Pods[m.Ordinal]
-	inPlace := p.ImageOnly && !replacedOnUpgrade(p.Version, s.TargetVersion)
+	replaced := replacedOnUpgrade(s, m.Ordinal, m.ID)
+	inPlace := p.ImageOnly && !replaced
 	if alone && !s.Persistent && !inPlace {
 		return Decision{Blocked: api.ReasonQuorumAtRisk, Message: fmt.Sprintf(
 			"member %s is the only member and keeps its data on an emptyDir: rolling it would lose every key. Scale to 3 members first, or create a new cluster", name)}
@@ -218,7 +219,7 @@ func rollMember(s State, m MemberView, reason api.ConditionReason, done int) Dec
 		d.Message += fmt.Sprintf(" with etcd %s: only its image changes, its pod, address and data stay%s", s.TargetVersion, progress)
 		return d
 	}
-	if s.Persistent && !alone && replacedOnUpgrade(p.Version, s.TargetVersion) {
+	if s.Persistent && !alone && replaced {
 		d := removeVoter(s, m, reason)
 		if d.Action != nil && d.Action.Kind == ActionRemoveMember {
 			d.Message = fmt.Sprintf("replacing member %s: etcd %s cannot replay the log an older minor release may have left on its claim%s",
@@ -363,24 +364,6 @@ func duringRollout(s State, d Decision) Decision {
 	d.Progress = rolloutReason(s)
 	d.Message += fmt.Sprintf(" (rollout: %d of %d members done)", done, s.Size)
 	return d
-}
-
-// replacedOnUpgrade says whether a member going from etcd from to etcd to must be replaced
-// (removed, added again as a learner that the leader sends a snapshot) rather than restarted
-// on its data: etcd 3.7 no longer reads the log entries 3.5 wrote, and a member's log keeps
-// them until its next snapshot, however long it has run 3.6 since (seen: 3.7.3 panics
-// replaying them, "unmarshal should never fail"). A member that was on 3.7 already, or goes
-// back, restarts on its data.
-func replacedOnUpgrade(from, to string) bool {
-	f, err := version.ParseGeneric(from)
-	if err != nil {
-		return false
-	}
-	t, err := version.ParseGeneric(to)
-	if err != nil {
-		return false
-	}
-	return t.Major() == 3 && t.Minor() >= 7 && f.Minor() < 7
 }
 
 // rolledAt is when the pod was last rolled: made, or its etcd image changed in place.

@@ -101,7 +101,64 @@ func TestPlanRollout(t *testing.T) {
 		return s
 	}
 
+	// Members on 3.6 going (back) up to 3.7 in their image alone, on claims; ranOn37 is the
+	// claims of members whose data has run on 3.7 (a downgrade to 3.6 cancelled or undone).
+	backTo37 := func(cs map[int]ClaimView) State {
+		s := rolloutState(v37, true, all, plantest.Pods(imageOnly(0, v36), imageOnly(1, v36), imageOnly(2, v36)), at36)
+		s.Claims = cs
+		return s
+	}
+	ranOn37 := func(o int) ClaimView { return plantest.RanOn(plantest.Claim(o), "3.7") }
+	// The single member on a claim, whose data ran on 3.7, back on 3.6 and set to 3.7 again,
+	// on an image that cannot be pulled: nobody answers.
+	badSingle37 := func(c ClaimView) State {
+		p := imageOnly(0, v36)
+		p.Waiting, p.MemberID = "ImagePullBackOff: Back-off pulling image", 100
+		s := rolloutState(v37, true, nil, plantest.Pods(p), nil)
+		s.Size, s.MembersKnown, s.LastMembers = 1, false, []LastMember{{Ordinal: 0, ID: 100}}
+		s.Claims = plantest.Claims(c)
+		return s
+	}
+
 	runPlanCases(t, []planCase{
+		{
+			name:     "3.6 up to 3.7 in the image alone, the claim says the member's data ran on 3.7 already: restarted in place, not replaced",
+			state:    backTo37(plantest.Claims(ranOn37(0), ranOn37(1), ranOn37(2))),
+			want:     &Action{Kind: ActionRestartInPlace, Ordinal: 2, MemberID: 102},
+			progress: api.ReasonUpgrading,
+			message:  []string{"restarting member c-2 in place", "3.7.3"},
+		},
+		{
+			name:     "... a claim marked with its member but not known to have run 3.7 (an old claim, a lost write): replaced",
+			state:    backTo37(plantest.Claims(ranOn37(0), ranOn37(1), plantest.Claim(2))),
+			want:     &Action{Kind: ActionRemoveMember, Ordinal: 2, MemberID: 102},
+			progress: api.ReasonUpgrading,
+			message:  []string{"replacing member c-2", "cannot replay"},
+		},
+		{
+			name:     "... a claim whose 3.7 mark is another member's data says nothing of this member's: replaced",
+			state:    backTo37(plantest.Claims(ranOn37(0), ranOn37(1), plantest.MarkedBy(ranOn37(2), 999))),
+			want:     &Action{Kind: ActionRemoveMember, Ordinal: 2, MemberID: 102},
+			progress: api.ReasonUpgrading,
+		},
+		{
+			name:     "... a claim being deleted says nothing either: replaced",
+			state:    backTo37(plantest.Claims(ranOn37(0), ranOn37(1), deleting(ranOn37(2)))),
+			want:     &Action{Kind: ActionRemoveMember, Ordinal: 2, MemberID: 102},
+			progress: api.ReasonUpgrading,
+		},
+		{
+			name:     "no member answers, the single member whose data ran on 3.7 cannot pull 3.7 again: rolled in place on its data",
+			state:    badSingle37(ranOn37(0)),
+			want:     &Action{Kind: ActionRestartInPlace, Ordinal: 0, MemberID: 100},
+			progress: api.ReasonUpgrading,
+			message:  []string{"restarting member c-0 in place", "no member answers"},
+		},
+		{
+			name:    "... not when its claim is not known to have run 3.7: that member is replaced, never restarted on its log",
+			state:   badSingle37(plantest.Claim(0)),
+			blocked: api.ReasonEtcdUnreachable,
+		},
 		{
 			name:     "size 5: a member that is down and out of date waits while the member rolled before it is not back",
 			state:    fiveOneBack(),

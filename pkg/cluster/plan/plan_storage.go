@@ -34,6 +34,13 @@ type ClaimView struct {
 	// MemberID is the claim's mark: the etcd ID of the member whose data it holds; 0 when
 	// unmarked.
 	MemberID uint64
+	// DataRanOn is the newest etcd minor release ("3.7") that member has been seen running
+	// on with this claim's data (member.AnnotationDataRanOn); empty when not known.
+	DataRanOn string
+	// Removed: the claim is flagged (member.AnnotationRemoved) with the member it is marked
+	// with, which the operator removed from etcd, or dropped recovering a quorum lost for
+	// good, after writing the flag.
+	Removed bool
 	// Problem is why the claim waits for a volume (its latest Warning event), when it does.
 	Problem string
 }
@@ -112,7 +119,9 @@ func planRestartInPlace(s State) (Decision, bool) {
 // refuses), and a voting member's pod says it has started, so that member-init refuses an
 // empty data dir rather than wait for a member list that cannot come. Otherwise (no status)
 // the pods do not claim their members have started: member-init starts etcd on the data it
-// finds.
+// finds; and a claim flagged as its member's removed is not restarted (a member dropped by a
+// survivor's --force-new-cluster, restarted with others like it, could elect a leader among
+// them on their old data).
 func restartMarked(s State) (Decision, bool) {
 	known := map[int]LastMember{}
 	for _, m := range s.LastMembers {
@@ -122,7 +131,7 @@ func restartMarked(s State) (Decision, bool) {
 	for _, o := range SortedOrdinals(s.Claims) {
 		c := s.Claims[o]
 		m, isKnown := known[o]
-		if c.MemberID != 0 && !c.Terminating && (len(known) == 0 || (isKnown && m.ID == c.MemberID)) {
+		if c.MemberID != 0 && !c.Terminating && (len(known) == 0 && !c.Removed || (isKnown && m.ID == c.MemberID)) {
 			marked = append(marked, o)
 		}
 	}

@@ -39,6 +39,10 @@ import (
 //  5. never RemoveMember of a healthy voting member whose data is gone while another ordinal
 //     below spec.size has no voting member (rule 5 defers it: each is replaced, the cluster
 //     grown back, before the next goes).
+//  6. a survivor is chosen to recover a quorum lost for good (ChooseSurvivor) only when, by
+//     etcd's membership rather than the members status last listed, fewer voting members hold
+//     their data than a majority, and no voting member holding its data has a higher raft
+//     index than the survivor.
 //
 // The model (propModel) keeps, by ordinal: etcd's membership (voter or learner, member ID,
 // started), the pod (pending, running, terminating, published, --force-new-cluster, its
@@ -141,6 +145,7 @@ type propPod struct {
 type propClaim struct {
 	terminating bool
 	mark        uint64 // the claim's mark (ClaimView.MemberID)
+	removed     bool   // flagged as its mark's member removed (ClaimView.Removed)
 	data        uint64 // the member whose data the claim holds; 0: empty
 }
 
@@ -384,7 +389,7 @@ func (m *propModel) observe() plan.State {
 		s.Pods[o] = v
 	}
 	for o, c := range m.claims {
-		s.Claims[o] = plan.ClaimView{Ordinal: o, Terminating: c.terminating, Bound: true, MemberID: c.mark}
+		s.Claims[o] = plan.ClaimView{Ordinal: o, Terminating: c.terminating, Bound: true, MemberID: c.mark, Removed: c.removed}
 	}
 	return s
 }
@@ -614,6 +619,7 @@ func (m *propModel) apply(a plan.Action) string {
 			mem.learner = false // etcd refuses a learner that has not caught up
 		}
 	case plan.ActionRemoveMember:
+		m.flagRemoved(a.Ordinal, a.MemberID) // flagRemoved, before the removal
 		if mem := m.members[a.Ordinal]; mem != nil && mem.id == a.MemberID {
 			delete(m.members, a.Ordinal)
 			if p := m.pods[a.Ordinal]; p != nil {
@@ -628,6 +634,11 @@ func (m *propModel) apply(a plan.Action) string {
 		m.annot = naming.Name("c", a.Ordinal)
 	case plan.ActionForceNewCluster:
 		m.forcing = a.Ordinal
+		for o, c := range m.claims { // every other member is dropped: flagged first
+			if o != a.Ordinal && c.mark != a.MemberID {
+				m.flagRemoved(o, c.mark)
+			}
+		}
 		if p := m.pods[a.Ordinal]; p != nil {
 			if p.terminating {
 				return ""
@@ -731,6 +742,8 @@ func checkAction(s plan.State, m *propModel, a plan.Action) string {
 		if v := claimFits(s, m, a); v != "" {
 			return v
 		}
+	case plan.ActionChooseSurvivor:
+		return survivorFits(m, a)
 	case plan.ActionDeleteClaim:
 		c := m.claims[a.Ordinal]
 		if c == nil {
@@ -749,6 +762,33 @@ func checkAction(s plan.State, m *propModel, a plan.Action) string {
 			}
 		}
 		return fmt.Sprintf("invariant 3: deleting claim %d, which holds voter %d's data, while no other voting member answers", a.Ordinal, holder)
+	}
+	return ""
+}
+
+// survivorFits is invariant 6 for a survivor chosen: by etcd's own membership (not what
+// status last listed), fewer voting members hold their data than a majority (waiting could
+// not bring quorum back), and no voting member that holds its data has a higher raft index
+// than the survivor (its writes would be lost).
+func survivorFits(m *propModel, a plan.Action) string {
+	voting, held := 0, 0
+	for o, mem := range m.members {
+		if mem.learner {
+			continue
+		}
+		voting++
+		c, p := m.claims[o], m.pods[o]
+		if c == nil || c.terminating || c.data != mem.id || (p != nil && p.dataLost) {
+			continue
+		}
+		held++
+		if o != a.Ordinal && m.raft[mem.id] > m.raft[a.MemberID] {
+			return fmt.Sprintf("invariant 6: survivor %d chosen (raft index %d) while voter %d holds its data at raft index %d",
+				a.Ordinal, m.raft[a.MemberID], o, m.raft[mem.id])
+		}
+	}
+	if held >= plan.Quorum(voting) {
+		return fmt.Sprintf("invariant 6: survivor %d chosen while %d of %d voting members hold their data: quorum can come back", a.Ordinal, held, voting)
 	}
 	return ""
 }
@@ -786,5 +826,13 @@ func propDataGone(s plan.State, v plan.MemberView) bool {
 		return true
 	default:
 		return hasClaim && c.Terminating
+	}
+}
+
+// flagRemoved is pkg/cluster's flagRemoved: the claim at o, marked with id, flagged as that
+// member's removed.
+func (m *propModel) flagRemoved(o int, id uint64) {
+	if c := m.claims[o]; c != nil && !c.terminating && id != 0 && c.mark == id {
+		c.removed = true
 	}
 }

@@ -109,6 +109,9 @@ func Claim(o int) plan.ClaimView {
 // MarkedBy is c marked with the member id.
 func MarkedBy(c plan.ClaimView, id uint64) plan.ClaimView { c.MemberID = id; return c }
 
+// RanOn is c recording that its member's data has run on etcd release ("3.7").
+func RanOn(c plan.ClaimView, release string) plan.ClaimView { c.DataRanOn = release; return c }
+
 // Unbound is c not bound to a volume yet, and so not marked.
 func Unbound(c plan.ClaimView) plan.ClaimView { c.Bound, c.MemberID = false, 0; return c }
 
