@@ -43,6 +43,7 @@ func (o *observation) state(now time.Time) plan.State {
 	s.Alarms = alarmViews(o.alarms, s.Members)
 	s.Bootstrapped = s.Bootstrapped || startedBefore(s)
 	s.ElectingSince = status.ElectingSince(c)
+	s.Budget = o.budgetView()
 	return s
 }
 
