@@ -98,9 +98,8 @@ func TestRolloutWaitsForDisruptionBudget(t *testing.T) {
 			return false, err
 		}
 		reason, msg := c.ConditionReason("Progressing")
-		return reason == "RollingPods" && strings.Contains(msg, "waiting for the disruption budget") &&
-				strings.Contains(msg, "refuses to evict pod") && strings.Contains(msg, "disruption budget."),
-			fmt.Errorf("Progressing %s: %s", reason, msg)
+		waits := strings.Contains(msg, "waiting for the disruption budget") && strings.Contains(msg, "refuses to evict pod")
+		return reason == "RollingPods" && waits && strings.Contains(msg, "disruption budget."), fmt.Errorf("Progressing %s: %s", reason, msg)
 	})
 	if out := f.MustNS("get", "events", "--field-selector", "reason=EvictionRefused", "-o", "name"); strings.TrimSpace(out) == "" {
 		t.Error("no EvictionRefused Event while the rollout waits for the budget")
