@@ -175,7 +175,7 @@ func TestSyncKeepsUnhealthyPodEvictionPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	if p := got.Spec.UnhealthyPodEvictionPolicy; p == nil || *p != policyv1.IfHealthyBudget {
-		t.Errorf("unhealthyPodEvictionPolicy after the pass: %v, want IfHealthyBudget", p)
+		t.Errorf("unhealthyPodEvictionPolicy after the pass: %s, want IfHealthyBudget", ptrString(p))
 	}
 
 	unset := member.DisruptionBudget(c)
@@ -187,4 +187,11 @@ func TestSyncKeepsUnhealthyPodEvictionPolicy(t *testing.T) {
 	if n := len(f.applied("poddisruptionbudgets")); n != 0 {
 		t.Errorf("%d applies of a budget without the field, want none", n)
 	}
+}
+
+func ptrString[T ~string](p *T) string {
+	if p == nil {
+		return "unset"
+	}
+	return string(*p)
 }
