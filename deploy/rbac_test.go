@@ -99,6 +99,7 @@ var clientVerbs = map[string][2]string{
 	"Get": {"get", ""}, "List": {"list", ""}, "Watch": {"watch", ""},
 	"UpdateStatus": {"update", "status"}, "ApplyStatus": {"patch", "status"},
 	"GetScale": {"get", "scale"}, "UpdateScale": {"update", "scale"},
+	"EvictV1": {"create", "eviction"},
 }
 
 // helpers are client-go types that call the API for the code that uses them.

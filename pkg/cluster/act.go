@@ -81,7 +81,7 @@ func (r *Reconciler) actOnRollout(ctx context.Context, c *api.EtcdCluster, o *ob
 	case p == nil:
 		return Result{}, nil
 	case a.Kind == plan.ActionRollMember:
-		return r.rollMember(ctx, c, p, why)
+		return r.rollMember(ctx, c, p, a.Evict, why)
 	case a.Kind == plan.ActionRestartInPlace:
 		return r.restartInPlace(ctx, c, p, a.PodVersion, why)
 	default:

@@ -44,6 +44,9 @@ func (f *fakeActor) DeleteClaim(_ context.Context, _ *api.EtcdCluster, pvc *core
 func (f *fakeActor) DeletePod(_ context.Context, _ *api.EtcdCluster, p *corev1.Pod, _ string) (Result, error) {
 	return f.record("DeletePod %s", p.Name)
 }
+func (f *fakeActor) EvictPod(_ context.Context, _ *api.EtcdCluster, p *corev1.Pod, _ string) (Result, error) {
+	return f.record("EvictPod %s", p.Name)
+}
 func (f *fakeActor) AddLearner(_ context.Context, _ *api.EtcdCluster, voters []string, o int) (Result, error) {
 	return f.record("AddLearner %d via %v", o, voters)
 }
@@ -157,6 +160,11 @@ func TestActDispatch(t *testing.T) {
 		{plan.Action{Kind: plan.ActionChooseSurvivor, Ordinal: 1, MemberID: 101},
 			"AnnotateCluster demo " + api.AnnotationRecoverQuorum + "=demo-1"},
 		{plan.Action{Kind: plan.ActionDeletePod, Ordinal: 1}, "DeletePod demo-1"},
+		// A serving member's pod goes through the Eviction API; any other roll, and the
+		// forced survivor's restart, is a plain delete.
+		{plan.Action{Kind: plan.ActionRollMember, Ordinal: 1, MemberID: 101, Evict: true}, "EvictPod demo-1"},
+		{plan.Action{Kind: plan.ActionRollMember, Ordinal: 1, MemberID: 101}, "DeletePod demo-1"},
+		{plan.Action{Kind: plan.ActionForceNewCluster, Ordinal: 1, MemberID: 101}, "DeletePod demo-1"},
 		{plan.Action{Kind: plan.ActionAddLearner, Ordinal: 2}, "AddLearner 2 via [http://10.0.0.1:2379 http://10.0.0.2:2379]"},
 		{plan.Action{Kind: plan.ActionPromote, Ordinal: 2, MemberID: 102}, "Promote 2 66 via [http://10.0.0.1:2379 http://10.0.0.2:2379]"},
 		{plan.Action{Kind: plan.ActionRemoveMember, Ordinal: 0, MemberID: 100}, "RemoveMember 0 64 via [http://10.0.0.2:2379]"},

@@ -51,6 +51,12 @@ type actor interface {
 	CreateClaim(ctx context.Context, c *api.EtcdCluster, ordinal int) (created bool, err error)
 	// DeletePod deletes that very pod (a UID precondition); gone or replaced is done.
 	DeletePod(ctx context.Context, c *api.EtcdCluster, pod *corev1.Pod, why string) (Result, error)
+	// EvictPod deletes that very pod (a UID precondition) through the Eviction API, so that
+	// the pod's disruption budget arbitrates between this deletion and any other eviction (a
+	// drain's); gone or replaced is done. An eviction the API server refuses for now (the
+	// budget allows no disruption, or more than one budget covers the pod) fails with an
+	// *evictionRefused, recorded in an Event; nothing is deleted then.
+	EvictPod(ctx context.Context, c *api.EtcdCluster, pod *corev1.Pod, why string) (Result, error)
 	// DeleteClaim deletes that very claim (a newer claim of the same name is left alone).
 	DeleteClaim(ctx context.Context, c *api.EtcdCluster, pvc *corev1.PersistentVolumeClaim, why string) (Result, error)
 	// SetPodImage changes the etcd container's image of that very pod, as it was read (UID and

@@ -75,12 +75,15 @@ func portsClash(have, want *corev1.Service) bool {
 }
 
 // budgetApply is what the operator applies of budget want: its labels and controller, its
-// minAvailable and its selector.
+// minAvailable, its selector and its unhealthyPodEvictionPolicy.
 func budgetApply(want *policyv1.PodDisruptionBudget) *policyv1ac.PodDisruptionBudgetApplyConfiguration {
 	spec := policyv1ac.PodDisruptionBudgetSpec().
 		WithSelector(metav1ac.LabelSelector().WithMatchLabels(want.Spec.Selector.MatchLabels))
 	if want.Spec.MinAvailable != nil {
 		spec.WithMinAvailable(*want.Spec.MinAvailable)
+	}
+	if want.Spec.UnhealthyPodEvictionPolicy != nil {
+		spec.WithUnhealthyPodEvictionPolicy(*want.Spec.UnhealthyPodEvictionPolicy)
 	}
 	return policyv1ac.PodDisruptionBudget(want.Name, want.Namespace).
 		WithLabels(want.Labels).
@@ -88,11 +91,16 @@ func budgetApply(want *policyv1.PodDisruptionBudget) *policyv1ac.PodDisruptionBu
 		WithSpec(spec)
 }
 
-// budgetCurrent reports whether have carries want's minAvailable and selector, and no
-// maxUnavailable (which a budget cannot carry with minAvailable).
+// budgetCurrent reports whether have carries want's minAvailable and selector, no
+// maxUnavailable (which a budget cannot carry with minAvailable), and want's
+// unhealthyPodEvictionPolicy or none (Kubernetes' default, the same: a budget made before the
+// operator set it, or by an API server that does not know the field, is not applied again on
+// every pass).
 func budgetCurrent(have, want *policyv1.PodDisruptionBudget) bool {
+	policy := have.Spec.UnhealthyPodEvictionPolicy
 	return equality.Semantic.DeepEqual(have.Spec.MinAvailable, want.Spec.MinAvailable) && have.Spec.MaxUnavailable == nil &&
-		equality.Semantic.DeepEqual(have.Spec.Selector, want.Spec.Selector)
+		equality.Semantic.DeepEqual(have.Spec.Selector, want.Spec.Selector) &&
+		(policy == nil || equality.Semantic.DeepEqual(policy, want.Spec.UnhealthyPodEvictionPolicy))
 }
 
 // networkPolicyApply is what the operator applies of policy want: its labels and controller,

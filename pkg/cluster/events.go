@@ -56,6 +56,12 @@ const (
 	// EventPodPatched: a member pod's labels and annotations from spec.pod were updated in
 	// place.
 	EventPodPatched EventReason = "PodPatched"
+	// EventPodEvicted: a serving member's pod was evicted for the rollout, within the
+	// disruption budget.
+	EventPodEvicted EventReason = "PodEvicted"
+	// EventEvictionRefused: the API server refused to evict a member pod for the rollout for
+	// now (the disruption budget allows no disruption); the rollout waits.
+	EventEvictionRefused EventReason = "EvictionRefused"
 )
 
 // Events of the cluster's NetworkPolicy.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
@@ -51,6 +52,8 @@ type observation struct {
 	alarms []etcdutil.Alarm
 	// initImage is the operator's own image, which member pods are built with.
 	initImage string
+	// budget is the cluster's own disruption budget as cached; nil when it has none.
+	budget *policyv1.PodDisruptionBudget
 }
 
 // observe reads the caches and asks every running member for its status and the member list.
@@ -72,6 +75,11 @@ func (r *Reconciler) observe(ctx context.Context, c *api.EtcdCluster) (*observat
 	if err := r.lookForeign(ctx, c, o); err != nil {
 		return nil, err
 	}
+	budget, err := r.observeBudget(c)
+	if err != nil {
+		return nil, err
+	}
+	o.budget = budget
 	eps, err := r.deps.EndpointSlices.EndpointSlices(c.Namespace).List(labels.SelectorFromSet(labels.Set{
 		member.LabelCluster: c.Name}))
 	if err != nil {

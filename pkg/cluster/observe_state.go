@@ -46,6 +46,7 @@ func (o *observation) state(now time.Time) plan.State {
 	// would otherwise let a cluster whose pods all went be bootstrapped again, empty.
 	s.Bootstrapped = s.Bootstrapped || startedBefore(s) || recordedClusterID(c) != 0
 	s.ElectingSince = status.ElectingSince(c)
+	s.Budget = o.budgetView()
 	return s
 }
 

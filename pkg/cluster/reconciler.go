@@ -6,6 +6,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -165,9 +166,13 @@ func (r *Reconciler) takeDecision(ctx context.Context, c *api.EtcdCluster, obs *
 	switch {
 	case decision.Action != nil:
 		requeue, actErr = r.act(ctx, c, obs, *decision.Action, decision.Message)
+		var evictRefused *evictionRefused
 		if msg, refused := refusedByAPIServer(actErr); refused {
 			log.WithField("action", string(decision.Action.Kind)).WithError(actErr).Warn("the API server refuses the change")
 			decision, requeue, actErr = refusedDecision(decision, msg), whileRefused, nil
+		} else if errors.As(actErr, &evictRefused) {
+			// The disruption budget allows no disruption now: wait, without a hot loop.
+			decision, requeue, actErr = evictionWait(decision, evictRefused), whileBlocked, nil
 		}
 	case decision.Blocked != "":
 		requeue = whileBlocked

@@ -9,10 +9,15 @@ import (
 	"github.com/etcd-operator/etcd-operator/pkg/member"
 )
 
-// rollMember deletes the pod of an out-of-date member (rule 8), and records that the member is
-// rolled.
-func (r *Reconciler) rollMember(ctx context.Context, c *api.EtcdCluster, p *corev1.Pod, why string) (Result, error) {
-	res, err := r.control.DeletePod(ctx, c, p, why)
+// rollMember deletes the pod of an out-of-date member (rule 8), through the Eviction API when
+// the planner says that takes down a member that serves (evict), and records that the member
+// is rolled.
+func (r *Reconciler) rollMember(ctx context.Context, c *api.EtcdCluster, p *corev1.Pod, evict bool, why string) (Result, error) {
+	remove := r.control.DeletePod
+	if evict {
+		remove = r.control.EvictPod
+	}
+	res, err := remove(ctx, c, p, why)
 	if err == nil && res.Changed {
 		r.event(c, corev1.EventTypeNormal, EventMemberRolled, "Rolling member %s: %s", p.Name, why)
 	}

@@ -17,13 +17,22 @@ func DisruptionBudgetName(cluster string) string { return cluster }
 // spec.size or of the members the cluster last reported, whichever is larger: while 5 members
 // shrink to 3, quorum is still 3 of the 5. A one- or two-member cluster allows no eviction:
 // each of its members is needed for quorum.
+//
+// A member pod that is not Ready may be evicted only while the budget is met without it
+// (IfHealthyBudget, set explicitly so that no one's edit and no change of Kubernetes' default
+// turns it into AlwaysAllow): an etcd pod that is not Ready may still hold a member's only
+// copy of recent data (one catching up after a restart), and with quorum lost none of the
+// pods is Ready. The operator's own deletions of such pods do not go through the Eviction
+// API (pkg/cluster/plan/plan_budget.go), so the budget never holds back a repair.
 func DisruptionBudget(c *api.EtcdCluster) *policyv1.PodDisruptionBudget {
 	minAvailable := intstr.FromInt32(max(c.Spec.Size, c.Status.Size)/2 + 1)
+	ifHealthy := policyv1.IfHealthyBudget
 	return &policyv1.PodDisruptionBudget{
 		ObjectMeta: ownedMeta(c, DisruptionBudgetName(c.Name)),
 		Spec: policyv1.PodDisruptionBudgetSpec{
-			MinAvailable: &minAvailable,
-			Selector:     &metav1.LabelSelector{MatchLabels: selectorLabels(c.Name)},
+			MinAvailable:               &minAvailable,
+			Selector:                   &metav1.LabelSelector{MatchLabels: selectorLabels(c.Name)},
+			UnhealthyPodEvictionPolicy: &ifHealthy,
 		},
 	}
 }

@@ -65,3 +65,60 @@ func TestDisruptionBudget(t *testing.T) {
 	allowed("3/2")
 	writer.StopAndVerify(name + "-0")
 }
+
+// TestRolloutWaitsForDisruptionBudget: a rollout's restart of a serving member is an eviction,
+// so a disruption budget that allows none holds it, as it holds a drain. The budget of the
+// cluster's name is made first, by someone else, with minAvailable 3: the cluster has no
+// budget of its own then (the operator leaves that one alone), and with its three members
+// Ready the budget allows no disruption, deterministically. A spec.pod change is not rolled
+// while it allows none: Progressing says the rollout waits for the disruption budget, quoting
+// the API server, an EvictionRefused Event says so, and no pod is touched. Once the budget
+// allows one (minAvailable 2), the rollout goes on, one member at a time, on the same
+// members, and nothing acknowledged is lost.
+func TestRolloutWaitsForDisruptionBudget(t *testing.T) {
+	t.Parallel()
+	const name = "budgetroll"
+	f := framework.New(t)
+	requireOperator(t, f)
+	f.Apply(fmt.Sprintf("apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata:\n  name: %s\nspec:\n  minAvailable: 3\n"+
+		"  selector:\n    matchLabels:\n      etcd.operator.dev/cluster: %s\n", name, name))
+	f.Apply(versionedCluster(name, framework.Version36, true))
+	f.WaitClusterInSpec(name, 3, 3*time.Minute)
+	writer := f.StartWriter(name)
+	f.Eventually("the budget counts three members Ready and allows no disruption", time.Minute, func() (bool, error) {
+		out, err := f.NS("get", "pdb", name, "-o", "jsonpath={.status.currentHealthy}/{.status.disruptionsAllowed}")
+		return err == nil && strings.TrimSpace(out) == "3/0", fmt.Errorf("currentHealthy/disruptionsAllowed %q, %v", out, err)
+	})
+
+	ids, pods := memberIDs(f, name), podUIDs(f, name)
+	f.Patch("etcdcluster/"+name, `{"spec":{"pod":{"resources":{"requests":{"cpu":"50m"}}}}}`)
+	f.Eventually("the rollout waits for the disruption budget", 2*time.Minute, func() (bool, error) {
+		c, err := f.GetEtcdCluster(name)
+		if err != nil {
+			return false, err
+		}
+		reason, msg := c.ConditionReason("Progressing")
+		waits := strings.Contains(msg, "waiting for the disruption budget") && strings.Contains(msg, "refuses to evict pod")
+		return reason == "RollingPods" && waits && strings.Contains(msg, "disruption budget."), fmt.Errorf("Progressing %s: %s", reason, msg)
+	})
+	if out := f.MustNS("get", "events", "--field-selector", "reason=EvictionRefused", "-o", "name"); strings.TrimSpace(out) == "" {
+		t.Error("no EvictionRefused Event while the rollout waits for the budget")
+	}
+	if got := podUIDs(f, name); fmt.Sprint(got) != fmt.Sprint(pods) {
+		t.Errorf("pods %v, were %v: a pod was deleted although the budget allows no disruption", got, pods)
+	}
+
+	f.Patch("pdb/"+name, `{"spec":{"minAvailable":2}}`)
+	waitSameMembers(f, name, ids, pods, 3)
+	out := f.MustNS("get", "pods", "-l", "etcd.operator.dev/cluster="+name, "-o",
+		`jsonpath={range .items[*]}{.spec.containers[0].resources.requests.cpu}{"\n"}{end}`)
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if line != "50m" {
+			t.Errorf("pod cpu request %q after the rollout, want 50m", line)
+		}
+	}
+	if out := f.MustNS("get", "events", "--field-selector", "reason=PodEvicted", "-o", "name"); strings.Count(strings.TrimSpace(out), "\n")+1 < 2 {
+		t.Errorf("PodEvicted Events %q: the rollout's restarts of serving members were not evictions", out)
+	}
+	writer.StopAndVerify(name + "-0")
+}

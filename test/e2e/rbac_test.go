@@ -24,6 +24,8 @@ func TestRBACInstalledIsLeastPrivilege(t *testing.T) {
 		{"patch", "pods", "", "yes"},
 		{"delete", "pods", "", "yes"},
 		{"watch", "pods", "", "yes"},
+		// A rollout's restart of a serving member is an eviction, within the budget.
+		{"create", "pods", "eviction", "yes"},
 		{"delete", "persistentvolumeclaims", "", "yes"},
 		// patch: the cluster's Services, budget and policy are kept by server-side apply.
 		{"patch", "services", "", "yes"},

@@ -75,7 +75,10 @@ import (
 //     and rule 2 restarts it on its claim or rule 5 replaces it (emptyDir). Before each
 //     member, every member must be started, healthy, voting, on its pod's version and caught
 //     up with the leader; a rolled member that does not come back within a bound stops the
-//     rollout, reported, until spec.version is set back.
+//     rollout, reported, until spec.version is set back. A step that takes a serving member
+//     down waits while the disruption budget allows none, and the deletion of a serving
+//     member's pod is an eviction, which the budget arbitrates against a drain's
+//     (plan_budget.go).
 //
 // Every membership change is checked against quorum before it is proposed: a step that could
 // leave fewer healthy voting members than a majority is refused with a reason.

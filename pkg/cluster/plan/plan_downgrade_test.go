@@ -86,7 +86,7 @@ func TestPlanDowngrade(t *testing.T) {
 		{
 			name:     "a scale-up waits for the downgrade: etcd lets no member join while it is enabled",
 			state:    scaledUp,
-			want:     &Action{Kind: ActionRollMember, Ordinal: 2, MemberID: 102},
+			want:     &Action{Kind: ActionRollMember, Ordinal: 2, MemberID: 102, Evict: true},
 			progress: api.ReasonDowngrading,
 		},
 		{
@@ -111,7 +111,7 @@ func TestPlanDowngrade(t *testing.T) {
 		{
 			name:     "enabled and lowered: the highest ordinal is restarted on its data first",
 			state:    state(older, true, all, toOlder, enabled),
-			want:     &Action{Kind: ActionRollMember, Ordinal: 2, MemberID: 102},
+			want:     &Action{Kind: ActionRollMember, Ordinal: 2, MemberID: 102, Evict: true},
 			progress: api.ReasonDowngrading,
 			message:  []string{"restarting member c-2 on its data with etcd 3.6.16"},
 		},
@@ -170,7 +170,7 @@ func TestPlanDowngrade(t *testing.T) {
 		{
 			name:     "a downgrade under way (one member done) goes on with the next member",
 			state:    state(older, true, all, twoLeft, oneDown),
-			want:     &Action{Kind: ActionRollMember, Ordinal: 1, MemberID: 101},
+			want:     &Action{Kind: ActionRollMember, Ordinal: 1, MemberID: 101, Evict: true},
 			progress: api.ReasonDowngrading,
 		},
 	})

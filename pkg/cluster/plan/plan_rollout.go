@@ -178,7 +178,7 @@ func rollDownMemberInPlace(s State) (Decision, bool) {
 // rollMember changes the image of member m's pod in place when only that changes, or else
 // deletes the pod (restarted on its claim by rule 2, replaced by rules 5 and 7 on emptyDir),
 // first moving leadership away if it leads, and only if the members left keep a healthy
-// majority.
+// majority and the disruption budget allows taking down a member that serves.
 func rollMember(s State, m MemberView, reason api.ConditionReason, done int) Decision {
 	voting, healthy := VotingCounts(s.Members)
 	if m.Healthy {
@@ -203,6 +203,10 @@ func rollMember(s State, m MemberView, reason api.ConditionReason, done int) Dec
 			"rolling member %s would leave %d healthy of %d voting members, less than a majority", name, healthy, voting)}
 	}
 	progress := fmt.Sprintf(" (%d of %d members done)", done, len(s.Members))
+	evict := disrupts(s, m, alone)
+	if d, ok := budgetHolds(s, m, reason, progress); ok && evict {
+		return d
+	}
 	if m.Leader && m.Healthy && !alone {
 		if t, ok := transferee(s, m); ok {
 			d := step(s, Action{Kind: ActionMoveLeader, Ordinal: m.Ordinal, MemberID: m.ID, Transferee: t.ID},
@@ -213,6 +217,14 @@ func rollMember(s State, m MemberView, reason api.ConditionReason, done int) Dec
 		return Decision{Blocked: api.ReasonQuorumAtRisk, Message: fmt.Sprintf(
 			"member %s leads and no other healthy voting member can take over", name)}
 	}
+	return takeDown(s, m, reason, progress, inPlace, alone, evict)
+}
+
+// takeDown is the rollout's step on member m once it may be taken down: its image changed in
+// place, its removal (to be replaced from a snapshot), or its pod deleted, through the
+// Eviction API when that disrupts a member that serves (evict).
+func takeDown(s State, m MemberView, reason api.ConditionReason, progress string, inPlace, alone, evict bool) Decision {
+	p := s.Pods[m.Ordinal]
 	if inPlace {
 		d := step(s, Action{Kind: ActionRestartInPlace, Ordinal: m.Ordinal, MemberID: m.ID}, reason,
 			"restarting member %s in place on its data", m.Ordinal)
@@ -223,7 +235,7 @@ func rollMember(s State, m MemberView, reason api.ConditionReason, done int) Dec
 		d := removeVoter(s, m, reason)
 		if d.Action != nil && d.Action.Kind == ActionRemoveMember {
 			d.Message = fmt.Sprintf("replacing member %s: etcd %s cannot replay the log an older minor release may have left on its claim%s",
-				name, s.TargetVersion, progress)
+				naming.Name(s.Name, m.Ordinal), s.TargetVersion, progress)
 		}
 		return d
 	}
@@ -231,8 +243,11 @@ func rollMember(s State, m MemberView, reason api.ConditionReason, done int) Dec
 	if s.Persistent {
 		how = "restarting member %s on its data"
 	}
-	d := step(s, Action{Kind: ActionRollMember, Ordinal: m.Ordinal, MemberID: m.ID}, reason, how, m.Ordinal)
+	d := step(s, Action{Kind: ActionRollMember, Ordinal: m.Ordinal, MemberID: m.ID, Evict: evict}, reason, how, m.Ordinal)
 	d.Message += fmt.Sprintf(" with etcd %s and the current pod template%s", s.TargetVersion, progress)
+	if evict {
+		d.Message += ", its pod evicted within the disruption budget"
+	}
 	return d
 }
 

@@ -236,7 +236,7 @@ func TestPlanRollout(t *testing.T) {
 		{
 			name:     "up to 3.7 an image change alone still replaces an emptyDir member: 3.7 cannot replay what 3.5 may have logged",
 			state:    rolloutState(v37, false, all, plantest.Pods(imageOnly(0, v36), imageOnly(1, v36), imageOnly(2, v36)), at36),
-			want:     &Action{Kind: ActionRollMember, Ordinal: 2, MemberID: 102},
+			want:     &Action{Kind: ActionRollMember, Ordinal: 2, MemberID: 102, Evict: true},
 			progress: api.ReasonUpgrading,
 			message:  []string{"replacing member c-2"},
 		},
@@ -316,7 +316,7 @@ func TestPlanRollout(t *testing.T) {
 		{
 			name:     "upgrade starts with the highest ordinal",
 			state:    rolloutState(cur, true, all, plantest.Pods(plantest.Rolled(0, old, true, hour), plantest.Rolled(1, old, true, hour), plantest.Rolled(2, old, true, hour)), allOld),
-			want:     &Action{Kind: ActionRollMember, Ordinal: 2, MemberID: 102},
+			want:     &Action{Kind: ActionRollMember, Ordinal: 2, MemberID: 102, Evict: true},
 			progress: api.ReasonUpgrading,
 			message:  []string{"restarting member c-2 on its data", "3.6.16", "0 of 3 members done"},
 		},
@@ -331,7 +331,7 @@ func TestPlanRollout(t *testing.T) {
 		{
 			name:     "on emptyDir the member is replaced",
 			state:    rolloutState(cur, false, all, plantest.Pods(plantest.Rolled(0, old, true, hour), plantest.Rolled(1, old, true, hour), plantest.Rolled(2, old, true, hour)), allOld),
-			want:     &Action{Kind: ActionRollMember, Ordinal: 2, MemberID: 102},
+			want:     &Action{Kind: ActionRollMember, Ordinal: 2, MemberID: 102, Evict: true},
 			progress: api.ReasonUpgrading,
 			message:  []string{"replacing member c-2"},
 		},
@@ -339,7 +339,7 @@ func TestPlanRollout(t *testing.T) {
 			name: "the leader is passed over while others are out of date",
 			state: rolloutState(cur, true, []MemberView{plantest.Voter(0), plantest.Voter(1), plantest.Leader(2)},
 				plantest.Pods(plantest.Rolled(0, old, true, hour), plantest.Rolled(1, old, true, hour), plantest.Rolled(2, old, true, hour)), allOld),
-			want:     &Action{Kind: ActionRollMember, Ordinal: 1, MemberID: 101},
+			want:     &Action{Kind: ActionRollMember, Ordinal: 1, MemberID: 101, Evict: true},
 			progress: api.ReasonUpgrading,
 		},
 		{
@@ -354,7 +354,7 @@ func TestPlanRollout(t *testing.T) {
 			name: "leadership moved: the former leader is rolled",
 			state: rolloutState(cur, true, []MemberView{plantest.Voter(0), plantest.Voter(1), plantest.Leader(2)},
 				plantest.Pods(plantest.Rolled(0, old, true, hour), plantest.Rolled(1, cur, false, hour), plantest.Rolled(2, cur, false, hour)), twoDone),
-			want:     &Action{Kind: ActionRollMember, Ordinal: 0, MemberID: 100},
+			want:     &Action{Kind: ActionRollMember, Ordinal: 0, MemberID: 100, Evict: true},
 			progress: api.ReasonUpgrading,
 		},
 		{
@@ -402,7 +402,7 @@ func TestPlanRollout(t *testing.T) {
 			name: "a pod template change at the same version rolls pods",
 			state: rolloutState(old, true, all, plantest.Pods(plantest.Rolled(0, old, true, hour), plantest.Rolled(1, old, true, hour), plantest.Rolled(2, old, false, hour)),
 				allOld),
-			want:     &Action{Kind: ActionRollMember, Ordinal: 1, MemberID: 101},
+			want:     &Action{Kind: ActionRollMember, Ordinal: 1, MemberID: 101, Evict: true},
 			progress: api.ReasonRollingPods,
 			message:  []string{"1 of 3 members done"},
 		},

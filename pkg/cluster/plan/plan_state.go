@@ -54,6 +54,10 @@ type Action struct {
 	// PodVersion is the etcd version the member's pod is built with (CreatePod,
 	// ForceNewCluster, RestartInPlace): the State's TargetVersion.
 	PodVersion string
+	// Evict (RollMember): the pod's deletion takes down a healthy member that serves, so it
+	// goes through the Eviction API and the disruption budget arbitrates between the rollout
+	// and a drain (plan_budget.go). Every other deletion of a pod is a plain delete.
+	Evict bool
 }
 
 // withPodVersion puts the version the pod is built with in an action that builds one. A
@@ -218,6 +222,10 @@ type State struct {
 	ElectingSince time.Time
 	// Alarms are the alarms etcd reports, by member (see alarms.go).
 	Alarms []AlarmView
+	// Budget is the cluster's own disruption budget as the disruption controller last counted
+	// it; nil when the cluster has none of its own (not made yet, or one of its name is
+	// someone else's): the Eviction API alone arbitrates then.
+	Budget *BudgetView
 }
 
 // Unschedulable: the scheduler found no node for the pod (Problem says so: observe reads it

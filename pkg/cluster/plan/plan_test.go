@@ -358,7 +358,7 @@ func sameAction(a, b *Action) bool {
 		return a == b
 	}
 	if a.Kind != b.Kind || a.Ordinal != b.Ordinal || a.MemberID != b.MemberID || a.Transferee != b.Transferee ||
-		a.ClusterState != b.ClusterState || a.RaftIndex != b.RaftIndex || a.Version != b.Version {
+		a.ClusterState != b.ClusterState || a.RaftIndex != b.RaftIndex || a.Version != b.Version || a.Evict != b.Evict {
 		return false
 	}
 	if len(a.InitialCluster) != len(b.InitialCluster) {

@@ -93,6 +93,11 @@ const (
 	// ReasonRolloutStuck: a rolled member did not come back (started, healthy, voting, on
 	// the new version, caught up) within the rollout's bound; no other member is touched.
 	ReasonRolloutStuck ConditionReason = "RolloutStuck"
+	// ReasonDisruptionBudget: the rollout's next member is healthy and every member is back,
+	// and the cluster's disruption budget has allowed no disruption for longer than the
+	// rollout's bound (a drain holds it, or the disruption controller does not count it); the
+	// rollout waits for it, and Progressing says so from the start.
+	ReasonDisruptionBudget ConditionReason = "DisruptionBudget"
 	// ReasonQuorumLost: a majority of the members' data is gone for good and at least one
 	// member's data is left; spec.recovery.quorumLoss says what happens. The Degraded
 	// condition's lastTransitionTime is when the loss was first reported: FromSurvivor counts
