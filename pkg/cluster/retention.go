@@ -57,11 +57,11 @@ func hasClaimsFinalizer(c *api.EtcdCluster) bool {
 func (r *Reconciler) syncRetention(ctx context.Context, c *api.EtcdCluster) (patched bool, err error) {
 	want, has := wantsClaimsFinalizer(c), hasClaimsFinalizer(c)
 	if want && !has {
-		if _, err := r.control.SetClaimsFinalizer(ctx, c, true); err != nil {
-			return false, err
+		done, err := r.control.SetClaimsFinalizer(ctx, c, true)
+		if done {
+			r.log(c).WithField("finalizer", api.FinalizerClaims).Info("whenDeleted is Delete: the cluster waits for its claims to be deleted when it is deleted")
 		}
-		r.log(c).WithField("finalizer", api.FinalizerClaims).Info("whenDeleted is Delete: the cluster waits for its claims to be deleted when it is deleted")
-		return true, nil
+		return true, err
 	}
 	// The cache is enough here: a claim the cluster owns was made with its labels.
 	claims, err := r.clusterClaims(ctx, c, false)
