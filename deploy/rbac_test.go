@@ -108,6 +108,10 @@ var helpers = map[string][]permission{
 		{"coordination.k8s.io", "leases", "get"}, {"coordination.k8s.io", "leases", "create"}, {"coordination.k8s.io", "leases", "update"}},
 	// The event broadcaster creates an Event, and patches it when it repeats.
 	"k8s.io/client-go/kubernetes/typed/core/v1.EventSinkImpl": {{"", "events", "create"}, {"", "events", "patch"}},
+	// A controller ownerReference to an EtcdCluster (blockOwnerDeletion set): where the
+	// OwnerReferencesPermissionEnforcement admission plugin runs, writing one needs update on
+	// the owner's finalizers.
+	"github.com/etcd-operator/etcd-operator/pkg/member.OwnerReference": {{"etcd.operator.dev", "etcdclusters/finalizers", "update"}},
 }
 
 type listedPackage struct {

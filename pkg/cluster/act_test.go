@@ -88,9 +88,13 @@ func (f *fakeActor) SetClaimAnnotation(_ context.Context, pvc *corev1.Persistent
 	_, err := f.record("SetClaimAnnotation %s %s=%s", pvc.Name, key, value)
 	return pvc, err
 }
-func (f *fakeActor) SetClaimOwner(_ context.Context, _ *api.EtcdCluster, pvc *corev1.PersistentVolumeClaim, owned bool) error {
-	_, err := f.record("SetClaimOwner %s %v", pvc.Name, owned)
+func (f *fakeActor) DisownClaim(_ context.Context, _ *api.EtcdCluster, pvc *corev1.PersistentVolumeClaim) error {
+	_, err := f.record("DisownClaim %s", pvc.Name)
 	return err
+}
+func (f *fakeActor) SetClaimsFinalizer(_ context.Context, c *api.EtcdCluster, on bool) (bool, error) {
+	res, err := f.record("SetClaimsFinalizer %s %v", c.Name, on)
+	return res.Changed, err
 }
 func (f *fakeActor) ApplyService(_ context.Context, _ *api.EtcdCluster, want, have *corev1.Service) error {
 	_, err := f.record("ApplyService %s create=%v", want.Name, have == nil)

@@ -78,9 +78,16 @@ type actor interface {
 	// precondition): member.AnnotationDataRanOn, member.AnnotationRemoved. It returns the
 	// claim as written. Any failure is returned.
 	SetClaimAnnotation(ctx context.Context, pvc *corev1.PersistentVolumeClaim, key, value string) (*corev1.PersistentVolumeClaim, error)
-	// SetClaimOwner makes the cluster the claim's controlling owner (owned) or drops every
-	// controller and the cluster from its owners; a claim gone is done.
-	SetClaimOwner(ctx context.Context, c *api.EtcdCluster, pvc *corev1.PersistentVolumeClaim, owned bool) error
+	// DisownClaim drops the cluster from the owners of that very claim, as it was read (UID
+	// and resourceVersion preconditions): a claim is never the cluster's dependent, which the
+	// garbage collector would delete with the cluster whatever whenDeleted says by then. A
+	// claim gone is done; any other failure, a conflict included, is returned.
+	DisownClaim(ctx context.Context, c *api.EtcdCluster, pvc *corev1.PersistentVolumeClaim) error
+	// SetClaimsFinalizer adds (on) or removes api.FinalizerClaims on that very EtcdCluster,
+	// as it was read (UID and resourceVersion preconditions), and leaves its other finalizers
+	// as they are. done is false, with no error, when the cluster is gone or changed since it
+	// was read: the next pass reads it again.
+	SetClaimsFinalizer(ctx context.Context, c *api.EtcdCluster, on bool) (done bool, err error)
 	// ApplyService applies the fields the operator decides of one of the cluster's Services
 	// (server-side apply, field manager FieldManager); have is the Service as read, nil when
 	// there is none yet. The caller has made sure a Service of that name is not someone

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -128,6 +129,23 @@ func (m *realActor) UnannotateCluster(ctx context.Context, c *api.EtcdCluster, k
 
 func (m *realActor) PatchClusterStorage(ctx context.Context, c *api.EtcdCluster, storage *api.StorageSpec) error {
 	return m.patchCluster(ctx, c, patchOf(c.UID).spec(clusterSpecPatch{Storage: storage}))
+}
+
+func (m *realActor) SetClaimsFinalizer(ctx context.Context, c *api.EtcdCluster, on bool) (bool, error) {
+	list := slices.DeleteFunc(slices.Clone(c.Finalizers), func(f string) bool { return f == api.FinalizerClaims })
+	verb := "removing"
+	if on {
+		list, verb = append(list, api.FinalizerClaims), "adding"
+	}
+	err := m.patchCluster(ctx, c, patchOf(c.UID).asRead(c.ResourceVersion).finalizers(list))
+	switch {
+	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("%s the finalizer %s: %w", verb, api.FinalizerClaims, err)
+	}
+	m.clusterLog(c).WithFields(map[string]any{"finalizer": api.FinalizerClaims, "present": on}).Info("set the claims finalizer")
+	return true, nil
 }
 
 // patchCluster sends a merge patch of the EtcdCluster.

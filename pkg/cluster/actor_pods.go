@@ -198,20 +198,19 @@ func (m *realActor) SetClaimAnnotation(ctx context.Context, pvc *corev1.Persiste
 	return updated, nil
 }
 
-func (m *realActor) SetClaimOwner(ctx context.Context, c *api.EtcdCluster, pvc *corev1.PersistentVolumeClaim, owned bool) error {
-	refs := slices.DeleteFunc(slices.Clone(pvc.OwnerReferences), func(ref metav1.OwnerReference) bool {
-		return ref.UID == c.UID || (ref.Controller != nil && *ref.Controller)
-	})
-	if owned {
-		refs = append(refs, member.OwnerReference(c))
-	}
-	body, err := patchOf(pvc.UID).owners(refs).encode()
+func (m *realActor) DisownClaim(ctx context.Context, c *api.EtcdCluster, pvc *corev1.PersistentVolumeClaim) error {
+	refs := slices.DeleteFunc(slices.Clone(pvc.OwnerReferences), func(ref metav1.OwnerReference) bool { return ref.UID == c.UID })
+	body, err := patchOf(pvc.UID).asRead(pvc.ResourceVersion).owners(refs).encode()
 	if err == nil {
 		_, err = m.kube.CoreV1().PersistentVolumeClaims(pvc.Namespace).Patch(ctx, pvc.Name, types.MergePatchType, body, metav1.PatchOptions{})
 	}
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("setting the owner of claim %s: %w", pvc.Name, err)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("dropping the cluster from the owners of claim %s: %w", pvc.Name, err)
 	}
+	m.clusterLog(c).WithField("claim", pvc.Name).Info("claim no longer owned by the cluster: whenDeleted alone decides what becomes of it")
 	return nil
 }
 

@@ -71,6 +71,14 @@ const (
 	EventNetworkPolicyConflict EventReason = "NetworkPolicyConflict"
 )
 
+// Events of a cluster being deleted. EventClaimsRetained: whenDeleted was Retain, the claims
+// are kept. EventClaimDeletionRefused: whenDeleted is Delete and the API server refuses to
+// delete a claim; the cluster waits with its finalizer. (Each claim deleted: EventClaimDeleted.)
+const (
+	EventClaimsRetained       EventReason = "ClaimsRetained"
+	EventClaimDeletionRefused EventReason = "ClaimDeletionRefused"
+)
+
 // EventInstallationConflict: another installation of the operator drives this cluster.
 const EventInstallationConflict EventReason = "InstallationConflict"
 

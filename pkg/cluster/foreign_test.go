@@ -239,13 +239,13 @@ func TestCreatePodMeetsForeignObjects(t *testing.T) {
 	}
 }
 
-// The claim of a member whose pod is foreign is not made the cluster's (whenDeleted Delete):
-// deleting the cluster would take it from under that pod. Another cluster's claim of a
-// member's name, seen in the cache, is reported.
+// The claim of a member whose pod is foreign is left as it is (whenDeleted Delete). Another
+// cluster's claim of a member's name, seen in the cache, is reported.
 func TestSyncClaimsOfForeignMembers(t *testing.T) {
 	c := newCluster(2)
 	c.Spec.Storage = member.DefaultStorage()
 	c.Spec.Storage.RetentionPolicy = &api.RetentionPolicy{WhenDeleted: api.RetentionDelete}
+	c.Finalizers = []string{api.FinalizerClaims}
 	orphan := orphanOf(c)
 	kept := member.Claim(c, 0)
 	kept.UID, kept.OwnerReferences = "claim-uid-0", nil

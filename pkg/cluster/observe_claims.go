@@ -28,13 +28,9 @@ func (r *Reconciler) observeClaims(ctx context.Context, c *api.EtcdCluster, o *o
 		return fmt.Errorf("listing claims: %w", err)
 	}
 	for _, pvc := range claims {
-		name, ok := strings.CutPrefix(pvc.Name, "data-")
-		if !ok {
-			continue
-		}
-		ord, ok := member.Ordinal(c.Name, name)
+		ord, ok := claimOrdinal(c, pvc)
 		switch {
-		case !ok || pvc.Name != member.ClaimName(c.Name, ord):
+		case !ok:
 		case claimIsOurs(c, pvc):
 			o.claims[ord] = pvc
 		default:
@@ -55,6 +51,17 @@ func (r *Reconciler) observeClaims(ctx context.Context, c *api.EtcdCluster, o *o
 		}
 	}
 	return nil
+}
+
+// claimOrdinal is the ordinal of the member whose claim's name pvc has; ok is false for a
+// claim of any other name.
+func claimOrdinal(c *api.EtcdCluster, pvc *corev1.PersistentVolumeClaim) (int, bool) {
+	name, ok := strings.CutPrefix(pvc.Name, "data-")
+	if !ok {
+		return 0, false
+	}
+	ord, ok := member.Ordinal(c.Name, name)
+	return ord, ok && pvc.Name == member.ClaimName(c.Name, ord)
 }
 
 // claimProblem is why the claim waits, from its Events (claimWhy); "" when they say nothing

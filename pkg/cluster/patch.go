@@ -35,6 +35,10 @@ type patchMeta struct {
 	Annotations     map[string]*string `json:"annotations,omitempty"`
 	// OwnerReferences replaces the whole list (an empty list drops every owner).
 	OwnerReferences *[]metav1.OwnerReference `json:"ownerReferences,omitempty"`
+	// Finalizers replaces the whole list (an empty list drops every finalizer): sent only
+	// with the resourceVersion precondition, so that a finalizer another controller added
+	// meanwhile is never dropped.
+	Finalizers *[]string `json:"finalizers,omitempty"`
 }
 
 // clusterSpecPatch is the part of an EtcdCluster's spec the operator fills in.
@@ -105,6 +109,15 @@ func (p *objectPatch) owners(refs []metav1.OwnerReference) *objectPatch {
 		refs = []metav1.OwnerReference{}
 	}
 	p.Metadata.OwnerReferences = &refs
+	return p
+}
+
+// finalizers replaces the finalizers.
+func (p *objectPatch) finalizers(list []string) *objectPatch {
+	if list == nil {
+		list = []string{}
+	}
+	p.Metadata.Finalizers = &list
 	return p
 }
 

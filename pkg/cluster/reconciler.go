@@ -30,8 +30,10 @@ import (
 	etcdlisters "github.com/etcd-operator/etcd-operator/pkg/generated/listers/etcd/v1alpha1"
 )
 
-// ErrGone is returned by Sync when the EtcdCluster no longer exists (or is being deleted):
-// the controller stops its loop. Its owned objects go with it through their ownerReferences.
+// ErrGone is returned by Sync when the EtcdCluster no longer exists, or is being deleted and
+// carries no finalizer of the operator's any more (retention.go): the controller stops its
+// loop. Its owned objects go with it through their ownerReferences; its claims are owned by
+// nothing, and are deleted, or kept, as whenDeleted said when it was deleted.
 var ErrGone = controller.ErrGone
 
 // How soon a pass asks to run again when no event is expected to wake it.
@@ -116,18 +118,23 @@ func (r *Reconciler) log(c *api.EtcdCluster) *logrus.Entry {
 // deleted. The pass's one State is what both the planner and the status read.
 func (r *Reconciler) Sync(ctx context.Context, namespace, name string) (time.Duration, error) {
 	cached, err := r.deps.Clusters.EtcdClusters(namespace).Get(name)
-	if apierrors.IsNotFound(err) || (err == nil && cached.DeletionTimestamp != nil) {
-		r.served.set(namespace+"/"+name, nil)
-		r.conflicts.forget(namespace + "/" + name)
+	switch {
+	case apierrors.IsNotFound(err):
+		r.forget(namespace + "/" + name)
 		return 0, ErrGone
-	}
-	if err != nil {
+	case err != nil:
 		return 0, fmt.Errorf("getting cluster: %w", err)
+	case cached.DeletionTimestamp != nil:
+		// Nothing is grown, repaired or rolled any more: only the claims are seen to.
+		return r.finishDeletion(ctx, cached)
 	}
 	c := cached.DeepCopy()
 	if held, err := r.holdCluster(ctx, c); err != nil || !held {
 		// Another installation of the operator drives the cluster (installation.go).
 		return whenSteady, err
+	}
+	if patched, err := r.syncRetention(ctx, c); err != nil || patched {
+		return afterAction, err
 	}
 	obs, patched, err := r.observeOwned(ctx, c)
 	switch {

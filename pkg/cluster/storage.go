@@ -55,11 +55,11 @@ func (r *Reconciler) ensureStorage(ctx context.Context, c *api.EtcdCluster) (boo
 
 // syncClaims keeps the claims' bookkeeping, before the pass plans anything: it marks the claim
 // of every listed member with the member's ID (once the member's pod uses it) and with the
-// newest etcd release its data has run on (recordDataRanOn), writes the ID
-// on the pod of every member that has started (member-init reads it from there), and sets or
-// drops the cluster's ownership of its claims as whenDeleted says. A claim is marked before
+// newest etcd release its data has run on (recordDataRanOn), and writes the ID on the pod of
+// every member that has started (member-init reads it from there). A claim is marked before
 // any step that could remove its member, so a removed member's data is always recognized. A
-// failed mark fails the pass: nothing is planned on an unmarked claim.
+// failed mark fails the pass: nothing is planned on an unmarked claim. (What becomes of the
+// claims when the cluster is deleted: retention.go.)
 func (r *Reconciler) syncClaims(ctx context.Context, c *api.EtcdCluster, o *observation) error {
 	for _, m := range o.members {
 		v := o.memberView(m)
@@ -82,21 +82,6 @@ func (r *Reconciler) syncClaims(ctx context.Context, c *api.EtcdCluster, o *obse
 			if err := r.control.AnnotatePod(ctx, pod, member.AnnotationMemberID, member.FormatID(m.ID)); err != nil {
 				return err
 			}
-		}
-	}
-	owned := member.Retention(&c.Spec).WhenDeleted == api.RetentionDelete
-	for ord, pvc := range o.claims {
-		if metav1.IsControlledBy(pvc, c) == owned || pvc.DeletionTimestamp != nil {
-			continue
-		}
-		if o.hasForeign(plan.ForeignPod, ord) {
-			// Mounted by a pod that is not the cluster's: its ownership is not the
-			// cluster's to set (a cluster deleted with the claim's new owner would take
-			// the claim from under that pod).
-			continue
-		}
-		if err := r.control.SetClaimOwner(ctx, c, pvc, owned); err != nil {
-			return err
 		}
 	}
 	return nil

@@ -106,11 +106,13 @@ func TestSyncCreatesSeedClaim(t *testing.T) {
 }
 
 // The claim of a listed member is marked with its ID before anything is planned, and the pod
-// of a started member carries the ID for member-init; ownership follows whenDeleted.
+// of a started member carries the ID for member-init; the claim is not owned by the cluster,
+// not even under whenDeleted Delete (retention.go).
 func TestSyncMarksClaims(t *testing.T) {
 	c := newCluster(1)
 	c.Spec.Storage = member.DefaultStorage()
 	c.Spec.Storage.RetentionPolicy.WhenDeleted = api.RetentionDelete
+	c.Finalizers = []string{api.FinalizerClaims}
 	c.Status.Size = 1
 	seed := memberPod(c, 0, "10.0.0.1", corev1.PodRunning, time.Now(), &discoveryv1.EndpointSlice{})
 	seed.Spec.Volumes = member.Pod(c, member.Template{Ordinal: 0, ClusterState: "new", InitialCluster: []int{0}}, "x").Spec.Volumes
@@ -130,8 +132,8 @@ func TestSyncMarksClaims(t *testing.T) {
 	if got.Annotations[member.AnnotationMemberID] != "1" {
 		t.Errorf("claim annotations %v, want the member ID 1", got.Annotations)
 	}
-	if !metav1.IsControlledBy(got, c) {
-		t.Errorf("whenDeleted Delete: claim owners %v, want the cluster", got.OwnerReferences)
+	if len(got.OwnerReferences) != 0 {
+		t.Errorf("whenDeleted Delete: claim owners %v, want none", got.OwnerReferences)
 	}
 	pod, err := f.kube.CoreV1().Pods("ns").Get(context.Background(), seed.Name, metav1.GetOptions{})
 	if err != nil {

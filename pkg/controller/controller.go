@@ -20,9 +20,11 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// ErrGone is what a Syncer returns (wrapped or not) when its object no longer exists or is
-// being deleted: the object's loop stops without retrying, and the pass is not counted as a
-// failure.
+// ErrGone is what a Syncer returns (wrapped or not) when its object no longer exists, or is
+// being deleted and needs nothing more of it (a finalizer of its own it has removed, or none):
+// the object's loop stops without retrying, and the pass is not counted as a failure. An
+// object being deleted is still in the cache, and still passed to Sync, until its finalizers
+// are gone; any event on it starts its loop again.
 var ErrGone = errors.New("object no longer exists")
 
 // Syncer runs reconcile passes of one kind; the controller calls it from one goroutine per

@@ -90,8 +90,10 @@ func Retention(spec *api.EtcdClusterSpec) api.RetentionPolicy {
 func ClaimName(cluster string, ordinal int) string { return naming.ClaimName(cluster, ordinal) }
 
 // Claim builds the claim of one member from the spec's volumeClaimTemplate (which must be set).
-// The cluster owns it only when whenDeleted is Delete, so that it goes with the cluster;
-// otherwise it outlives the cluster and an EtcdCluster of the same name finds it again.
+// The cluster never owns it: what becomes of it when the cluster is deleted is whenDeleted's
+// to say at that moment (the operator deletes it under the cluster's finalizer when it says
+// Delete), not an ownerReference written earlier. Kept, an EtcdCluster of the same name finds
+// it again by its name and labels.
 func Claim(c *api.EtcdCluster, ordinal int) *corev1.PersistentVolumeClaim {
 	tmpl := c.Spec.Storage.VolumeClaimTemplate
 	name := Name(c.Name, ordinal)
@@ -110,9 +112,6 @@ func Claim(c *api.EtcdCluster, ordinal int) *corev1.PersistentVolumeClaim {
 	}
 	maps.Copy(pvc.Annotations, tmpl.Metadata.Annotations)
 	pvc.Annotations[AnnotationClaimTemplate] = templateHash(tmpl.Spec)
-	if Retention(&c.Spec).WhenDeleted == api.RetentionDelete {
-		pvc.OwnerReferences = []metav1.OwnerReference{OwnerReference(c)}
-	}
 	return pvc
 }
 

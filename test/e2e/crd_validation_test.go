@@ -384,6 +384,7 @@ func TestPartialStorageFilledIn(t *testing.T) {
 		t.Errorf("retentionPolicy.whenDeleted %q after the operator filled in storage, want Delete", policy)
 	}
 	f.WaitFor("pvc/data-"+name+"-0", "jsonpath={.status.phase}=Bound", 2*time.Minute)
+	waitClaimsFinalizer(f, name, true)
 	f.MustNS("delete", "etcdcluster", name, "--wait=false")
 	f.Eventually("the claim gone with the cluster (whenDeleted Delete)", 2*time.Minute, func() (bool, error) {
 		left := claimUIDs(f, name)

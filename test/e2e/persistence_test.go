@@ -243,8 +243,10 @@ spec:
 	})
 	writer.StopAndVerify(name + "-0")
 
-	// whenDeleted Delete (the policy may change at any time): the claims go with the cluster.
+	// whenDeleted Delete (the policy may change at any time): the claims go with the cluster,
+	// once the operator has put its finalizer on it.
 	f.Patch("etcdcluster/"+name, `{"spec":{"storage":{"retentionPolicy":{"whenDeleted":"Delete"}}}}`)
+	waitClaimsFinalizer(f, name, true)
 	f.MustNS("delete", "etcdcluster", name, "--wait=false")
 	f.Eventually("the claims gone with the cluster (whenDeleted Delete)", 3*time.Minute, func() (bool, error) {
 		left := claimUIDs(f, name)

@@ -202,21 +202,3 @@ func LowestVersion(statuses map[int]etcdfacts.Status) string {
 	}
 	return low.String()
 }
-
-// replacedOnUpgrade says whether a member going from etcd from to etcd to must be replaced
-// (removed, added again as a learner that the leader sends a snapshot) rather than restarted
-// on its data: etcd 3.7 no longer reads the log entries 3.5 wrote, and a member's log keeps
-// them until its next snapshot, however long it has run 3.6 since (seen: 3.7.3 panics
-// replaying them, "unmarshal should never fail"). A member that was on 3.7 already, or goes
-// back, restarts on its data.
-func replacedOnUpgrade(from, to string) bool {
-	f, err := version.ParseGeneric(from)
-	if err != nil {
-		return false
-	}
-	t, err := version.ParseGeneric(to)
-	if err != nil {
-		return false
-	}
-	return t.Major() == 3 && t.Minor() >= 7 && f.Minor() < 7
-}

@@ -148,7 +148,7 @@ func TestPlanDowngrade(t *testing.T) {
 				s.Claims = plantest.Claims(plantest.RanOn(plantest.Claim(0), "3.7"), plantest.RanOn(plantest.Claim(1), "3.7"), plantest.RanOn(plantest.Claim(2), "3.7"))
 				return s
 			}(),
-			want:     &Action{Kind: ActionRollMember, Ordinal: 2, MemberID: 102},
+			want:     &Action{Kind: ActionRollMember, Ordinal: 2, MemberID: 102, Evict: true},
 			progress: api.ReasonUpgrading,
 			message:  []string{"restarting member c-2 on its data with etcd 3.7.3"},
 		},

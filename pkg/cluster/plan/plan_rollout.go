@@ -192,8 +192,7 @@ func rollMember(s State, m MemberView, reason api.ConditionReason, done int) Dec
 	// Only the image changes, and etcd may restart on the member's data at the target
 	// version: the container is restarted in its pod, whose volumes stay, emptyDir too.
 	p := s.Pods[m.Ordinal]
-	replaced := replacedOnUpgrade(s, m.Ordinal, m.ID)
-	inPlace := p.ImageOnly && !replaced
+	inPlace := p.ImageOnly && !replacedOnUpgrade(s, m.Ordinal, m.ID)
 	if alone && !s.Persistent && !inPlace {
 		return Decision{Blocked: api.ReasonQuorumAtRisk, Message: fmt.Sprintf(
 			"member %s is the only member and keeps its data on an emptyDir: rolling it would lose every key. Scale to 3 members first, or create a new cluster", name)}
@@ -224,14 +223,13 @@ func rollMember(s State, m MemberView, reason api.ConditionReason, done int) Dec
 // place, its removal (to be replaced from a snapshot), or its pod deleted, through the
 // Eviction API when that disrupts a member that serves (evict).
 func takeDown(s State, m MemberView, reason api.ConditionReason, progress string, inPlace, alone, evict bool) Decision {
-	p := s.Pods[m.Ordinal]
 	if inPlace {
 		d := step(s, Action{Kind: ActionRestartInPlace, Ordinal: m.Ordinal, MemberID: m.ID}, reason,
 			"restarting member %s in place on its data", m.Ordinal)
 		d.Message += fmt.Sprintf(" with etcd %s: only its image changes, its pod, address and data stay%s", s.TargetVersion, progress)
 		return d
 	}
-	if s.Persistent && !alone && replaced {
+	if s.Persistent && !alone && replacedOnUpgrade(s, m.Ordinal, m.ID) {
 		d := removeVoter(s, m, reason)
 		if d.Action != nil && d.Action.Kind == ActionRemoveMember {
 			d.Message = fmt.Sprintf("replacing member %s: etcd %s cannot replay the log an older minor release may have left on its claim%s",

@@ -24,6 +24,9 @@ const (
 	PhaseDegraded ClusterPhase = "Degraded"
 	// PhasePaused: spec.paused is set; nothing is changed.
 	PhasePaused ClusterPhase = "Paused"
+	// PhaseDeleting: the cluster is being deleted and the operator deletes its claims
+	// (whenDeleted Delete) before it lets the object go.
+	PhaseDeleting ClusterPhase = "Deleting"
 )
 
 // ConditionType names a condition of an EtcdCluster.
@@ -131,6 +134,13 @@ const (
 	// ReasonPodStuckTerminating: a member pod is past its grace period and still not gone,
 	// typically on a node that stopped answering; only the user can force it.
 	ReasonPodStuckTerminating ConditionReason = "PodStuckTerminating"
+	// ReasonDeletingClaims: the cluster is being deleted with whenDeleted Delete; the
+	// operator deletes its claims, then removes its finalizer and lets the cluster go.
+	ReasonDeletingClaims ConditionReason = "DeletingClaims"
+	// ReasonClaimDeletionRefused: the cluster is being deleted with whenDeleted Delete and
+	// the API server refuses to delete one of its claims; the cluster waits, with the
+	// finalizer FinalizerClaims, until the claim can be deleted or whenDeleted is Retain.
+	ReasonClaimDeletionRefused ConditionReason = "ClaimDeletionRefused"
 	// ReasonAlarmNoSpace: a member raised etcd's NOSPACE alarm: its backend reached its
 	// quota and the cluster refuses writes until the alarm is disarmed.
 	ReasonAlarmNoSpace ConditionReason = "AlarmNoSpace"

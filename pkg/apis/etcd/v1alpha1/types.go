@@ -161,6 +161,14 @@ const AnnotationRecoverQuorum = "etcd.operator.dev/recover-quorum"
 // the object is copied or restored. Remove it only when the cluster was made anew on purpose.
 const AnnotationClusterID = "etcd.operator.dev/cluster-id"
 
+// FinalizerClaims is on an EtcdCluster whose whenDeleted is Delete: when the cluster is
+// deleted, the operator reads spec.storage.retentionPolicy as it is then, deletes the
+// cluster's claims if it still says Delete (leaves them if it says Retain), and only then
+// removes the finalizer. The claims are never owned by the cluster, so a switch to Retain
+// holds from the moment it is written, even while the operator is down. Removed by hand, it
+// lets the cluster go and leaves every claim.
+const FinalizerClaims = "etcd.operator.dev/claims"
+
 // RecoverFromHighest, as the value of AnnotationRecoverQuorum, means the survivor with the
 // highest raft index.
 const RecoverFromHighest = "highest"
