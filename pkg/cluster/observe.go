@@ -51,6 +51,8 @@ type observation struct {
 	alarms []etcdutil.Alarm
 	// initImage is the operator's own image, which member pods are built with.
 	initImage string
+	// bounds are the planner's time bounds the operator was started with.
+	bounds plan.Bounds
 }
 
 // observe reads the caches and asks every running member for its status and the member list.
@@ -62,6 +64,7 @@ func (r *Reconciler) observe(ctx context.Context, c *api.EtcdCluster) (*observat
 		published: map[string]bool{},
 		statuses:  map[int]etcdutil.Status{},
 		initImage: r.deps.MemberInitImage,
+		bounds:    r.deps.Bounds,
 	}
 	if err := r.observePods(ctx, c, o); err != nil {
 		return nil, err

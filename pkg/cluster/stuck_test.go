@@ -210,8 +210,50 @@ func (c removingClient) MemberRemove(_ context.Context, id uint64) error {
 }
 
 // A voting member whose pod crash-loops past the bound is removed (to be added again), while
-// the two others keep quorum; the removal names why.
+// the two others keep quorum; the removal names why. The bound is the one the operator was
+// started with (Deps.Bounds), the production one by default.
 func TestSyncReplacesCrashLoopingMember(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		notReadyFor time.Duration
+		bounds      plan.Bounds
+		removed     bool
+	}{
+		{"past the production bound", 2 * plan.DefaultStuckAfter, plan.Bounds{}, true},
+		{"within the production bound", plan.DefaultStuckAfter / 2, plan.Bounds{}, false},
+		{"the same, past the shorter bound the operator was started with", plan.DefaultStuckAfter / 2,
+			plan.Bounds{StuckAfter: plan.DefaultStuckAfter / 3}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, etcd := crashLoopFixture(t, tc.notReadyFor)
+			f.with(func(d *Deps) { d.Etcd, d.Bounds = etcd, tc.bounds })
+			if _, err := f.r.Sync(context.Background(), "ns", "demo"); err != nil {
+				t.Fatalf("Sync: %v", err)
+			}
+			if !tc.removed {
+				if len(etcd.removed) != 0 {
+					t.Fatalf("removed %v within the bound, want none", etcd.removed)
+				}
+				return
+			}
+			if len(etcd.removed) != 1 || etcd.removed[0] != 3 {
+				t.Fatalf("removed %v, want demo-2 (3)", etcd.removed)
+			}
+			var said bool
+			for len(f.recorder.Events) > 0 {
+				e := <-f.recorder.Events
+				said = said || (strings.Contains(e, string(EventMemberRemoved)) && strings.Contains(e, "crash-loops") && strings.Contains(e, "invalid database"))
+			}
+			if !said {
+				t.Error("no MemberRemoved Event says the member's pod crash-loops, with its last words")
+			}
+		})
+	}
+}
+
+// crashLoopFixture is a cluster of three whose member demo-2 crash-loops, not ready for
+// notReadyFor, and etcd that records removals.
+func crashLoopFixture(t *testing.T, notReadyFor time.Duration) (*fixture, *removingEtcd) {
 	c := newCluster(3)
 	c.Status.Size = 3
 	slice := &discoveryv1.EndpointSlice{
@@ -230,7 +272,7 @@ func TestSyncReplacesCrashLoopingMember(t *testing.T) {
 			etcd.status[member.PodClientURL(ip)] = etcdutil.Status{ID: id, Leader: 1, Version: "3.6.16"}
 		} else {
 			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse,
-				LastTransitionTime: metav1.NewTime(time.Now().Add(-2 * plan.StuckAfter))}}
+				LastTransitionTime: metav1.NewTime(time.Now().Add(-notReadyFor))}}
 			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: member.EtcdContainerName, RestartCount: 4,
 				State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: plan.ReasonCrashLoop}},
 				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 2, Message: "panic: invalid database"}}}}
@@ -238,22 +280,7 @@ func TestSyncReplacesCrashLoopingMember(t *testing.T) {
 		objs = append(objs, p)
 	}
 	objs = append(objs, c, slice, member.PeerService(c), member.ClientService(c))
-	f := newFixture(t, objs...)
-	f.with(func(d *Deps) { d.Etcd = etcd })
-	if _, err := f.r.Sync(context.Background(), "ns", "demo"); err != nil {
-		t.Fatalf("Sync: %v", err)
-	}
-	if len(etcd.removed) != 1 || etcd.removed[0] != 3 {
-		t.Fatalf("removed %v, want demo-2 (3)", etcd.removed)
-	}
-	var said bool
-	for len(f.recorder.Events) > 0 {
-		e := <-f.recorder.Events
-		said = said || (strings.Contains(e, string(EventMemberRemoved)) && strings.Contains(e, "crash-loops") && strings.Contains(e, "invalid database"))
-	}
-	if !said {
-		t.Error("no MemberRemoved Event says the member's pod crash-loops, with its last words")
-	}
+	return newFixture(t, objs...), etcd
 }
 
 // A member Service the API server refuses (a quota on Services) stops neither the pass nor
