@@ -13,9 +13,9 @@ import (
 // lost. etcd's member list is a linearizable read, which waits for a leader, so an election
 // that outlasts the list's timeout looks like a lost quorum for a pass or two. For the
 // Election bound (bounds.go) that is reported as an election (Progressing ElectingLeader) and
-// Available and Degraded keep what they said, so a short election neither flips Available nor raises a
-// Warning; past it, Degraded says NoQuorum and names the members that answer and those that
-// do not. The time the election was first seen is the Progressing condition's
+// Available and Degraded keep what they said, so a short election neither flips Available
+// nor raises a Warning; past it, Degraded says NoQuorum and names the members that answer
+// and those that do not. The time the election was first seen is the Progressing condition's
 // lastTransitionTime, so a restarted operator counts from the same instant.
 
 // planNoLeader is the rule for members that answer while no member list does.
