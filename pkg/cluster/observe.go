@@ -54,6 +54,8 @@ type observation struct {
 	initImage string
 	// budget is the cluster's own disruption budget as cached; nil when it has none.
 	budget *policyv1.PodDisruptionBudget
+	// bounds are the planner's time bounds the operator was started with.
+	bounds plan.Bounds
 }
 
 // observe reads the caches and asks every running member for its status and the member list.
@@ -65,6 +67,7 @@ func (r *Reconciler) observe(ctx context.Context, c *api.EtcdCluster) (*observat
 		published: map[string]bool{},
 		statuses:  map[int]etcdutil.Status{},
 		initImage: r.deps.MemberInitImage,
+		bounds:    r.deps.Bounds,
 	}
 	if err := r.observePods(ctx, c, o); err != nil {
 		return nil, err

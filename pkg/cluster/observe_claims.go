@@ -77,7 +77,7 @@ func (r *Reconciler) claimProblem(ctx context.Context, pvc *corev1.PersistentVol
 		r.deps.Log.WithField("claim", pvc.Namespace+"/"+pvc.Name).WithError(err).Debug("reading the claim's events")
 		return ""
 	}
-	return claimWhy(events.Items, r.now())
+	return claimWhy(events.Items, r.now(), r.deps.Bounds.WithDefaults().StuckAfter)
 }
 
 // waitsForPod are the Normal reasons of a claim that waits for its pod to be scheduled
@@ -86,13 +86,13 @@ var waitsForPod = map[string]bool{"WaitForFirstConsumer": true, "WaitForPodSched
 
 // claimWhy is the reason and message of a waiting claim's latest Warning Event (a
 // StorageClass that does not exist, a provisioner that fails), else of its latest Normal one
-// that has been said for the pods' bound by now (first said that long ago: a wait that is
-// only slow is said for a moment): some waits that last are only Normal (FailedBinding: no
-// StorageClass is set and none is the default; ExternalProvisioning: the provisioner has not
-// answered). WaitForFirstConsumer and WaitForPodScheduled are left out: that claim waits for
+// that has been said for the pods' bound by now (first said stuckAfter ago or earlier: a wait
+// that is only slow is said for a moment): some waits that last are only Normal
+// (FailedBinding: no StorageClass is set and none is the default; ExternalProvisioning: the
+// provisioner has not answered). WaitForFirstConsumer and WaitForPodScheduled are left out: that claim waits for
 // its pod to be scheduled, and the pod's own condition says why it is not (the scheduler's
 // "Insufficient cpu"), which is what Degraded must name.
-func claimWhy(events []corev1.Event, now time.Time) string {
+func claimWhy(events []corev1.Event, now time.Time, stuckAfter time.Duration) string {
 	var warning, normal *corev1.Event
 	for i := range events {
 		e := &events[i]
@@ -100,7 +100,7 @@ func claimWhy(events []corev1.Event, now time.Time) string {
 		switch {
 		case e.Type == corev1.EventTypeWarning:
 			latest = &warning
-		case waitsForPod[e.Reason] || now.Sub(eventFirstTime(e)) < plan.StuckAfter:
+		case waitsForPod[e.Reason] || now.Sub(eventFirstTime(e)) < stuckAfter:
 			continue
 		}
 		if *latest == nil || eventTime(e).After(eventTime(*latest)) {

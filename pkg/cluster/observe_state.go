@@ -32,6 +32,7 @@ func (o *observation) state(now time.Time) plan.State {
 		Foreign:            o.foreign,
 		RefusedServices:    o.refusedServices,
 		Now:                now,
+		Bounds:             o.bounds.WithDefaults(),
 		TargetVersion:      o.memberVersion(),
 		SpecVersion:        member.NormalizeVersion(c.Spec.Version),
 		DowngradeTarget:    plan.DowngradeTarget(o.statuses),

@@ -84,7 +84,10 @@ type Deps struct {
 	// TakeoverAfter is how long a cluster's Lease goes unrenewed before this installation
 	// takes the cluster over; zero means DefaultTakeoverAfter.
 	TakeoverAfter time.Duration
-	Log           *logrus.Entry
+	// Bounds are how long the planner lets a state last before it reports it or acts on it;
+	// a zero field is its production default (plan.DefaultBounds).
+	Bounds plan.Bounds
+	Log    *logrus.Entry
 }
 
 // Reconciler runs passes for any cluster; it holds no per-cluster state that decides anything.

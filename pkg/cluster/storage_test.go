@@ -14,6 +14,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
 	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan/plantest"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 	"github.com/etcd-operator/etcd-operator/pkg/member"
@@ -161,18 +162,22 @@ func TestClaimWhy(t *testing.T) {
 		events []corev1.Event
 		now    time.Time
 		want   string
+		// bound is the operator's pod bound; zero: the production default.
+		bound time.Duration
 	}{
-		{"none", nil, late, ""},
-		{"only waiting for its pod", []corev1.Event{consumer}, late, ""},
-		{"waiting for its pod to be scheduled: the pod's scheduler message says why", []corev1.Event{consumer, scheduling}, late, ""},
-		{"no StorageClass set and none is the default (a Normal event)", []corev1.Event{noClass, consumer}, late, "FailedBinding: no persistent volumes available"},
-		{"the provisioner does not answer", []corev1.Event{consumer, external}, late, `ExternalProvisioning: Waiting for a volume to be created either by the external provisioner "x"`},
-		{"a Normal event said for less than the pods' bound: only slow so far", []corev1.Event{consumer, external}, early, ""},
-		{"a Warning, at once", []corev1.Event{external, notFound}, early, `ProvisioningFailed`},
-		{"a Warning wins over a later Normal event", []corev1.Event{external, notFound}, late, `ProvisioningFailed: storageclass.storage.k8s.io "fast" not found`},
+		{"none", nil, late, "", 0},
+		{"only waiting for its pod", []corev1.Event{consumer}, late, "", 0},
+		{"waiting for its pod to be scheduled: the pod's scheduler message says why", []corev1.Event{consumer, scheduling}, late, "", 0},
+		{"no StorageClass set and none is the default (a Normal event)", []corev1.Event{noClass, consumer}, late, "FailedBinding: no persistent volumes available", 0},
+		{"the provisioner does not answer", []corev1.Event{consumer, external}, late, `ExternalProvisioning: Waiting for a volume to be created either by the external provisioner "x"`, 0},
+		{"a Normal event said for less than the pods' bound: only slow so far", []corev1.Event{consumer, external}, early, "", 0},
+		{"the same, past the shorter bound the operator was started with", []corev1.Event{consumer, external}, early,
+			`ExternalProvisioning: Waiting for a volume`, 10 * time.Second},
+		{"a Warning, at once", []corev1.Event{external, notFound}, early, `ProvisioningFailed`, 0},
+		{"a Warning wins over a later Normal event", []corev1.Event{external, notFound}, late, `ProvisioningFailed: storageclass.storage.k8s.io "fast" not found`, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := claimWhy(tc.events, tc.now)
+			got := claimWhy(tc.events, tc.now, plan.Bounds{StuckAfter: tc.bound}.WithDefaults().StuckAfter)
 			if (tc.want == "") != (got == "") || !strings.HasPrefix(got, tc.want) {
 				t.Errorf("claimWhy = %q, want %q", got, tc.want)
 			}

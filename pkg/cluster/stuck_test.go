@@ -252,30 +252,38 @@ func (c removingClient) MemberRemove(_ context.Context, id uint64) error {
 func TestSyncReplacesCrashLoopingMember(t *testing.T) {
 	now := time.Now()
 	notReady := []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse,
-		LastTransitionTime: metav1.NewTime(now.Add(-10 * plan.StuckAfter))}}
+		LastTransitionTime: metav1.NewTime(now.Add(-10 * plan.DefaultStuckAfter))}}
 	crashed := &corev1.ContainerStateTerminated{ExitCode: 2, Message: "panic: invalid database",
-		FinishedAt: metav1.NewTime(now.Add(-2 * plan.StuckAfter))}
+		FinishedAt: metav1.NewTime(now.Add(-2 * plan.DefaultStuckAfter))}
 	rebooted := &corev1.ContainerStateTerminated{ExitCode: 255, Reason: "Unknown",
-		FinishedAt: metav1.NewTime(now.Add(-10 * plan.StuckAfter))}
+		FinishedAt: metav1.NewTime(now.Add(-10 * plan.DefaultStuckAfter))}
 	backOff := corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: plan.ReasonCrashLoop}}
 	for _, tc := range []struct {
 		name     string
 		recorded string // the restart count when last seen ready
 		etcd     corev1.ContainerStatus
+		bounds   plan.Bounds // the operator's (Deps.Bounds); zero is production
 		removed  bool
 	}{
 		{"crash-looping since it was made, down for the bound", "0", corev1.ContainerStatus{RestartCount: 4,
-			State: backOff, LastTerminationState: corev1.ContainerState{Terminated: crashed}}, true},
+			State: backOff, LastTerminationState: corev1.ContainerState{Terminated: crashed}}, plan.Bounds{}, true},
 		{"failed three times since it was last ready", "2", corev1.ContainerStatus{RestartCount: 5,
-			State: backOff, LastTerminationState: corev1.ContainerState{Terminated: crashed}}, true},
+			State: backOff, LastTerminationState: corev1.ContainerState{Terminated: crashed}}, plan.Bounds{}, true},
 		{"its node rebooted: etcd runs again after three restarts in the pod's life", "2", corev1.ContainerStatus{RestartCount: 3,
 			State:                corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(now.Add(-time.Second))}},
-			LastTerminationState: corev1.ContainerState{Terminated: rebooted}}, false},
+			LastTerminationState: corev1.ContainerState{Terminated: rebooted}}, plan.Bounds{}, false},
 		{"its node rebooted: etcd failed once since, in back-off", "3", corev1.ContainerStatus{RestartCount: 4,
-			State: backOff, LastTerminationState: corev1.ContainerState{Terminated: crashed}}, false},
+			State: backOff, LastTerminationState: corev1.ContainerState{Terminated: crashed}}, plan.Bounds{}, false},
 		{"crash-looping, but etcd has just exited: not down for the bound", "0", corev1.ContainerStatus{RestartCount: 4,
 			State: backOff, LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 2,
-				FinishedAt: metav1.NewTime(now.Add(-time.Second))}}}, false},
+				FinishedAt: metav1.NewTime(now.Add(-time.Second))}}}, plan.Bounds{}, false},
+		{"crash-looping, down for half the production bound: not yet", "0", corev1.ContainerStatus{RestartCount: 4,
+			State: backOff, LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 2,
+				Message: "panic: invalid database", FinishedAt: metav1.NewTime(now.Add(-plan.DefaultStuckAfter / 2))}}}, plan.Bounds{}, false},
+		{"the same, past the shorter bound the operator was started with", "0", corev1.ContainerStatus{RestartCount: 4,
+			State: backOff, LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 2,
+				Message: "panic: invalid database", FinishedAt: metav1.NewTime(now.Add(-plan.DefaultStuckAfter / 2))}}},
+			plan.Bounds{StuckAfter: plan.DefaultStuckAfter / 3}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.etcd.Name = member.EtcdContainerName
@@ -284,6 +292,7 @@ func TestSyncReplacesCrashLoopingMember(t *testing.T) {
 				p.Status.Conditions = notReady
 				p.Status.ContainerStatuses = []corev1.ContainerStatus{tc.etcd}
 			})
+			f.with(func(d *Deps) { d.Bounds = tc.bounds })
 			if _, err := f.r.Sync(context.Background(), "ns", "demo"); err != nil {
 				t.Fatalf("Sync: %v", err)
 			}

@@ -88,6 +88,8 @@ func newClusterReconciler(o *Options, cl *clients, inf *controller.Informers, re
 		DNS:               clusterDNS(o, log),
 		MemberInitImage:   o.MemberInitImage,
 		Installation:      installation(o),
+		TakeoverAfter:     o.TakeoverAfter,
+		Bounds:            o.Bounds,
 		Log:               log.WithField("component", "cluster"),
 	})
 }

@@ -59,6 +59,7 @@ func Run(ctx context.Context, o *Options, log *logrus.Logger) error {
 	entry := logrus.NewEntry(log)
 	RouteKlog(entry)
 	TuneMemory(entry)
+	o.logBounds(entry)
 	cl, err := newClients(o.Kubeconfig)
 	if err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
 	"github.com/etcd-operator/etcd-operator/pkg/controller"
 )
 
@@ -63,6 +64,12 @@ type Options struct {
 	ShutdownGrace   time.Duration
 	SkipCRDInstall  bool
 	MemberInitImage string
+
+	// Bounds are how long a cluster may be in a state before status says so and the planner
+	// acts on it; TakeoverAfter is how long another installation's cluster Lease must go
+	// unrenewed before this one takes the cluster over (bounds.go).
+	Bounds        plan.Bounds
+	TakeoverAfter time.Duration
 }
 
 // AddFlags binds the options to fs, with defaults taken from the environment where the
@@ -93,6 +100,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.SkipCRDInstall, "skip-crd-install", false, "do not create or update the EtcdCluster CRD (an admin installs it)")
 	fs.StringVar(&o.MemberInitImage, "member-init-image", os.Getenv(EnvOperatorImage),
 		"image joining member pods copy member-init from, the operator's own (default $"+EnvOperatorImage+")")
+	o.addBoundFlags(fs)
 }
 
 // Complete fills the defaults that need a lookup and validates the options.
@@ -145,5 +153,6 @@ func (o *Options) Complete() error {
 	if o.MetricsAddr != "" && o.MetricsAddr == o.HealthAddr {
 		errs = append(errs, errors.New("--metrics-addr and --health-addr must differ"))
 	}
+	errs = append(errs, o.boundErrors()...)
 	return errors.Join(errs...)
 }

@@ -14,8 +14,9 @@ import (
 	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
 )
 
-// Stuck states: each is repaired, or named in status within its bound (30 s for a pod that
-// cannot start), never left as "Progressing" with "nothing is wrong".
+// Stuck states: each is repaired, or named in status within its bound (--pod-stuck-after for
+// a pod that cannot start: operatorBounds), never left as "Progressing" with "nothing is
+// wrong".
 
 // clusterManifest is an EtcdCluster named name with the given spec lines (indented by two).
 func clusterManifest(name, spec string) string {
@@ -86,9 +87,11 @@ func TestImagePullFailureReported(t *testing.T) {
 	f := framework.New(t)
 	requireOperator(t, f)
 	const name = "badimage"
+	bound := operatorBounds(t, f).StuckAfter
 	f.Apply(clusterManifest(name, "  size: 1\n  repository: registry.invalid/no/etcd\n"))
 	start := time.Now()
-	msg := waitCondition(t, f, name, "Degraded", "True", "PodCannotStart", 2*time.Minute)
+	// The bound counts from the pod's creation; the pull fails within seconds of it.
+	msg := waitCondition(t, f, name, "Degraded", "True", "PodCannotStart", bound+90*time.Second)
 	t.Logf("FIGURE apply -> Degraded PodCannotStart: %.1fs", time.Since(start).Seconds())
 	if !strings.Contains(msg, name+"-0") || !(strings.Contains(msg, "ImagePullBackOff") || strings.Contains(msg, "ErrImagePull")) ||
 		!strings.Contains(msg, "registry.invalid/no/etcd") {
@@ -148,8 +151,11 @@ spec:
 	f.MustNS("delete", "pod", "corrupt", "--wait=true", "--timeout=60s")
 	f.Patch("etcdcluster/"+name, `{"spec":{"paused":false}}`)
 
+	// The kubelet's back-off takes about a minute and a half to restart etcd three times (a
+	// crash loop), then the bound, then the member is replaced.
+	bound := operatorBounds(t, f).StuckAfter
 	start := time.Now()
-	f.Eventually(name+"-2 replaced by a new member on a new claim", 6*time.Minute, func() (bool, error) {
+	f.Eventually(name+"-2 replaced by a new member on a new claim", bound+5*time.Minute+30*time.Second, func() (bool, error) {
 		c, err := f.GetEtcdCluster(name)
 		if err != nil {
 			return false, err

@@ -316,8 +316,10 @@ func TestUnpullableVersionRolledBack(t *testing.T) {
 	f, writer := startVersioned(t, name, framework.Version36, false)
 	pods, images, ids := podUIDs(f, name), podImages(f, name), memberIDs(f, name)
 	q := watchQuorum(f, name)
+	// Reported once the rolled member has not come back for --rollout-stuck-after.
+	stuckAfter := operatorBounds(t, f).Comeback
 	setVersion(f, name, framework.UnpullableVersion)
-	f.Eventually("the rollout reported stuck", rolloutTimeout, func() (bool, error) {
+	f.Eventually("the rollout reported stuck", stuckAfter+4*time.Minute, func() (bool, error) {
 		c, err := f.GetEtcdCluster(name)
 		if err != nil {
 			return false, err
@@ -376,8 +378,11 @@ func TestPodChangeRolled(t *testing.T) {
 	// data.
 	ids, pods = memberIDs(f, name), podUIDs(f, name)
 	first := firstRolled(f, name)
+	// Reported once the rolled member has not come back for --rollout-stuck-after, and said to
+	// crash-loop once the kubelet has restarted it three times.
+	stuckAfter := operatorBounds(t, f).Comeback
 	f.Patch("etcdcluster/"+name, `{"spec":{"pod":{"env":[{"name":"ETCD_ELECTION_TIMEOUT","value":"200"}]}}}`)
-	f.Eventually("the rollout stopped on the member that crash-loops", rolloutTimeout, func() (bool, error) {
+	f.Eventually("the rollout stopped on the member that crash-loops", stuckAfter+4*time.Minute, func() (bool, error) {
 		c, err := f.GetEtcdCluster(name)
 		if err != nil {
 			return false, err

@@ -11,16 +11,12 @@ import (
 
 // Members that answer while no member list does: a leader is being elected, or quorum is
 // lost. etcd's member list is a linearizable read, which waits for a leader, so an election
-// that outlasts the list's timeout looks like a lost quorum for a pass or two. For
-// ElectionBound that is reported as an election (Progressing ElectingLeader) and Available
-// and Degraded keep what they said, so a short election neither flips Available nor raises a
-// Warning; past it, Degraded says NoQuorum and names the members that answer and those that
-// do not. The time the election was first seen is the Progressing condition's
+// that outlasts the list's timeout looks like a lost quorum for a pass or two. For the
+// Election bound (bounds.go) that is reported as an election (Progressing ElectingLeader) and
+// Available and Degraded keep what they said, so a short election neither flips Available
+// nor raises a Warning; past it, Degraded says NoQuorum and names the members that answer
+// and those that do not. The time the election was first seen is the Progressing condition's
 // lastTransitionTime, so a restarted operator counts from the same instant.
-
-// ElectionBound is how long members may answer without a member list before the cluster is
-// reported without quorum: several of etcd's election timeouts.
-const ElectionBound = 15 * time.Second
 
 // planNoLeader is the rule for members that answer while no member list does.
 func planNoLeader(s State) (Decision, bool) {
@@ -31,7 +27,7 @@ func planNoLeader(s State) (Decision, bool) {
 	if since.IsZero() {
 		since = s.Now
 	}
-	if s.Now.Before(since.Add(ElectionBound)) {
+	if s.Now.Before(since.Add(s.bounds().Election)) {
 		return Decision{Progress: api.ReasonElectingLeader, Message: fmt.Sprintf(
 			"%s answer but cannot list the members yet: waiting for a leader to be elected", answeringMembers(s))}, true
 	}

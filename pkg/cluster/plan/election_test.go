@@ -20,12 +20,12 @@ func TestPlanNoLeader(t *testing.T) {
 		},
 		{
 			name:     "still within the bound",
-			state:    plantest.NoList(t0.Add(ElectionBound-time.Second), t0),
+			state:    plantest.NoList(t0.Add(DefaultElectionBound-time.Second), t0),
 			progress: api.ReasonElectingLeader,
 		},
 		{
 			name:    "past the bound: no quorum, naming who answers and who does not",
-			state:   plantest.NoList(t0.Add(ElectionBound), t0),
+			state:   plantest.NoList(t0.Add(DefaultElectionBound), t0),
 			blocked: api.ReasonNoQuorum,
 			message: []string{"c-0 (term 3, no leader) answer", "not answering: c-1 (etcd does not answer at its pod), c-2 (its pod is gone)"},
 		},

@@ -3,8 +3,5 @@ package plan
 // The planner's tables are in package plan_test, to build their states with plantest (which
 // imports plan); these are the unexported names they check.
 
-// ComebackBound is comebackBound.
-const ComebackBound = comebackBound
-
 // OthersKeepQuorum is othersKeepQuorum.
 var OthersKeepQuorum = othersKeepQuorum

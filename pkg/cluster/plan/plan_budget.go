@@ -50,7 +50,7 @@ func disrupts(s State, m MemberView, alone bool) bool {
 }
 
 // budgetHolds is the rollout's wait for the disruption budget before member m is taken down:
-// while the budget's status allows no disruption, nothing is touched. Past comebackBound,
+// while the budget's status allows no disruption, nothing is touched. Past the Comeback bound,
 // counted from Since, Degraded says so too.
 func budgetHolds(s State, m MemberView, reason api.ConditionReason, progress string) (Decision, bool) {
 	b := s.Budget
@@ -60,10 +60,10 @@ func budgetHolds(s State, m MemberView, reason api.ConditionReason, progress str
 	why := b.holdsBecause()
 	d := Decision{Progress: reason, Message: fmt.Sprintf("waiting for the disruption budget %s to allow a disruption before member %s is rolled: %s%s",
 		b.Name, naming.Name(s.Name, m.Ordinal), why, progress)}
-	if !b.Since.IsZero() && s.Now.Sub(b.Since) > comebackBound {
+	if !b.Since.IsZero() && s.Now.Sub(b.Since) > s.bounds().Comeback {
 		d.Blocked = api.ReasonDisruptionBudget
 		d.Report = fmt.Sprintf("the rollout has waited more than %s for the disruption budget %s although every member is back: %s. A drain holds it until the member it evicted is back; otherwise look at what else selects or evicts the member pods",
-			comebackBound, b.Name, why)
+			s.bounds().Comeback, b.Name, why)
 	}
 	return d, true
 }

@@ -27,7 +27,7 @@ func TestPlanRolloutWithinTheBudget(t *testing.T) {
 	drained := allows(0)
 	drained.Evicted = []string{"c-1"}
 	longAgo := allows(0)
-	longAgo.Since = plantest.PassAt.Add(-ComebackBound - time.Second)
+	longAgo.Since = plantest.PassAt.Add(-DefaultComebackBound - time.Second)
 	with := func(s State, b *BudgetView) State { s.Budget = b; return s }
 	upgrade := func(b *BudgetView) State { return with(rolloutState(cur, true, all, outdated(old), allOld), b) }
 

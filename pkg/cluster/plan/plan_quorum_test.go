@@ -206,7 +206,7 @@ func TestPlanQuorumLoss(t *testing.T) {
 			name: "pods merely starting on claims that hold their data: not a quorum loss",
 			state: plantest.LostQuorum(3, plantest.Pods(plantest.Running(0, 0, 1, 2), plantest.Joining(1, false, 0, 1, 2), plantest.Joining(2, false, 0, 1, 2)),
 				plantest.Claims(plantest.Claim(0), plantest.Claim(1), plantest.Claim(2)), plantest.Answering(0, 42)),
-			progress: api.ReasonElectingLeader, // for ElectionBound; then NoQuorum (TestPlanNoLeader)
+			progress: api.ReasonElectingLeader, // for DefaultElectionBound; then NoQuorum (TestPlanNoLeader)
 		},
 		{
 			name:     "pods gone, claims that hold their data: restarted as members that have started, not a quorum loss",
@@ -229,7 +229,7 @@ func TestPlanQuorumLoss(t *testing.T) {
 		{
 			name:     "two of five gone for good: quorum may come back, not a quorum loss",
 			state:    plantest.LostQuorum(5, plantest.Pods(plantest.Running(0, all...), plantest.Running(1, all...), plantest.Joining(2, false, all...)), plantest.Claims(plantest.Claim(0), plantest.Claim(1), plantest.Claim(2)), plantest.Answering(0, 40)),
-			progress: api.ReasonElectingLeader, // for ElectionBound; then NoQuorum (TestPlanNoLeader)
+			progress: api.ReasonElectingLeader, // for DefaultElectionBound; then NoQuorum (TestPlanNoLeader)
 		},
 		{
 			name:    "every member's claim gone: all data lost, reported, nothing re-created",
@@ -251,7 +251,7 @@ func TestPlanQuorumLoss(t *testing.T) {
 				s.Persistent = false
 				return s
 			}(),
-			progress: api.ReasonElectingLeader, // for ElectionBound; then NoQuorum (TestPlanNoLeader)
+			progress: api.ReasonElectingLeader, // for DefaultElectionBound; then NoQuorum (TestPlanNoLeader)
 		},
 	}
 	runPlanCases(t, tests)

@@ -29,11 +29,6 @@ const (
 )
 
 const (
-	// comebackBound is how long a rolled member has, from the creation of its new pod or the
-	// change of its image in place, to be started, healthy, voting, on the new version and
-	// caught up: room for pulling a new image and replaying the member's log. Past it the
-	// rollout stops and says why.
-	comebackBound = 2 * time.Minute
 	// caughtUpLag is how many raft entries a member may have left to apply behind the
 	// leader's index and still count as caught up: writes go on during a rollout, so a
 	// following member is always a few entries behind; one still replaying its log or a
@@ -94,7 +89,7 @@ func planRollout(s State) Decision {
 // rolloutGate holds the rollout until every member is back before another is rolled; only a
 // member that is down and out of date (with a pod that is not going: one of those rolled) is
 // not waited for, since it is the one rolled next. A member rolled that does not come back
-// within comebackBound stops the rollout.
+// within the Comeback bound stops the rollout and says why.
 func rolloutGate(s State, leader MemberView, reason api.ConditionReason, done int) (Decision, bool) {
 	for _, m := range SortedMembers(s.Members) {
 		if p, ok := s.Pods[m.Ordinal]; ok && !m.Healthy && p.Outdated && !p.Terminating {
@@ -105,10 +100,10 @@ func rolloutGate(s State, leader MemberView, reason api.ConditionReason, done in
 			continue
 		}
 		p := s.Pods[m.Ordinal]
-		if !p.Outdated && s.Now.Sub(p.rolledAt()) > comebackBound {
+		if bound := s.bounds().Comeback; !p.Outdated && s.Now.Sub(p.rolledAt()) > bound {
 			return Decision{Blocked: api.ReasonRolloutStuck, Message: fmt.Sprintf(
 				"the rollout is stopped: member %s did not come back on %s within %s (%s); no other member is touched. Set spec.version (or spec.pod) back to roll it back%s",
-				naming.Name(s.Name, m.Ordinal), p.Version, comebackBound, why, claimHint(s, m.Ordinal))}, true
+				naming.Name(s.Name, m.Ordinal), p.Version, bound, why, claimHint(s, m.Ordinal))}, true
 		}
 		return Decision{Progress: reason, Message: fmt.Sprintf("waiting for member %s before the next one is rolled: %s (%d of %d members done)",
 			naming.Name(s.Name, m.Ordinal), why, done, len(s.Members))}, true
@@ -123,7 +118,7 @@ func waitForRestartedInPlace(s State, reason api.ConditionReason) Decision {
 	leader, hasLeader := leaderMember(s.Members)
 	for _, m := range SortedMembers(s.Members) {
 		p, ok := s.Pods[m.Ordinal]
-		if !ok || p.RestartedAt.IsZero() || s.Now.Sub(p.RestartedAt) > comebackBound {
+		if !ok || p.RestartedAt.IsZero() || s.Now.Sub(p.RestartedAt) > s.bounds().Comeback {
 			continue
 		}
 		why := "the cluster has no leader"

@@ -27,7 +27,7 @@ func TestPlanRollout(t *testing.T) {
 	pulling := plantest.Rolled(2, cur, false, 30*time.Second)
 	pulling.Waiting = "ImagePullBackOff: Back-off pulling image"
 	stuck := pulling
-	stuck.Created = plantest.PassAt.Add(-ComebackBound - time.Second)
+	stuck.Created = plantest.PassAt.Add(-DefaultComebackBound - time.Second)
 	stuckBack := stuck
 	stuckBack.Outdated = true
 
@@ -285,7 +285,7 @@ func TestPlanRollout(t *testing.T) {
 		{
 			name: "restarted in place longer ago than the bound and not back: the rollout stops",
 			state: rolloutState(v36, true, []MemberView{plantest.Leader(0), plantest.Voter(1), plantest.Sick(plantest.Voter(2))},
-				plantest.Pods(imageOnly(0, v37), imageOnly(1, v37), restarted(false, ComebackBound+time.Second)),
+				plantest.Pods(imageOnly(0, v37), imageOnly(1, v37), restarted(false, DefaultComebackBound+time.Second)),
 				map[int]etcdfacts.Status{0: plantest.Reporting(0, v37, 1000), 1: plantest.Reporting(1, v37, 1000)}),
 			blocked: api.ReasonRolloutStuck,
 			message: []string{"member c-2 did not come back on 3.6.16"},

@@ -216,6 +216,9 @@ type State struct {
 	// Recovery is how a quorum lost for good is recovered; Now is the time of the pass.
 	Recovery QuorumLossView
 	Now      time.Time
+	// Bounds are how long the rules let a state last (bounds.go), as the operator was
+	// started with; a zero field is its production default.
+	Bounds Bounds
 	// ElectingSince is when the pass first found members answering without a member list
 	// (the Progressing condition's lastTransitionTime while its reason is ElectingLeader);
 	// zero when it is not reported.

@@ -56,7 +56,7 @@ import (
 // pkg/cluster/act.go and recover.go do) or a disturbance: a pod lost, a claim deleted (it goes
 // once its pod is gone: pvc-protection), a member unhealthy for a while, the operator
 // restarted (nothing to forget: the planner has no memory; the status write of that pass is
-// lost), time jumping past plan.StuckAfter and the recovery grace period, status writes
+// lost), time jumping past plan.DefaultStuckAfter and the recovery grace period, status writes
 // dropped, spec.size changed between 3 and 5, a user annotating recover-quorum=highest, a
 // majority of the voters losing their pods and claims at once (a quorum lost for good).
 // Not modelled: rollouts and versions, downgrades, alarms, foreign objects, emptyDir members,
@@ -539,7 +539,7 @@ func (m *propModel) disturb() {
 		m.logf("disturb: operator restarted")
 		return
 	case 5: // time passes past the bounds
-		d := plan.StuckAfter + time.Duration(m.rng.IntN(3))*time.Minute
+		d := plan.DefaultStuckAfter + time.Duration(m.rng.IntN(3))*time.Minute
 		m.now = m.now.Add(d)
 		m.logf("disturb: %s pass", d)
 		return

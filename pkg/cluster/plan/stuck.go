@@ -15,15 +15,10 @@ import (
 // alone (pkg/cluster/podproblem.go: its conditions, its containers' states and restart
 // counts) into PodView.Problem and PodView.DeletionDeadline, with the time it began
 // taken from the pod's own timestamps, so that an operator restarted at any instant counts the
-// same bound: before it, Progressing says the cluster waits for the pod; after it, Degraded
-// says PodCannotStart (or PodStuckTerminating) with the kubelet's or the scheduler's own words,
-// and the planner may act: a learner whose pod cannot start is removed, a voting member whose
+// same bound (the StuckAfter of bounds.go): before it, Progressing says the cluster waits for
+// the pod; after it, Degraded says PodCannotStart (or PodStuckTerminating) with the kubelet's
+// or the scheduler's own words, and the planner may act: a learner whose pod cannot start is removed, a voting member whose
 // pod crash-loops is replaced while quorum permits.
-
-// StuckAfter is how long a pod may be in trouble before the cluster says so and the planner
-// acts on it: long enough for an image pull to be retried and a crash to be restarted, short
-// enough for a user watching `kubectl get etcd`.
-const StuckAfter = 30 * time.Second
 
 // ReasonCrashLoop is the kubelet's waiting reason for a container restarted over and over;
 // a crash-looping etcd container is reported with it while it briefly runs, too.
@@ -51,16 +46,17 @@ func (p PodProblem) String() string {
 	return p.Reason + ": " + p.Message
 }
 
-// podStuck: the pod has had a problem for StuckAfter or longer at the time of the pass.
+// podStuck: the pod has had a problem for the StuckAfter bound or longer at the time of the
+// pass.
 func podStuck(s State, p PodView) bool {
-	return p.Problem != nil && !s.Now.Before(p.Problem.Since.Add(StuckAfter))
+	return p.Problem != nil && !s.Now.Before(p.Problem.Since.Add(s.bounds().StuckAfter))
 }
 
-// stuckTerminating: the pod is past its grace period (its deletion timestamp) by StuckAfter
-// and still there: its kubelet does not confirm it stopped, typically because its node stopped
-// answering.
+// stuckTerminating: the pod is past its grace period (its deletion timestamp) by the
+// StuckAfter bound and still there: its kubelet does not confirm it stopped, typically because
+// its node stopped answering.
 func stuckTerminating(s State, p PodView) bool {
-	return p.Terminating && !p.DeletionDeadline.IsZero() && !s.Now.Before(p.DeletionDeadline.Add(StuckAfter))
+	return p.Terminating && !p.DeletionDeadline.IsZero() && !s.Now.Before(p.DeletionDeadline.Add(s.bounds().StuckAfter))
 }
 
 // StuckPodsMessage names the pods that cannot start, past the bound, with what the kubelet or
@@ -151,12 +147,12 @@ func planCrashLooping(s State) (Decision, bool) {
 	return Decision{}, false
 }
 
-// downSinceCrash: the pod's etcd crash-loops and has not run since its last exit, StuckAfter
+// downSinceCrash: the pod's etcd crash-loops and has not run since its last exit, the StuckAfter bound
 // ago or more. A member whose etcd runs again (starting: it replays its log, it waits for its
 // peers) or has just exited is not replaced on that pass; a loop keeps the container down
 // longer than that between runs (the kubelet's back-off), so the verdict comes in one.
 func downSinceCrash(s State, p PodView) bool {
-	return p.Problem.Reason == ReasonCrashLoop && !p.Problem.Exited.IsZero() && !s.Now.Before(p.Problem.Exited.Add(StuckAfter))
+	return p.Problem.Reason == ReasonCrashLoop && !p.Problem.Exited.IsZero() && !s.Now.Before(p.Problem.Exited.Add(s.bounds().StuckAfter))
 }
 
 // crashIsItsOwn: another healthy voting member runs a pod built from the same spec as p, the

@@ -42,17 +42,17 @@ func TestPlanStuckPods(t *testing.T) {
 		},
 		{
 			name:     "a member's claim deleted before its pod had a node: the pod waits for it past the bound, the member is replaced",
-			state:    claimGone(StuckAfter, true),
+			state:    claimGone(DefaultStuckAfter, true),
 			want:     &Action{Kind: ActionRemoveMember, Ordinal: 2, MemberID: 102},
 			progress: api.ReasonReplacingMember,
 		},
 		{
 			name:  "... within the bound (a claim the cache may not show yet): nothing",
-			state: claimGone(StuckAfter-time.Second, true),
+			state: claimGone(DefaultStuckAfter-time.Second, true),
 		},
 		{
 			name:     "a joining pod whose claim is gone, waiting for it past the bound: made again, with a claim",
-			state:    claimGone(StuckAfter, false),
+			state:    claimGone(DefaultStuckAfter, false),
 			want:     &Action{Kind: ActionDeletePod, Ordinal: 2},
 			progress: api.ReasonScalingUp,
 			message:  []string{"deleting pod c-2, whose claim is gone"},
@@ -115,7 +115,7 @@ func TestPlanStuckPods(t *testing.T) {
 		{
 			name: "a learner whose pod cannot start, past the bound, is removed",
 			state: at(State{Size: 3, MembersKnown: true, Members: []MemberView{plantest.Leader(0), plantest.Voter(1), learner(2, false)},
-				Pods: plantest.Pods(plantest.Running(0), plantest.Running(1, 0, 1), plantest.PullFails(plantest.Joining(2, true, 0, 1, 2), StuckAfter))}),
+				Pods: plantest.Pods(plantest.Running(0), plantest.Running(1, 0, 1), plantest.PullFails(plantest.Joining(2, true, 0, 1, 2), DefaultStuckAfter))}),
 			want:     &Action{Kind: ActionRemoveMember, Ordinal: 2, MemberID: 102},
 			progress: api.ReasonScalingUp,
 			message:  []string{"never started", "ImagePullBackOff"},
@@ -123,33 +123,33 @@ func TestPlanStuckPods(t *testing.T) {
 		{
 			name: "a learner whose pod cannot start, within the bound, is waited for",
 			state: at(State{Size: 3, MembersKnown: true, Members: []MemberView{plantest.Leader(0), plantest.Voter(1), learner(2, false)},
-				Pods: plantest.Pods(plantest.Running(0), plantest.Running(1, 0, 1), plantest.PullFails(plantest.Joining(2, true, 0, 1, 2), StuckAfter-time.Second))}),
+				Pods: plantest.Pods(plantest.Running(0), plantest.Running(1, 0, 1), plantest.PullFails(plantest.Joining(2, true, 0, 1, 2), DefaultStuckAfter-time.Second))}),
 			progress: api.ReasonScalingUp,
 			message:  []string{"waiting for learner c-2"},
 		},
 		{
 			name: "a voting member crash-looping past the bound is removed, to be added again",
 			state: at(State{Size: 3, MembersKnown: true, Members: []MemberView{plantest.Leader(0), plantest.Voter(1), plantest.Sick(plantest.Voter(2))},
-				Pods: plantest.Pods(plantest.Running(0), plantest.Running(1, 0, 1), crashLoops(plantest.Running(2, 0, 1, 2), StuckAfter))}),
+				Pods: plantest.Pods(plantest.Running(0), plantest.Running(1, 0, 1), crashLoops(plantest.Running(2, 0, 1, 2), DefaultStuckAfter))}),
 			want:     &Action{Kind: ActionRemoveMember, Ordinal: 2, MemberID: 102},
 			progress: api.ReasonReplacingMember,
 			message:  []string{"crash-loops", "member removed"},
 		},
 		{
 			name:     "a member rolled onto a spec the others are not on yet crash-loops: not replaced, the rollout waits for it",
-			state:    rolledCrashLoop(ComebackBound-time.Second, false),
+			state:    rolledCrashLoop(DefaultComebackBound-time.Second, false),
 			progress: api.ReasonRollingPods,
 			message:  []string{"waiting for member c-2", "crash-loops", "election-timeout"},
 		},
 		{
 			name:    "... and past the rollout's bound: the rollout stops and says why, still nobody is replaced",
-			state:   rolledCrashLoop(ComebackBound+time.Second, false),
+			state:   rolledCrashLoop(DefaultComebackBound+time.Second, false),
 			blocked: api.ReasonRolloutStuck,
 			message: []string{"member c-2 did not come back", "crash-loops", "election-timeout", "spec.pod"},
 		},
 		{
 			name:     "the spec set back: the crash-looping member's pod is out of date and is rolled back onto its data, not replaced",
-			state:    rolledCrashLoop(ComebackBound+time.Second, true),
+			state:    rolledCrashLoop(DefaultComebackBound+time.Second, true),
 			want:     &Action{Kind: ActionRollMember, Ordinal: 2, MemberID: 102},
 			progress: api.ReasonRollingPods,
 			message:  []string{"c-2", "on its data"},
@@ -158,7 +158,7 @@ func TestPlanStuckPods(t *testing.T) {
 			name: "every pod out of date (a new operator's template, not rolled yet), one member crash-loops: replaced, the others run that spec",
 			state: at(State{Size: 3, MembersKnown: true, Members: []MemberView{plantest.Leader(0), plantest.Voter(1), plantest.Sick(plantest.Voter(2))},
 				Pods: func() map[int]PodView {
-					ps := plantest.Pods(plantest.Running(0), plantest.Running(1, 0, 1), crashLoops(plantest.Running(2, 0, 1, 2), StuckAfter))
+					ps := plantest.Pods(plantest.Running(0), plantest.Running(1, 0, 1), crashLoops(plantest.Running(2, 0, 1, 2), DefaultStuckAfter))
 					for o, p := range ps {
 						p.Outdated = true
 						ps[o] = p
@@ -177,12 +177,12 @@ func TestPlanStuckPods(t *testing.T) {
 		{
 			name: "... nor one whose etcd exited within the bound",
 			state: at(State{Size: 3, MembersKnown: true, Members: []MemberView{plantest.Leader(0), plantest.Voter(1), plantest.Sick(plantest.Voter(2))},
-				Pods: plantest.Pods(plantest.Running(0), plantest.Running(1, 0, 1), crashLoopsExited(StuckAfter-time.Second))}),
+				Pods: plantest.Pods(plantest.Running(0), plantest.Running(1, 0, 1), crashLoopsExited(DefaultStuckAfter-time.Second))}),
 		},
 		{
 			name: "... and once etcd has been down for the bound, it is",
 			state: at(State{Size: 3, MembersKnown: true, Members: []MemberView{plantest.Leader(0), plantest.Voter(1), plantest.Sick(plantest.Voter(2))},
-				Pods: plantest.Pods(plantest.Running(0), plantest.Running(1, 0, 1), crashLoopsExited(StuckAfter))}),
+				Pods: plantest.Pods(plantest.Running(0), plantest.Running(1, 0, 1), crashLoopsExited(DefaultStuckAfter))}),
 			want:     &Action{Kind: ActionRemoveMember, Ordinal: 2, MemberID: 102},
 			progress: api.ReasonReplacingMember,
 		},
@@ -194,7 +194,7 @@ func TestPlanStuckPods(t *testing.T) {
 		{
 			name: "a voting member crash-looping within the bound is left alone",
 			state: at(State{Size: 3, MembersKnown: true, Members: []MemberView{plantest.Leader(0), plantest.Voter(1), plantest.Sick(plantest.Voter(2))},
-				Pods: plantest.Pods(plantest.Running(0), plantest.Running(1, 0, 1), crashLoops(plantest.Running(2, 0, 1, 2), StuckAfter-time.Second))}),
+				Pods: plantest.Pods(plantest.Running(0), plantest.Running(1, 0, 1), crashLoops(plantest.Running(2, 0, 1, 2), DefaultStuckAfter-time.Second))}),
 		},
 		{
 			name: "a voting member crash-looping without quorum is not replaced",
@@ -254,7 +254,7 @@ func TestOthersKeepQuorum(t *testing.T) {
 // since, so c-2's pod is the out-of-date one.
 func rolledCrashLoop(age time.Duration, setBack bool) State {
 	p := plantest.Troubled(plantest.Running(2, 0, 1, 2), ReasonCrashLoop,
-		"container etcd restarted 4 times since it was last ready, last exit code 1: --election-timeout[20ms] should be at least as 5 times as --heartbeat-interval[100ms]", StuckAfter)
+		"container etcd restarted 4 times since it was last ready, last exit code 1: --election-timeout[20ms] should be at least as 5 times as --heartbeat-interval[100ms]", DefaultStuckAfter)
 	p.Problem.Exited = p.Problem.Since
 	p.Created = plantest.PassAt.Add(-age)
 	others := []PodView{plantest.Running(0), plantest.Running(1, 0, 1)}

@@ -44,13 +44,13 @@ func TestStatusLeaderElection(t *testing.T) {
 	}
 
 	// A later pass within the bound: the time stays.
-	s = plantest.NoList(plantest.PassAt.Add(plan.ElectionBound/2), ElectingSince(c))
+	s = plantest.NoList(plantest.PassAt.Add(plan.DefaultElectionBound/2), ElectingSince(c))
 	c.Status = Compute(c, s, plan.Plan(s))
 	if got := ElectingSince(c); !got.Equal(plantest.PassAt) {
 		t.Errorf("election read back as since %s, want %s", got, plantest.PassAt)
 	}
 	// Past the bound.
-	s = plantest.NoList(plantest.PassAt.Add(plan.ElectionBound), ElectingSince(c))
+	s = plantest.NoList(plantest.PassAt.Add(plan.DefaultElectionBound), ElectingSince(c))
 	c.Status = Compute(c, s, plan.Plan(s))
 	avail = meta.FindStatusCondition(c.Status.Conditions, string(api.ConditionAvailable))
 	deg = meta.FindStatusCondition(c.Status.Conditions, string(api.ConditionDegraded))

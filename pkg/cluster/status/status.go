@@ -64,7 +64,7 @@ func Compute(c *api.EtcdCluster, s plan.State, d plan.Decision) api.EtcdClusterS
 		}
 		if cond.t == api.ConditionProgressing && electing && !electionReported(st.Conditions) {
 			// Progressing may be True already: its lastTransitionTime is made the time the
-			// election was first seen, which ElectionBound counts from.
+			// election was first seen, which the election bound counts from.
 			meta.RemoveStatusCondition(&st.Conditions, next.Type)
 			next.LastTransitionTime = metav1.NewTime(s.Now)
 		}

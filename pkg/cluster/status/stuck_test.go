@@ -22,13 +22,13 @@ func TestStatusStuckPods(t *testing.T) {
 		degraded api.ConditionReason
 		message  []string
 	}{
-		{"image pull failing, within the bound", plantest.PullFails(plantest.Joining(2, true, 0, 1, 2), plan.StuckAfter-time.Second),
+		{"image pull failing, within the bound", plantest.PullFails(plantest.Joining(2, true, 0, 1, 2), plan.DefaultStuckAfter-time.Second),
 			api.ReasonAsExpected, nil},
-		{"image pull failing, past the bound", plantest.PullFails(plantest.Joining(2, true, 0, 1, 2), plan.StuckAfter),
+		{"image pull failing, past the bound", plantest.PullFails(plantest.Joining(2, true, 0, 1, 2), plan.DefaultStuckAfter),
 			api.ReasonPodCannotStart, []string{"pod c-2 cannot start since", "ImagePullBackOff", `Back-off pulling image "nope/etcd:v3.6.16"`}},
 		{"unschedulable past the bound", plantest.Troubled(plantest.Joining(2, false, 0, 1, 2), "Unschedulable", "0/1 nodes are available: 1 Insufficient cpu.", time.Minute),
 			api.ReasonPodCannotStart, []string{"Unschedulable: 0/1 nodes are available: 1 Insufficient cpu."}},
-		{"terminating within its grace period and the bound", plantest.GoneSince(plantest.Joining(2, true, 0, 1, 2), "w", plan.StuckAfter-time.Second),
+		{"terminating within its grace period and the bound", plantest.GoneSince(plantest.Joining(2, true, 0, 1, 2), "w", plan.DefaultStuckAfter-time.Second),
 			api.ReasonAsExpected, nil},
 		{"terminating long past its grace period", plantest.GoneSince(plantest.Joining(2, true, 0, 1, 2), "worker-2", time.Hour),
 			api.ReasonPodStuckTerminating, []string{"pod c-2 has been terminating since", "on node worker-2",

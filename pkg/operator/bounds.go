@@ -1,0 +1,95 @@
+package operator
+
+import (
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/etcd-operator/etcd-operator/pkg/cluster"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
+)
+
+// The operator's time bounds: how long a cluster may be in a state before status says so
+// and the operator acts on it. Each flag's default is the production value; the end-to-end
+// suite deploys the operator with shorter ones (test/e2e/deploy, docs/testing.md), which
+// exercise the same rules sooner.
+
+// Flags of the bounds, named here for the end-to-end suite, which reads them back from the
+// operator's Deployment.
+const (
+	FlagPodStuckAfter        = "pod-stuck-after"
+	FlagRolloutStuckAfter    = "rollout-stuck-after"
+	FlagNoQuorumAfter        = "no-quorum-after"
+	FlagClusterTakeoverAfter = "cluster-takeover-after"
+)
+
+// boundLimit is a bound's production value and the range its flag accepts: below it,
+// ordinary slowness (an image pull, a leader election, a pass that waits for etcd) would be
+// reported or acted on as trouble; above it, trouble would go unreported for longer than
+// anyone waits.
+type boundLimit struct {
+	flag          string
+	def, min, max time.Duration
+}
+
+// boundLimits are the accepted ranges, by flag.
+var boundLimits = []boundLimit{
+	{FlagPodStuckAfter, plan.DefaultStuckAfter, 5 * time.Second, time.Hour},
+	{FlagRolloutStuckAfter, plan.DefaultComebackBound, 10 * time.Second, time.Hour},
+	{FlagNoQuorumAfter, plan.DefaultElectionBound, 2 * time.Second, 10 * time.Minute},
+	// The holder renews the cluster's Lease a third of the way through, on a pass: a pass
+	// comes every few seconds, so a minute leaves room for a slow one.
+	{FlagClusterTakeoverAfter, cluster.DefaultTakeoverAfter, time.Minute, time.Hour},
+}
+
+// addBoundFlags binds the bounds to fs, defaults the production values.
+func (o *Options) addBoundFlags(fs *flag.FlagSet) {
+	fs.DurationVar(&o.Bounds.StuckAfter, FlagPodStuckAfter, plan.DefaultStuckAfter,
+		"how long a member pod may fail to start (image pull, crash loop, no node) or stay past its grace period while terminating "+
+			"before status says so (PodCannotStart, PodStuckTerminating) and the operator acts on it")
+	fs.DurationVar(&o.Bounds.Comeback, FlagRolloutStuckAfter, plan.DefaultComebackBound,
+		"how long a member rolled to a new version or pod spec has to come back healthy and caught up before the rollout stops (RolloutStuck)")
+	fs.DurationVar(&o.Bounds.Election, FlagNoQuorumAfter, plan.DefaultElectionBound,
+		"how long members may answer without a leader (an election) before status says the cluster has no quorum (NoQuorum)")
+	fs.DurationVar(&o.TakeoverAfter, FlagClusterTakeoverAfter, cluster.DefaultTakeoverAfter,
+		"how long a cluster's Lease held by another installation of the operator must go unrenewed before this one takes the cluster over")
+}
+
+// boundValues are the bounds set, by flag.
+func (o *Options) boundValues() map[string]time.Duration {
+	return map[string]time.Duration{
+		FlagPodStuckAfter:        o.Bounds.StuckAfter,
+		FlagRolloutStuckAfter:    o.Bounds.Comeback,
+		FlagNoQuorumAfter:        o.Bounds.Election,
+		FlagClusterTakeoverAfter: o.TakeoverAfter,
+	}
+}
+
+// boundErrors checks every bound against its range.
+func (o *Options) boundErrors() []error {
+	values := o.boundValues()
+	var errs []error
+	for _, l := range boundLimits {
+		if v := values[l.flag]; v < l.min || v > l.max {
+			errs = append(errs, fmt.Errorf("--%s=%s must be between %s and %s", l.flag, v, l.min, l.max))
+		}
+	}
+	return errs
+}
+
+// logBounds says once, at start, which bounds differ from their production values (an
+// operator deployed for the end-to-end suite), so that its log shows what it counts.
+func (o *Options) logBounds(log *logrus.Entry) {
+	values := o.boundValues()
+	fields := logrus.Fields{}
+	for _, l := range boundLimits {
+		if v := values[l.flag]; v != l.def {
+			fields[l.flag] = v.String()
+		}
+	}
+	if len(fields) > 0 {
+		log.WithFields(fields).Info("Time bounds differ from the production defaults")
+	}
+}

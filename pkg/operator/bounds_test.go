@@ -1,0 +1,69 @@
+package operator
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/etcd-operator/etcd-operator/pkg/cluster"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
+)
+
+func TestBoundFlagsDefaultToProduction(t *testing.T) {
+	o := parse(t)
+	if o.Bounds != plan.DefaultBounds() || o.TakeoverAfter != cluster.DefaultTakeoverAfter {
+		t.Errorf("bounds %+v, takeover %s: want the production values %+v, %s", o.Bounds, o.TakeoverAfter,
+			plan.DefaultBounds(), cluster.DefaultTakeoverAfter)
+	}
+}
+
+func TestBoundFlagsSet(t *testing.T) {
+	t.Setenv(EnvPodNamespace, "ops")
+	t.Setenv(EnvPodName, "me")
+	t.Setenv(EnvOperatorImage, "img")
+	o := parse(t, "--pod-stuck-after=10s", "--rollout-stuck-after=1m", "--no-quorum-after=5s", "--cluster-takeover-after=2m")
+	if err := o.Complete(); err != nil {
+		t.Fatalf("Complete: %v", err)
+	}
+	want := plan.Bounds{StuckAfter: 10 * time.Second, Comeback: time.Minute, Election: 5 * time.Second}
+	if o.Bounds != want || o.TakeoverAfter != 2*time.Minute {
+		t.Errorf("bounds %+v, takeover %s: want %+v, 2m", o.Bounds, o.TakeoverAfter, want)
+	}
+}
+
+func TestBoundFlagsValidated(t *testing.T) {
+	t.Setenv(EnvPodNamespace, "ops")
+	t.Setenv(EnvPodName, "me")
+	t.Setenv(EnvOperatorImage, "img")
+	for _, arg := range []string{
+		"--pod-stuck-after=0s", "--pod-stuck-after=1s", "--pod-stuck-after=2h",
+		"--rollout-stuck-after=-1m", "--rollout-stuck-after=5s", "--rollout-stuck-after=90m",
+		"--no-quorum-after=0s", "--no-quorum-after=1h",
+		"--cluster-takeover-after=30s", "--cluster-takeover-after=2h",
+	} {
+		t.Run(arg, func(t *testing.T) {
+			name := strings.TrimPrefix(strings.Split(arg, "=")[0], "--")
+			err := parse(t, arg).Complete()
+			if err == nil || !strings.Contains(err.Error(), "--"+name+"=") || !strings.Contains(err.Error(), "must be between") {
+				t.Errorf("Complete() = %v, want an error naming --%s and its range", err, name)
+			}
+		})
+	}
+}
+
+func TestBoundsLoggedWhenNotProduction(t *testing.T) {
+	var buf bytes.Buffer
+	log := logrus.New()
+	log.SetOutput(&buf)
+	parse(t).logBounds(logrus.NewEntry(log))
+	if buf.Len() != 0 {
+		t.Errorf("production bounds logged: %q", buf.String())
+	}
+	parse(t, "--pod-stuck-after=10s").logBounds(logrus.NewEntry(log))
+	if out := buf.String(); !strings.Contains(out, "pod-stuck-after=10s") || strings.Contains(out, "no-quorum-after") {
+		t.Errorf("log %q: want the one bound that differs, pod-stuck-after=10s", out)
+	}
+}
