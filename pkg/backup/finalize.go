@@ -81,5 +81,5 @@ func filesOf(b *api.EtcdBackup, pods []*corev1.Pod) []string {
 			files = append(files, rep.Result.Location)
 		}
 	}
-	return append(files, path.Join(path.Clean("/"+b.Spec.Destination.Volume.Path)[1:], snapshot.PartFile(SnapshotName(b))))
+	return append(files, path.Join(path.Clean("/" + b.Spec.Destination.Volume.Path)[1:], snapshot.PartFile(SnapshotName(b))))
 }
