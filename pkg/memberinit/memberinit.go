@@ -71,6 +71,14 @@ func Run(ctx context.Context, o Options, f etcdutil.Factory, out io.Writer) erro
 	if started {
 		return dataLost(id, o.DataDir, "the operator names it in "+o.MemberIDFile)
 	}
+	if o.ClusterState == etcdutil.ClusterStateNew && o.Restore.From != "" {
+		log.WithField("snapshot", o.Restore.From).Info("restoring the seed of a new cluster from its snapshot")
+		if err := restore(ctx, o, out); err != nil {
+			return err
+		}
+		log.Info("seed restored: starting etcd")
+		return nil
+	}
 	if o.ClusterState == etcdutil.ClusterStateNew {
 		log.Info("member bootstraps a new cluster: starting etcd")
 		return nil
