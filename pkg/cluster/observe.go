@@ -51,6 +51,10 @@ type observation struct {
 	alarms []etcdutil.Alarm
 	// initImage is the operator's own image, which member pods are built with.
 	initImage string
+	// restore is the snapshot a new cluster's seed is restored from (restore.go), and
+	// restoreProblem why it cannot be found.
+	restore        *member.Restore
+	restoreProblem string
 }
 
 // observe reads the caches and asks every running member for its status and the member list.
@@ -72,6 +76,7 @@ func (r *Reconciler) observe(ctx context.Context, c *api.EtcdCluster) (*observat
 	if err := r.lookForeign(ctx, c, o); err != nil {
 		return nil, err
 	}
+	o.restore, o.restoreProblem = r.restoreSource(c)
 	eps, err := r.deps.EndpointSlices.EndpointSlices(c.Namespace).List(labels.SelectorFromSet(labels.Set{
 		member.LabelCluster: c.Name}))
 	if err != nil {

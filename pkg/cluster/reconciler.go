@@ -56,6 +56,8 @@ type Deps struct {
 	// EtcdClusterClient is the client of the operator's own API: EtcdClusters.
 	EtcdClusterClient versioned.Interface
 	Clusters          etcdlisters.EtcdClusterLister
+	// Backups are read for a cluster restored from an EtcdBackup (spec.bootstrap.fromBackup).
+	Backups etcdlisters.EtcdBackupLister
 	Pods              corelisters.PodLister
 	Services          corelisters.ServiceLister
 	EndpointSlices    discoverylisters.EndpointSliceLister

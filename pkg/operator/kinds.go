@@ -85,6 +85,7 @@ func newClusterReconciler(o *Options, cl *clients, inf *controller.Informers, re
 		KubeClient:        cl.kube,
 		EtcdClusterClient: cl.etcdClusters,
 		Clusters:          inf.Etcd().Etcd().V1alpha1().EtcdClusters().Lister(),
+		Backups:           inf.Etcd().Etcd().V1alpha1().EtcdBackups().Lister(),
 		Pods:              kube.Core().V1().Pods().Lister(),
 		Services:          kube.Core().V1().Services().Lister(),
 		EndpointSlices:    kube.Discovery().V1().EndpointSlices().Lister(),
