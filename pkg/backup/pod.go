@@ -15,11 +15,10 @@ import (
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
 )
 
-// Labels of a backup's pods. LabelBackupCluster lets a cluster's spec.networkPolicy admit
-// them as clients (podSelector etcd.operator.dev/backup-cluster: <cluster>).
+// Labels of a backup's pods, besides member.LabelBackupCluster (the cluster they snapshot,
+// which the cluster's NetworkPolicy lets in).
 const (
-	LabelBackup        = "etcd.operator.dev/backup"
-	LabelBackupCluster = "etcd.operator.dev/backup-cluster"
+	LabelBackup = "etcd.operator.dev/backup"
 	// LabelBackupRole is RoleTake on the pods that take the snapshot, RoleDelete on the pod
 	// that deletes it.
 	LabelBackupRole = "etcd.operator.dev/backup-role"
@@ -98,7 +97,7 @@ func pod(b *api.EtcdBackup, name, role, image string, args []string) *corev1.Pod
 			Name: name, Namespace: b.Namespace,
 			Labels: map[string]string{
 				member.LabelName: "etcd-backup", member.LabelInstance: b.Name, member.LabelManagedBy: member.ManagedByValue,
-				LabelBackup: b.Name, LabelBackupCluster: b.Spec.ClusterName, LabelBackupRole: role,
+				LabelBackup: b.Name, member.LabelBackupCluster: b.Spec.ClusterName, LabelBackupRole: role,
 			},
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(b, api.SchemeGroupVersion.WithKind(kindName))},
 		},

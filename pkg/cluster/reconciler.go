@@ -57,12 +57,12 @@ type Deps struct {
 	EtcdClusterClient versioned.Interface
 	Clusters          etcdlisters.EtcdClusterLister
 	// Backups are read for a cluster restored from an EtcdBackup (spec.bootstrap.fromBackup).
-	Backups etcdlisters.EtcdBackupLister
-	Pods              corelisters.PodLister
-	Services          corelisters.ServiceLister
-	EndpointSlices    discoverylisters.EndpointSliceLister
-	Budgets           policylisters.PodDisruptionBudgetLister
-	Claims            corelisters.PersistentVolumeClaimLister
+	Backups        etcdlisters.EtcdBackupLister
+	Pods           corelisters.PodLister
+	Services       corelisters.ServiceLister
+	EndpointSlices discoverylisters.EndpointSliceLister
+	Budgets        policylisters.PodDisruptionBudgetLister
+	Claims         corelisters.PersistentVolumeClaimLister
 	// NetworkPolicies lists the clusters' NetworkPolicies (spec.networkPolicy).
 	NetworkPolicies networkinglisters.NetworkPolicyLister
 	// OperatorPeer is the operator's pods, let in to the members' client port by a
