@@ -159,13 +159,13 @@ func TestBackupPass(t *testing.T) {
 		{name: "a claim that does not exist fails at once", w: world{backup: retain, cluster: newCluster()},
 			phase: api.BackupFailed, reason: api.ReasonClaimNotFound},
 		{name: "the first attempt's pod is created", w: world{backup: retain, cluster: newCluster(), claim: true},
-			phase: api.BackupPending, create: "b-backup-1"},
+			phase: api.BackupPending, create: "b-attempt1"},
 		{name: "Delete: the finalizer comes before any pod", w: world{backup: noFinalizer, cluster: newCluster(), claim: true},
 			finalizer: new(true)},
 		{name: "a succeeded pod's report is the status", w: world{backup: del, cluster: newCluster(), claim: true,
 			pods: []*corev1.Pod{attempt(del, 1, corev1.PodSucceeded, ok)}}, phase: api.BackupSucceeded, reason: api.ReasonBackupCompleted},
 		{name: "a failed attempt is followed by the next", w: world{backup: retain, cluster: newCluster(), claim: true,
-			pods: []*corev1.Pod{attempt(retain, 1, corev1.PodFailed, noQuorum)}}, phase: api.BackupPending, create: "b-backup-2"},
+			pods: []*corev1.Pod{attempt(retain, 1, corev1.PodFailed, noQuorum)}}, phase: api.BackupPending, create: "b-attempt2"},
 		{name: "the last attempt failed: Failed with its reason", w: world{backup: retain, cluster: newCluster(), claim: true,
 			pods: []*corev1.Pod{attempt(retain, 1, corev1.PodFailed, noQuorum), attempt(retain, 2, corev1.PodFailed, noQuorum),
 				attempt(retain, 3, corev1.PodFailed, noQuorum)}}, phase: api.BackupFailed, reason: api.ReasonBackupNoQuorum},
@@ -222,7 +222,7 @@ func TestSucceededBackupReportsAndCleansUp(t *testing.T) {
 	}
 	b.Status = *st
 	fw, _, err = pass(t, world{backup: b, cluster: newCluster(), claim: true, pods: []*corev1.Pod{pod}})
-	if err != nil || fw.status != nil || strings.Join(fw.deleted, ",") != "b-backup-1" {
+	if err != nil || fw.status != nil || strings.Join(fw.deleted, ",") != "b-attempt1" {
 		t.Errorf("the pass after: err %v, status %+v, deleted %v; want the pod deleted alone", err, fw.status, fw.deleted)
 	}
 }

@@ -41,18 +41,22 @@ const attemptDeadline int64 = 2 * 60 * 60
 // kindName is the EtcdBackup kind, as its pods' ownerReferences name it.
 const kindName = "EtcdBackup"
 
-// AttemptPodName is the pod of a backup's attempt (1, 2, ...).
+// AttemptPodName is the pod of a backup's attempt (1, 2, ...): <backup>-attempt<n>. No name
+// of the form <name>-<digits> is used, so that a backup's pod never has the name of a member
+// pod of any cluster.
 func AttemptPodName(backup string, attempt int) string {
-	return backup + "-backup-" + strconv.Itoa(attempt)
+	return backup + attemptInfix + strconv.Itoa(attempt)
 }
+
+const attemptInfix = "-attempt"
 
 // DeletePodName is the pod that deletes a backup's snapshot.
 func DeletePodName(backup string) string { return backup + "-delete" }
 
 // attemptOf is the attempt number of a pod named by AttemptPodName, 0 for any other name.
 func attemptOf(backup, pod string) int {
-	n, err := strconv.Atoi(strings.TrimPrefix(pod, backup+"-backup-"))
-	if err != nil || !strings.HasPrefix(pod, backup+"-backup-") || n <= 0 {
+	n, err := strconv.Atoi(strings.TrimPrefix(pod, backup+attemptInfix))
+	if err != nil || !strings.HasPrefix(pod, backup+attemptInfix) || n <= 0 {
 		return 0
 	}
 	return n
