@@ -30,12 +30,15 @@ import (
 
 const crdFile = "../../deploy/crd/etcd.operator.dev_etcdclusters.yaml"
 
+// backupCRDFile is the EtcdBackup CRD, which the backup examples need.
+const backupCRDFile = "../../deploy/crd/etcd.operator.dev_etcdbackups.yaml"
+
 // installCRD applies deploy/crd the way an admin does and waits until it is served. The
 // operator applies the same file at startup, so this changes nothing when it already ran.
 func installCRD(t *testing.T, f *framework.Framework) {
 	t.Helper()
-	f.MustKubectl("apply", "-f", crdFile)
-	f.MustKubectl("wait", "--for=condition=Established", "crd/etcdclusters.etcd.operator.dev", "--timeout=60s")
+	f.MustKubectl("apply", "-f", crdFile, "-f", backupCRDFile)
+	f.MustKubectl("wait", "--for=condition=Established", "crd/etcdclusters.etcd.operator.dev", "crd/etcdbackups.etcd.operator.dev", "--timeout=60s")
 }
 
 // serverMessage strips what framework adds around kubectl's stderr, leaving the apiserver's
