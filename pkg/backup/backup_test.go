@@ -134,7 +134,18 @@ func condition(st *api.EtcdBackupStatus, typ api.ConditionType) *metav1.Conditio
 	return nil
 }
 
-func TestBackupPass(t *testing.T) {
+// passCase is one row of TestBackupPass: a world, and what one pass over it writes.
+type passCase struct {
+	name      string
+	w         world
+	phase     api.BackupPhase
+	reason    api.ConditionReason
+	create    string
+	finalizer *bool
+}
+
+// passCases are the rows of TestBackupPass.
+func passCases() []passCase {
 	retain, del := newBackup(api.BackupRetain), newBackup(api.BackupDelete)
 	ok := reportOf(snapshot.Report{Result: &snapshot.Result{Revision: 42, SizeBytes: 20512, SHA256: "ab", Member: "example-1",
 		Location: "example/example-b-42.db", EtcdVersion: "3.7.3"}})
@@ -146,14 +157,7 @@ func TestBackupPass(t *testing.T) {
 	stuck.CreationTimestamp = metav1.Time{Time: now.Add(-podStartTimeout)}
 	stuck.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
 		Message: "pod has unbound immediate PersistentVolumeClaims"}}
-	for _, tc := range []struct {
-		name      string
-		w         world
-		phase     api.BackupPhase
-		reason    api.ConditionReason
-		create    string
-		finalizer *bool
-	}{
+	return []passCase{
 		{name: "a cluster that does not exist fails at once", w: world{backup: retain, claim: true},
 			phase: api.BackupFailed, reason: api.ReasonClusterNotFound},
 		{name: "a claim that does not exist fails at once", w: world{backup: retain, cluster: newCluster()},
@@ -173,7 +177,11 @@ func TestBackupPass(t *testing.T) {
 			pods: []*corev1.Pod{attempt(retain, 1, corev1.PodFailed, full)}}, phase: api.BackupFailed, reason: api.ReasonBackupNoSpace},
 		{name: "a pod that does not start within the bound fails the backup", w: world{backup: retain, cluster: newCluster(), claim: true,
 			pods: []*corev1.Pod{stuck}}, phase: api.BackupFailed, reason: api.ReasonBackupPodCannotStart},
-	} {
+	}
+}
+
+func TestBackupPass(t *testing.T) {
+	for _, tc := range passCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			fw, _, err := pass(t, tc.w)
 			if err != nil {
