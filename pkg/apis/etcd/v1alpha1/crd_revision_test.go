@@ -32,11 +32,24 @@ var schemaDigests = map[int]string{
 	9: "127640b963ec3bb68991ecf4ddfcdfd55a2e2af96bb30a82b26ef292398ee776",
 }
 
-// TestCRDSchemaRevisionFollowsTheSchema fails when the CRD's schema changed and its revision
+// backupSchemaDigests is schemaDigests for the EtcdBackup CRD (the marker on EtcdBackup).
+var backupSchemaDigests = map[int]string{
+	1: "44c8aae71b5ed248c90e176c3cfb43a1d5d20c6c6e9901a090153ec3088a8151",
+}
+
+// TestCRDSchemaRevisionFollowsTheSchema fails when a CRD's schema changed and its revision
 // did not, or when the revision went back.
 func TestCRDSchemaRevisionFollowsTheSchema(t *testing.T) {
+	checkSchemaRevision(t, deploy.EtcdClusterCRD, schemaDigests, "EtcdCluster (types.go)")
+	checkSchemaRevision(t, deploy.EtcdBackupCRD, backupSchemaDigests, "EtcdBackup (backup_types.go)")
+}
+
+// checkSchemaRevision checks the revision of the CRD def against its digests; where names the
+// marker's place.
+func checkSchemaRevision(t *testing.T, def []byte, digests map[int]string, where string) {
+	t.Helper()
 	var c apiextensionsv1.CustomResourceDefinition
-	if err := yaml.UnmarshalStrict(deploy.EtcdClusterCRD, &c); err != nil {
+	if err := yaml.UnmarshalStrict(def, &c); err != nil {
 		t.Fatal(err)
 	}
 	rev, err := crd.SchemaRevision(&c)
@@ -49,15 +62,15 @@ func TestCRDSchemaRevisionFollowsTheSchema(t *testing.T) {
 	}
 	sum := sha256.Sum256(b)
 	digest := hex.EncodeToString(sum[:])
-	latest := slices.Max(slices.Collect(maps.Keys(schemaDigests)))
-	switch want, known := schemaDigests[rev]; {
+	latest := slices.Max(slices.Collect(maps.Keys(digests)))
+	switch want, known := digests[rev]; {
 	case rev < latest:
 		t.Errorf("schema revision %d is below the latest recorded, %d: revisions only grow", rev, latest)
 	case !known:
-		t.Errorf("schema revision %d is not recorded: add %d: %q to schemaDigests", rev, rev, digest)
+		t.Errorf("%s: schema revision %d is not recorded: add %d: %q to its digests", where, rev, rev, digest)
 	case want != digest:
 		t.Errorf("the CRD's schema changed and its revision %d did not: set etcd.operator.dev/schema-revision=%s "+
-			"in the marker on EtcdCluster (types.go), run hack/update-codegen.sh and record the new digest in schemaDigests "+
-			"(this one is %s)", rev, strconv.Itoa(rev+1), digest)
+			"in the marker on %s, run hack/update-codegen.sh and record the new digest in its digests "+
+			"(this one is %s)", rev, strconv.Itoa(rev+1), where, digest)
 	}
 }
