@@ -42,6 +42,9 @@ const (
 	podStartTimeout = 5 * time.Minute
 	// whileRunning is how often a pass looks at a backup whose pod runs, besides its events.
 	whileRunning = 30 * time.Second
+	// retryDelay is the wait after the first failed attempt before the next; it doubles
+	// after each: a leader election or a member's restart is over by then.
+	retryDelay = 10 * time.Second
 )
 
 // Deps are what a Reconciler needs.

@@ -263,3 +263,19 @@ func TestDeletePolicy(t *testing.T) {
 		t.Errorf("Retain: err %v, created %v; want ErrGone and no pod", err, fw.created)
 	}
 }
+
+// The next attempt waits for retryDelay after the failed one ended, then starts.
+func TestNextAttemptWaits(t *testing.T) {
+	b := newBackup(api.BackupRetain)
+	failed := attempt(b, 1, corev1.PodFailed, reportOf(snapshot.Report{Reason: snapshot.FailureNoQuorum, Message: "no leader"}))
+	failed.Status.ContainerStatuses[0].State.Terminated.FinishedAt = metav1.Time{Time: now.Add(-time.Second)}
+	fw, after, err := pass(t, world{backup: b, cluster: newCluster(), claim: true, pods: []*corev1.Pod{failed}})
+	if err != nil || len(fw.created) != 0 || after != retryDelay-time.Second {
+		t.Errorf("right after the failure: err %v, created %d pods, again after %s; want none, after %s", err, len(fw.created), after, retryDelay-time.Second)
+	}
+	failed.Status.ContainerStatuses[0].State.Terminated.FinishedAt = metav1.Time{Time: now.Add(-retryDelay)}
+	fw, _, err = pass(t, world{backup: b, cluster: newCluster(), claim: true, pods: []*corev1.Pod{failed}})
+	if err != nil || len(fw.created) != 1 || fw.created[0].Name != AttemptPodName("b", 2) {
+		t.Errorf("after the delay: err %v, created %v; want attempt 2", err, fw.created)
+	}
+}

@@ -41,20 +41,20 @@ func (r *Reconciler) run(ctx context.Context, b *api.EtcdBackup, pods []*corev1.
 			return 0, r.finish(ctx, b, n, outcome{phase: api.BackupSucceeded, reason: api.ReasonBackupCompleted, result: rep.Result,
 				message: fmt.Sprintf("snapshot of revision %d written and verified at %s", rep.Result.Revision, rep.Result.Location)})
 		}
-		return r.attemptFailed(ctx, b, n, api.ReasonBackupAttemptsExhausted, "the backup's pod exited without reporting a snapshot")
+		return r.attemptFailed(ctx, b, last, api.ReasonBackupAttemptsExhausted, "the backup's pod exited without reporting a snapshot")
 	case corev1.PodFailed:
 		rep, _ := report(last)
 		reason, msg := failureOf(last, rep)
-		return r.attemptFailed(ctx, b, n, reason, msg)
+		return r.attemptFailed(ctx, b, last, reason, msg)
 	case corev1.PodRunning:
 		return whileRunning, r.progress(ctx, b, api.BackupRunning, n)
 	}
-	if waited := r.deps.Now().Sub(last.CreationTimestamp.Time); waited >= podStartTimeout {
+	waited := r.deps.Now().Sub(last.CreationTimestamp.Time)
+	if waited >= podStartTimeout {
 		return 0, r.finish(ctx, b, n, outcome{phase: api.BackupFailed, reason: api.ReasonBackupPodCannotStart,
 			message: fmt.Sprintf("pod %s did not start within %s: %s", last.Name, podStartTimeout, whyNotStarted(last))})
-	} else {
-		return podStartTimeout - waited, r.progress(ctx, b, api.BackupPending, n)
 	}
+	return podStartTimeout - waited, r.progress(ctx, b, api.BackupPending, n)
 }
 
 // precheck fails a backup whose cluster or claim does not exist, before any pod is made.
@@ -93,9 +93,11 @@ func (r *Reconciler) startAttempt(ctx context.Context, b *api.EtcdBackup, n int)
 	return r.progress(ctx, b, api.BackupPending, n)
 }
 
-// attemptFailed starts the next attempt, or fails the backup when attempt n was the last or
-// its failure is one another attempt cannot mend (a full volume).
-func (r *Reconciler) attemptFailed(ctx context.Context, b *api.EtcdBackup, n int, reason api.ConditionReason, msg string) (time.Duration, error) {
+// attemptFailed starts the next attempt once retryDelay has passed since the failed pod
+// ended, or fails the backup when that pod's attempt was the last or its failure is one
+// another attempt cannot mend (a full volume).
+func (r *Reconciler) attemptFailed(ctx context.Context, b *api.EtcdBackup, failed *corev1.Pod, reason api.ConditionReason, msg string) (time.Duration, error) {
+	n := attemptOf(b.Name, failed.Name)
 	switch {
 	case reason == api.ReasonBackupNoSpace:
 		return 0, r.finish(ctx, b, n, outcome{phase: api.BackupFailed, reason: reason,
@@ -103,6 +105,9 @@ func (r *Reconciler) attemptFailed(ctx context.Context, b *api.EtcdBackup, n int
 	case n >= maxAttempts:
 		return 0, r.finish(ctx, b, n, outcome{phase: api.BackupFailed, reason: reason,
 			message: fmt.Sprintf("all %d attempts failed, the last: %s", maxAttempts, msg)})
+	}
+	if wait := endedAt(failed).Add(retryDelay << (n - 1)).Sub(r.deps.Now()); wait > 0 {
+		return wait, nil
 	}
 	r.w.Event(b, corev1.EventTypeWarning, EventAttemptFailed, fmt.Sprintf("attempt %d of %d failed (%s): %s", n, maxAttempts, reason, msg))
 	return 0, r.startAttempt(ctx, b, n+1)
@@ -181,4 +186,15 @@ func (r *Reconciler) finish(ctx context.Context, b *api.EtcdBackup, attempts int
 	r.w.Event(b, kind, event, fmt.Sprintf("%s: %s", o.reason, o.message))
 	r.log(b).WithField("phase", o.phase).WithField("reason", o.reason).Info("Backup finished")
 	return nil
+}
+
+// endedAt is when pod p's backup container ended, as the kubelet reports it; the pod's
+// creation when it does not say.
+func endedAt(p *corev1.Pod) time.Time {
+	for _, cs := range p.Status.ContainerStatuses {
+		if t := cs.State.Terminated; cs.Name == containerName && t != nil && !t.FinishedAt.IsZero() {
+			return t.FinishedAt.Time
+		}
+	}
+	return p.CreationTimestamp.Time
 }
