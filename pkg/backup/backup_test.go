@@ -279,3 +279,15 @@ func TestNextAttemptWaits(t *testing.T) {
 		t.Errorf("after the delay: err %v, created %v; want attempt 2", err, fw.created)
 	}
 }
+
+// A backup deleted while an attempt runs: the attempt goes first, so that nothing writes
+// while its files are deleted.
+func TestDeleteStopsTheAttemptFirst(t *testing.T) {
+	b := newBackup(api.BackupDelete)
+	b.DeletionTimestamp = &metav1.Time{Time: now}
+	running := attempt(b, 1, corev1.PodRunning, "")
+	fw, _, err := pass(t, world{backup: b, cluster: newCluster(), claim: true, pods: []*corev1.Pod{running}})
+	if err != nil || strings.Join(fw.deleted, ",") != running.Name || len(fw.created) != 0 || fw.finalizer != nil {
+		t.Errorf("err %v, deleted %v, created %d, finalizer %v; want the attempt deleted alone", err, fw.deleted, len(fw.created), fw.finalizer)
+	}
+}
