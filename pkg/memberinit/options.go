@@ -191,6 +191,9 @@ func (o Options) Validate() error {
 	if o.Restore.From != "" && (o.ClusterState != etcdutil.ClusterStateNew || len(o.Exec) == 0) {
 		return errors.New("--restore-from is only for the seed of a new cluster (--initial-cluster-state=new), with etcd's command after --")
 	}
+	if (o.Restore.BumpRevision > 0) != o.Restore.MarkCompacted || o.Restore.BumpRevision < 0 {
+		return errors.New("--restore-bump-revision (positive) and --restore-mark-compacted go together, as etcdutl takes them")
+	}
 	if len(o.Exec) > 0 && !filepath.IsAbs(o.Exec[0]) {
 		return fmt.Errorf("the command after -- must be an absolute path, not %q", o.Exec[0])
 	}

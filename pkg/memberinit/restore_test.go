@@ -87,3 +87,23 @@ func TestRestoreMakesTheDataDir(t *testing.T) {
 		t.Error("a seed with data was restored again")
 	}
 }
+
+// The revision options go together, as etcdutl takes them, and a restore is only for the seed
+// of a new cluster.
+func TestRestoreOptionsValidated(t *testing.T) {
+	o, _ := seedOptions(t, "/s.db")
+	for name, change := range map[string]func(*Options){
+		"bump alone":    func(o *Options) { o.Restore.MarkCompacted = false },
+		"compact alone": func(o *Options) { o.Restore.BumpRevision = 0 },
+		"joining":       func(o *Options) { o.ClusterState = etcdutil.ClusterStateExisting },
+	} {
+		bad := o
+		change(&bad)
+		if err := bad.Validate(); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	if err := o.Validate(); err != nil {
+		t.Errorf("both revision options: %v", err)
+	}
+}

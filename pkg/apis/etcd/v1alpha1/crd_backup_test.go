@@ -58,7 +58,9 @@ func TestCRDValidatesBootstrapFromBackup(t *testing.T) {
 		{"neither", "  bootstrap: {fromBackup: {}}\n", "exactly one of backupName and destination"},
 		{"a destination without a key", "  bootstrap: {fromBackup: {destination: {volume: {claimName: backups}}}}\n", "fromBackup.key goes with fromBackup.destination"},
 		{"a key up", "  bootstrap: {fromBackup: {destination: {volume: {claimName: backups}}, key: ../x.db}}\n", "must not contain '..'"},
-		{"markCompacted alone", "  bootstrap: {fromBackup: {backupName: b, markCompacted: true}}\n", "markCompacted needs a bumpRevision"},
+		{"markCompacted alone", "  bootstrap: {fromBackup: {backupName: b, markCompacted: true}}\n", "go together"},
+		{"bumpRevision alone", "  bootstrap: {fromBackup: {backupName: b, bumpRevision: 1000}}\n", "go together"},
+		{"neither revision option", "  bootstrap: {fromBackup: {backupName: b, bumpRevision: 0, markCompacted: false}}\n", ""},
 		{"a negative bump", "  bootstrap: {fromBackup: {backupName: b, bumpRevision: -1}}\n", "should be greater than or equal to 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

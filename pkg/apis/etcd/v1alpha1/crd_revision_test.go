@@ -29,7 +29,7 @@ var schemaDigests = map[int]string{
 	6: "274255b1ed6e240cb6469b8ef0a3266816cd30e1983a0d585fcf87bba986c714",
 	7: "5fd1b0f97de4b71be444d806e065a738b602cb228136ef926f9277b57c537eda",
 	8: "6e5b8adfb2f6fbaf03965d192811971715cc16251c32b883636f5d14ae9ef1d3",
-	9: "127640b963ec3bb68991ecf4ddfcdfd55a2e2af96bb30a82b26ef292398ee776",
+	9: "5a7156a57096d6163b2c1ac69f97aa9925ae6f2e5f603ce6ec2a20a29bfcf44d",
 }
 
 // backupSchemaDigests is schemaDigests for the EtcdBackup CRD (the marker on EtcdBackup).
