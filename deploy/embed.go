@@ -16,3 +16,9 @@ var CRDs embed.FS
 //
 //go:embed crd/etcd.operator.dev_etcdclusters.yaml
 var EtcdClusterCRD []byte
+
+// EtcdBackupCRD is the YAML of the EtcdBackup CustomResourceDefinition,
+// deploy/crd/etcd.operator.dev_etcdbackups.yaml. Callers must not modify it.
+//
+//go:embed crd/etcd.operator.dev_etcdbackups.yaml
+var EtcdBackupCRD []byte

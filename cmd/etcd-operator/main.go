@@ -1,7 +1,8 @@
 // Command etcd-operator runs the etcd operator. In the member pods it creates, the same binary
 // is copied into the pod by `etcd-operator install` and runs as `etcd-operator member-init`,
-// which holds a joining member's etcd back until the member is added. main only wires: flags,
-// logger, signals, Run.
+// which holds a joining member's etcd back until the member is added (and restores a new
+// cluster's seed from a snapshot). An EtcdBackup's pod runs it as `etcd-operator backup`. main
+// only wires: flags, logger, signals, Run.
 package main
 
 import (
@@ -19,6 +20,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/pkg/member"
 	"github.com/etcd-operator/etcd-operator/pkg/memberinit"
 	"github.com/etcd-operator/etcd-operator/pkg/operator"
+	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
 )
 
 func main() {
@@ -33,6 +35,8 @@ func main() {
 		err = runMemberInit(ctx, os.Args[2:])
 	case len(os.Args) > 1 && os.Args[1] == member.InstallCommand:
 		err = runInstall(os.Args[2:])
+	case len(os.Args) > 1 && os.Args[1] == snapshot.Command:
+		err = runBackup(ctx, os.Args[2:])
 	default:
 		err = runOperator(ctx, os.Args[1:])
 	}
@@ -54,7 +58,7 @@ func runOperator(ctx context.Context, args []string) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q (subcommands: member-init, install)", fs.Args())
+		return fmt.Errorf("unexpected arguments %q (subcommands: member-init, install, backup)", fs.Args())
 	}
 	if err := o.Complete(); err != nil {
 		return err
@@ -104,4 +108,34 @@ func runInstall(args []string) error {
 		return errors.New("usage: etcd-operator install --to=PATH")
 	}
 	return memberinit.Install(*to)
+}
+
+// runBackup takes one snapshot (or deletes one) in an EtcdBackup's pod and reports the outcome
+// as the container's termination message, which the operator reads.
+func runBackup(ctx context.Context, args []string) error {
+	a, err := snapshot.Parse(args)
+	if err != nil {
+		return err
+	}
+	log, err := operator.NewLogger("info", "text", os.Stderr)
+	if err != nil {
+		return err
+	}
+	entry := log.WithField("backup", a.Name)
+	if len(a.Delete) > 0 {
+		err = snapshot.Delete(a.Root, a.Delete...)
+		if werr := snapshot.ReportOf(snapshot.Result{}, err).Write(a.TerminationLog); werr != nil {
+			entry.WithError(werr).Warn("Cannot write the termination message")
+		}
+		return err
+	}
+	res, err := snapshot.Take(ctx, a.Options, etcdutil.NewFactory(0, 0), entry)
+	if werr := snapshot.ReportOf(res, err).Write(a.TerminationLog); werr != nil {
+		entry.WithError(werr).Warn("Cannot write the termination message")
+	}
+	if err != nil {
+		return err
+	}
+	entry.WithFields(map[string]any{"location": res.Location, "revision": res.Revision, "bytes": res.SizeBytes}).Info("Snapshot written and verified")
+	return nil
 }

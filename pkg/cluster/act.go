@@ -22,7 +22,7 @@ func (r *Reconciler) act(ctx context.Context, c *api.EtcdCluster, o *observation
 	case plan.ActionCreatePod:
 		res, err = r.control.CreatePod(ctx, c, member.Template{Ordinal: a.Ordinal, ClusterState: a.ClusterState,
 			InitialCluster: a.InitialCluster, Version: a.PodVersion, MemberID: a.MemberID,
-			PeerURLs: o.headlessPeerURLs(a.InitialCluster)}, why)
+			PeerURLs: o.headlessPeerURLs(a.InitialCluster), Restore: o.restoreFor(a)}, why)
 	case plan.ActionDeletePod:
 		if p := o.pods[a.Ordinal]; p != nil {
 			res, err = r.control.DeletePod(ctx, c, p, why)

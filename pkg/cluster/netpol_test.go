@@ -47,7 +47,7 @@ func TestSyncKeepsNetworkPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	if want := member.NetworkPolicy(c, member.OperatorPeer("etcd-operator-system")); got.Name != "demo" || len(got.Spec.Ingress) != 2 ||
-		len(got.Spec.Ingress[1].From) != 2 || want.Spec.Ingress[1].From[0].NamespaceSelector == nil {
+		len(got.Spec.Ingress[1].From) != 3 || want.Spec.Ingress[1].From[1].NamespaceSelector == nil {
 		t.Errorf("created %+v, want %+v", got.Spec, want.Spec)
 	}
 

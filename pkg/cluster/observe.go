@@ -56,6 +56,10 @@ type observation struct {
 	budget *policyv1.PodDisruptionBudget
 	// bounds are the planner's time bounds the operator was started with.
 	bounds plan.Bounds
+	// restore is the snapshot a new cluster's seed is restored from (restore.go), and
+	// restoreProblem why it cannot be found.
+	restore        *member.Restore
+	restoreProblem string
 }
 
 // observe reads the caches and asks every running member for its status and the member list.
@@ -83,6 +87,7 @@ func (r *Reconciler) observe(ctx context.Context, c *api.EtcdCluster) (*observat
 		return nil, err
 	}
 	o.budget = budget
+	o.restore, o.restoreProblem = r.restoreSource(c)
 	eps, err := r.deps.EndpointSlices.EndpointSlices(c.Namespace).List(labels.SelectorFromSet(labels.Set{
 		member.LabelCluster: c.Name}))
 	if err != nil {

@@ -22,6 +22,7 @@ func (o *observation) state(now time.Time) plan.State {
 		Size:               int(c.Spec.Size),
 		Bootstrapped:       c.Status.Size > 0,
 		MembersKnown:       o.membersKnown,
+		RestoreProblem:     o.restoreProblem,
 		Pods:               map[int]plan.PodView{},
 		Version:            plan.LowestVersion(o.statuses),
 		Persistent:         member.HasClaims(&c.Spec),

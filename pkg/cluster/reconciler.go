@@ -59,11 +59,13 @@ type Deps struct {
 	// EtcdClusterClient is the client of the operator's own API: EtcdClusters.
 	EtcdClusterClient versioned.Interface
 	Clusters          etcdlisters.EtcdClusterLister
-	Pods              corelisters.PodLister
-	Services          corelisters.ServiceLister
-	EndpointSlices    discoverylisters.EndpointSliceLister
-	Budgets           policylisters.PodDisruptionBudgetLister
-	Claims            corelisters.PersistentVolumeClaimLister
+	// Backups are read for a cluster restored from an EtcdBackup (spec.bootstrap.fromBackup).
+	Backups        etcdlisters.EtcdBackupLister
+	Pods           corelisters.PodLister
+	Services       corelisters.ServiceLister
+	EndpointSlices discoverylisters.EndpointSliceLister
+	Budgets        policylisters.PodDisruptionBudgetLister
+	Claims         corelisters.PersistentVolumeClaimLister
 	// NetworkPolicies lists the clusters' NetworkPolicies (spec.networkPolicy).
 	NetworkPolicies networkinglisters.NetworkPolicyLister
 	// OperatorPeer is the operator's pods, let in to the members' client port by a

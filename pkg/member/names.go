@@ -28,6 +28,9 @@ const (
 	LabelCluster = "etcd.operator.dev/cluster"
 	// LabelMember holds the member name on member pods.
 	LabelMember = "etcd.operator.dev/member"
+	// LabelBackupCluster holds, on an EtcdBackup's pods, the cluster they snapshot; the
+	// cluster's NetworkPolicy lets them reach the client port.
+	LabelBackupCluster = "etcd.operator.dev/backup-cluster"
 	// LabelName is the well-known application name label.
 	LabelName = "app.kubernetes.io/name"
 	// LabelInstance is the well-known instance label (the cluster name).

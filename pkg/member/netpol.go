@@ -28,8 +28,8 @@ func OperatorPeer(namespace string) *networkingv1.NetworkPolicyPeer {
 
 // NetworkPolicy is the policy spec.networkPolicy asks for, nil when it asks for none. The
 // members reach each other on both ports (raft on the peer port; member-init and the members'
-// own clients on the client port); operator and the spec's clients reach the client port
-// only. The rule of the client port is left out when it names no one: a rule without peers
+// own clients on the client port); the operator, the cluster's backup pods and the spec's
+// clients reach the client port only. The rule of the client port is left out when it names no one: a rule without peers
 // would let everyone in. The kubelet's probes come from the node, which network plugins let
 // through.
 func NetworkPolicy(c *api.EtcdCluster, operator *networkingv1.NetworkPolicyPeer) *networkingv1.NetworkPolicy {
@@ -45,7 +45,9 @@ func NetworkPolicy(c *api.EtcdCluster, operator *networkingv1.NetworkPolicyPeer)
 		From:  []networkingv1.NetworkPolicyPeer{members},
 		Ports: []networkingv1.NetworkPolicyPort{port(ClientPort), port(PeerPort)},
 	}}
-	var clients []networkingv1.NetworkPolicyPeer
+	// The cluster's backup pods (package backup) stream a snapshot from the client port.
+	clients := []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{
+		MatchLabels: map[string]string{LabelManagedBy: ManagedByValue, LabelBackupCluster: c.Name}}}}
 	if operator != nil {
 		clients = append(clients, *operator.DeepCopy())
 	}

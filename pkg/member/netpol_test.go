@@ -42,16 +42,19 @@ func TestNetworkPolicy(t *testing.T) {
 		members.From[0].PodSelector.MatchLabels[LabelCluster] != "demo" || members.From[0].NamespaceSelector != nil {
 		t.Errorf("members' rule %+v: want the members of demo, in its namespace, on %d and %d", members, ClientPort, PeerPort)
 	}
-	if p := ports(clients); len(p) != 1 || p[0] != ClientPort || len(clients.From) != 2 ||
-		clients.From[0].NamespaceSelector.MatchLabels[corev1.LabelMetadataName] != "ops" ||
-		clients.From[1].PodSelector.MatchLabels["app"] != "api" {
-		t.Errorf("clients' rule %+v: want the operator (in ops) and app=api, on %d only", clients, ClientPort)
+	if p := ports(clients); len(p) != 1 || p[0] != ClientPort || len(clients.From) != 3 ||
+		clients.From[0].PodSelector.MatchLabels[LabelBackupCluster] != "demo" || clients.From[0].NamespaceSelector != nil ||
+		clients.From[1].NamespaceSelector.MatchLabels[corev1.LabelMetadataName] != "ops" ||
+		clients.From[2].PodSelector.MatchLabels["app"] != "api" {
+		t.Errorf("clients' rule %+v: want demo's backup pods, the operator (in ops) and app=api, on %d only", clients, ClientPort)
 	}
 
-	// No clients and no operator peer: no rule for the client port, which would let anyone in.
+	// No clients and no operator peer: the client port still lets in the backup pods alone,
+	// never anyone (a rule without peers would).
 	c.Spec.NetworkPolicy.Clients = nil
 	np = NetworkPolicy(c, OperatorPeer(""))
-	if len(np.Spec.Ingress) != 1 || len(np.Spec.Ingress[0].From) == 0 {
-		t.Errorf("ingress %+v: want only the members' rule", np.Spec.Ingress)
+	if len(np.Spec.Ingress) != 2 || len(np.Spec.Ingress[1].From) != 1 ||
+		np.Spec.Ingress[1].From[0].PodSelector.MatchLabels[LabelBackupCluster] != "demo" {
+		t.Errorf("ingress %+v: want the members' rule and the backup pods' on the client port", np.Spec.Ingress)
 	}
 }

@@ -52,6 +52,19 @@ type Template struct {
 	// one survivor of a quorum lost for good, and only until it has started so: a restart
 	// with the flag after others have joined would drop them again.
 	ForceNewCluster bool
+	// Restore, for the seed of a new cluster (ClusterStateNew) only, is the snapshot its data
+	// dir is restored from before its first start.
+	Restore *Restore
+}
+
+// Restore is a snapshot a new cluster's seed is restored from: a file of a claim, which the
+// seed's pod mounts read-only.
+type Restore struct {
+	// ClaimName is the claim that holds the snapshot; Key the file's path in it.
+	ClaimName, Key string
+	// BumpRevision and MarkCompacted are spec.bootstrap.fromBackup's.
+	BumpRevision  int64
+	MarkCompacted bool
 }
 
 // ImageFor returns the etcd image of a version: <repository>:v<version>.
@@ -165,6 +178,7 @@ func ReadTemplate(cluster string, p *corev1.Pod) (t Template, ok bool) {
 		return Template{}, false
 	}
 	t.ClusterState = etcdutil.ClusterState(p.Annotations[AnnotationClusterState])
+	t.Restore = readRestore(p)
 	t.MemberID = ParseID(p.Annotations[AnnotationMemberID])
 	for _, ctr := range p.Spec.Containers {
 		if ctr.Name != EtcdContainerName {

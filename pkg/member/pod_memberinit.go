@@ -3,13 +3,48 @@ package member
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 	"github.com/etcd-operator/etcd-operator/pkg/memberinit"
 )
+
+// RestoreVolumeName is the seed's read-only mount, at RestoreDir, of the claim that holds the
+// snapshot it is restored from.
+const (
+	RestoreVolumeName = "restore"
+	RestoreDir        = "/var/lib/etcd-restore"
+)
+
+// readRestore reads back the Template.Restore of a pod built by Pod: the claim of its restore
+// volume and member-init's restore flags.
+func readRestore(p *corev1.Pod) *Restore {
+	var claim string
+	for _, v := range p.Spec.Volumes {
+		if v.Name == RestoreVolumeName && v.PersistentVolumeClaim != nil {
+			claim = v.PersistentVolumeClaim.ClaimName
+		}
+	}
+	if claim == "" {
+		return nil
+	}
+	for _, ctr := range p.Spec.Containers {
+		if ctr.Name != EtcdContainerName || len(ctr.Args) == 0 || ctr.Args[0] != MemberInitCommand {
+			continue
+		}
+		o, err := memberinit.Parse(ctr.Args[1:])
+		if err != nil || !strings.HasPrefix(o.Restore.From, RestoreDir+"/") {
+			return nil
+		}
+		return &Restore{ClaimName: claim, Key: strings.TrimPrefix(o.Restore.From, RestoreDir+"/"),
+			BumpRevision: o.Restore.BumpRevision, MarkCompacted: o.Restore.MarkCompacted}
+	}
+	return nil
+}
 
 // wrapInMemberInit makes a joining member's etcd container wait for the member to be added:
 // an init container copies the operator binary into a volume, and the etcd container runs it
@@ -35,6 +70,13 @@ func wrapInMemberInit(c *api.EtcdCluster, t Template, pod *corev1.Pod, initImage
 		LivenessPath: livePath,
 		MemberIDFile: PodInfoDir + "/" + MemberIDFileName,
 		Exec:         append(slices.Clone(etcd.Command), etcd.Args...),
+	}
+	if t.ClusterState == etcdutil.ClusterStateNew && t.Restore != nil {
+		wait.Restore = memberinit.Restore{From: RestoreDir + "/" + t.Restore.Key,
+			BumpRevision: t.Restore.BumpRevision, MarkCompacted: t.Restore.MarkCompacted}
+		etcd.VolumeMounts = append(etcd.VolumeMounts, corev1.VolumeMount{Name: RestoreVolumeName, MountPath: RestoreDir, ReadOnly: true})
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: RestoreVolumeName, VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: t.Restore.ClaimName, ReadOnly: true}}})
 	}
 	etcd.Command = []string{MemberInitPath}
 	etcd.Args = append([]string{MemberInitCommand}, wait.Args()...)

@@ -226,8 +226,13 @@ func TestTemplateRoundTrip(t *testing.T) {
 		"restarting in place":    {Ordinal: 1, ClusterState: etcdutil.ClusterStateExisting, InitialCluster: []int{0, 1, 2}, Version: "3.6.16", MemberID: 0x8e9e05c52164694d},
 		"survivor forcing a new cluster": {Ordinal: 2, ClusterState: etcdutil.ClusterStateExisting, InitialCluster: []int{0, 1, 2}, Version: "3.6.16",
 			MemberID: 0x8e9e05c52164694d, ForceNewCluster: true},
+		"seed restored from a snapshot": {Ordinal: 0, ClusterState: etcdutil.ClusterStateNew, InitialCluster: []int{0}, Version: "3.6.16",
+			Restore: &Restore{ClaimName: "backups", Key: "example/example-b-42.db", BumpRevision: 1000, MarkCompacted: true}},
 	} {
 		got, ok := ReadTemplate(c.Name, Pod(c, tmpl, "op:1"))
+		if (got.Restore == nil) != (tmpl.Restore == nil) || (got.Restore != nil && *got.Restore != *tmpl.Restore) {
+			t.Errorf("%s: restore read back %+v, want %+v", name, got.Restore, tmpl.Restore)
+		}
 		if !ok || got.Ordinal != tmpl.Ordinal || got.ClusterState != tmpl.ClusterState ||
 			!slices.Equal(got.InitialCluster, tmpl.InitialCluster) || got.Version != tmpl.Version || got.MemberID != tmpl.MemberID ||
 			got.ForceNewCluster != tmpl.ForceNewCluster {
@@ -243,6 +248,19 @@ func TestTemplateRoundTrip(t *testing.T) {
 	plain := Pod(c, Template{Ordinal: 2, ClusterState: etcdutil.ClusterStateExisting, InitialCluster: []int{0, 1, 2}}, "op:1")
 	if argv := etcdArgv(plain.Spec.Containers[0]); slices.Contains(argv, "--force-new-cluster") {
 		t.Errorf("--force-new-cluster on a member that was not asked to: %v", argv)
+	}
+	// The restore reaches only a new cluster's seed, read-only.
+	seed := Pod(c, Template{Ordinal: 0, ClusterState: etcdutil.ClusterStateNew, InitialCluster: []int{0},
+		Restore: &Restore{ClaimName: "backups", Key: "k.db"}}, "op:1")
+	if i := slices.IndexFunc(seed.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == RestoreVolumeName }); i < 0 ||
+		!seed.Spec.Volumes[i].PersistentVolumeClaim.ReadOnly ||
+		!slices.Contains(seed.Spec.Containers[0].Args, "--restore-from="+RestoreDir+"/k.db") {
+		t.Errorf("seed restored from a snapshot: volumes %v, args %v", seed.Spec.Volumes, seed.Spec.Containers[0].Args)
+	}
+	joining := Pod(c, Template{Ordinal: 1, ClusterState: etcdutil.ClusterStateExisting, InitialCluster: []int{0, 1},
+		Restore: &Restore{ClaimName: "backups", Key: "k.db"}}, "op:1")
+	if r := readRestore(joining); r != nil {
+		t.Errorf("a joining member restores %+v", r)
 	}
 	// A pod built without a version runs spec.version, and reads back as such.
 	if got, _ := ReadTemplate(c.Name, Pod(c, Template{Ordinal: 1, ClusterState: etcdutil.ClusterStateExisting,

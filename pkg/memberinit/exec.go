@@ -83,10 +83,10 @@ func serveLiveness(addr, pathAndQuery string) (stop func(), err error) {
 		ReadHeaderTimeout: 5 * time.Second,
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.RequestURI() == pathAndQuery {
-				fmt.Fprintln(w, "alive: waiting to be added to the cluster")
+				fmt.Fprintln(w, "alive: etcd has not started yet (waiting to be added, or restoring the seed)")
 				return
 			}
-			http.Error(w, "etcd has not started: waiting to be added to the cluster", http.StatusServiceUnavailable)
+			http.Error(w, "etcd has not started yet (waiting to be added, or restoring the seed)", http.StatusServiceUnavailable)
 		}),
 	}
 	go srv.Serve(ln) //nolint:errcheck // Serve returns ErrServerClosed once stop runs.

@@ -65,8 +65,11 @@ func WriteTermination(path string, err error) error {
 		path = DefaultTerminationLog
 	}
 	msg := err.Error()
-	if errors.Is(err, ErrDataLost) {
+	switch {
+	case errors.Is(err, ErrDataLost):
 		msg = DataLostPrefix + msg
+	case errors.Is(err, ErrRestoreFailed):
+		msg = RestoreFailedPrefix + msg
 	}
 	if len(msg) > maxTerminationMessage {
 		msg = strings.ToValidUTF8(msg[:maxTerminationMessage], "") // a rune cut in two is dropped

@@ -71,6 +71,18 @@ func Run(ctx context.Context, o Options, f etcdutil.Factory, out io.Writer) erro
 	if started {
 		return dataLost(id, o.DataDir, "the operator names it in "+o.MemberIDFile)
 	}
+	if o.ClusterState == etcdutil.ClusterStateNew && o.Restore.From != "" {
+		log.WithField("snapshot", o.Restore.From).Info("restoring the seed of a new cluster from its snapshot")
+		// A large snapshot takes longer to restore than the liveness probe's patience.
+		if stop := liveWhile(o, log); stop != nil {
+			defer stop()
+		}
+		if err := restore(ctx, o, out); err != nil {
+			return err
+		}
+		log.Info("seed restored: starting etcd")
+		return nil
+	}
 	if o.ClusterState == etcdutil.ClusterStateNew {
 		log.Info("member bootstraps a new cluster: starting etcd")
 		return nil
@@ -79,14 +91,8 @@ func Run(ctx context.Context, o Options, f etcdutil.Factory, out io.Writer) erro
 		return errors.New("--endpoints is required to join an existing cluster without data: there is no member to ask")
 	}
 	log = log.WithField("endpoints", strings.Join(o.Endpoints, ","))
-	if o.LivenessAddr != "" {
-		stop, err := serveLiveness(o.LivenessAddr, o.LivenessPath)
-		if err != nil {
-			// Only a wait longer than the probe's patience is at stake: wait anyway.
-			log.WithError(err).Warn("cannot answer the liveness probe while waiting")
-		} else {
-			defer stop()
-		}
+	if stop := liveWhile(o, log); stop != nil {
+		defer stop()
 	}
 	if err := waitServed(ctx, o, log); err != nil {
 		return err
@@ -119,4 +125,19 @@ func newLogger(out io.Writer) *logrus.Logger {
 	log.SetOutput(out)
 	log.SetFormatter(&logrus.TextFormatter{FullTimestamp: true, TimestampFormat: "2006-01-02T15:04:05.000Z07:00", DisableColors: true})
 	return log
+}
+
+// liveWhile answers etcd's liveness probe until the returned stop is called; nil when there is
+// no probe to answer or it cannot be answered (only a wait longer than the probe's patience
+// is at stake: member-init goes on).
+func liveWhile(o Options, log *logrus.Entry) func() {
+	if o.LivenessAddr == "" {
+		return nil
+	}
+	stop, err := serveLiveness(o.LivenessAddr, o.LivenessPath)
+	if err != nil {
+		log.WithError(err).Warn("cannot answer the liveness probe while waiting")
+		return nil
+	}
+	return stop
 }

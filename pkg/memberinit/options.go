@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -50,6 +51,9 @@ type Options struct {
 	// TerminationLog is where main writes the termination message of a failed Run (see
 	// WriteTermination); empty means DefaultTerminationLog.
 	TerminationLog string
+	// Restore, when its From is set, restores the seed of a new cluster from a snapshot
+	// before its first start (see restore).
+	Restore Restore
 	// Exec is the command (etcd and its flags) that replaces member-init once etcd may start.
 	// Empty in pods made by earlier versions of the operator, where member-init is an init
 	// container and only returns: they keep working when they restart with this binary.
@@ -78,6 +82,10 @@ func Parse(args []string) (Options, error) {
 	fs.StringVar(&o.LivenessAddr, "liveness-addr", "", "address to answer the liveness probe on while waiting (etcd's client address)")
 	fs.StringVar(&o.LivenessPath, "liveness-path", "", "path and query of the liveness probe answered while waiting")
 	fs.StringVar(&o.MemberIDFile, "member-id-file", "", "file holding this member's ID in hex once it has started; with an empty data dir, etcd is not started")
+	fs.StringVar(&o.Restore.From, "restore-from", "", "snapshot to restore the seed of a new cluster from, before its first start")
+	fs.Int64Var(&o.Restore.BumpRevision, "restore-bump-revision", 0, "etcdutl snapshot restore --bump-revision")
+	fs.BoolVar(&o.Restore.MarkCompacted, "restore-mark-compacted", false, "etcdutl snapshot restore --mark-compacted")
+	fs.StringVar(&o.Restore.Etcdutl, "etcdutl", "", "etcdutl of the member's etcd version (default "+DefaultEtcdutl+")")
 	fs.StringVar(&o.TerminationLog, "termination-log", DefaultTerminationLog, "file to write the termination message to when etcd is not started")
 	if err := fs.Parse(args); err != nil {
 		return Options{}, err
@@ -124,6 +132,18 @@ func (o Options) Args() []string {
 	if o.TerminationLog != "" && o.TerminationLog != DefaultTerminationLog {
 		args = append(args, "--termination-log="+o.TerminationLog)
 	}
+	if o.Restore.From != "" {
+		args = append(args, "--restore-from="+o.Restore.From)
+		if o.Restore.BumpRevision > 0 {
+			args = append(args, "--restore-bump-revision="+strconv.FormatInt(o.Restore.BumpRevision, 10))
+		}
+		if o.Restore.MarkCompacted {
+			args = append(args, "--restore-mark-compacted")
+		}
+		if o.Restore.Etcdutl != "" {
+			args = append(args, "--etcdutl="+o.Restore.Etcdutl)
+		}
+	}
 	if len(o.Exec) > 0 {
 		args = append(append(args, "--"), o.Exec...)
 	}
@@ -167,6 +187,12 @@ func (o Options) Validate() error {
 	}
 	if o.DNSWait < 0 {
 		return fmt.Errorf("--dns-wait must not be negative, not %s", o.DNSWait)
+	}
+	if o.Restore.From != "" && (o.ClusterState != etcdutil.ClusterStateNew || len(o.Exec) == 0) {
+		return errors.New("--restore-from is only for the seed of a new cluster (--initial-cluster-state=new), with etcd's command after --")
+	}
+	if (o.Restore.BumpRevision > 0) != o.Restore.MarkCompacted || o.Restore.BumpRevision < 0 {
+		return errors.New("--restore-bump-revision (positive) and --restore-mark-compacted go together, as etcdutl takes them")
 	}
 	if len(o.Exec) > 0 && !filepath.IsAbs(o.Exec[0]) {
 		return fmt.Errorf("the command after -- must be an absolute path, not %q", o.Exec[0])

@@ -126,9 +126,9 @@ func TestInstallCRDsInstallsEachInTurn(t *testing.T) {
 	}
 }
 
-// The operator installs the EtcdCluster CRD, today its only one.
+// The operator installs the EtcdCluster CRD, then the EtcdBackup CRD.
 func TestOperatorCRDs(t *testing.T) {
-	if len(crds) != 1 || !bytes.Equal(crds[0], deploy.EtcdClusterCRD) {
-		t.Errorf("the operator installs %d CRDs, want the EtcdCluster CRD alone", len(crds))
+	if len(crds) != 2 || !bytes.Equal(crds[0], deploy.EtcdClusterCRD) || !bytes.Equal(crds[1], deploy.EtcdBackupCRD) {
+		t.Errorf("the operator installs %d CRDs, want the EtcdCluster and EtcdBackup CRDs", len(crds))
 	}
 }

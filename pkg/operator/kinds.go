@@ -6,6 +6,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/backup"
 	"github.com/etcd-operator/etcd-operator/pkg/cluster"
 	"github.com/etcd-operator/etcd-operator/pkg/controller"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
@@ -16,16 +17,24 @@ import (
 
 // crds are the CustomResourceDefinitions of the kinds the operator runs, as YAML, installed
 // in this order, each established before the next.
-var crds = [][]byte{deploy.EtcdClusterCRD}
+var crds = [][]byte{deploy.EtcdClusterCRD, deploy.EtcdBackupCRD}
 
-// clusterKindName is the EtcdCluster kind, as its objects' ownerReferences name it.
-const clusterKindName = "EtcdCluster"
+// clusterKindName and backupKindName are the kinds, as their objects' ownerReferences name
+// them.
+const (
+	clusterKindName = "EtcdCluster"
+	backupKindName  = "EtcdBackup"
+)
 
 // loopGauges are the loop gauges of every kind the operator runs, one per kind.
 var loopGauges = []controller.LoopGauge{{
 	Kind: clusterKindName,
 	Name: "etcd_operator_clusters_managed",
 	Help: "EtcdClusters that currently have a control loop in this operator.",
+}, {
+	Kind: backupKindName,
+	Name: "etcd_operator_backups_managed",
+	Help: "EtcdBackups that currently have a control loop in this operator.",
 }}
 
 // newMetrics creates the controller's metrics, with the loop gauge of every kind the
@@ -76,6 +85,7 @@ func newClusterReconciler(o *Options, cl *clients, inf *controller.Informers, re
 		KubeClient:        cl.kube,
 		EtcdClusterClient: cl.etcdClusters,
 		Clusters:          inf.Etcd().Etcd().V1alpha1().EtcdClusters().Lister(),
+		Backups:           inf.Etcd().Etcd().V1alpha1().EtcdBackups().Lister(),
 		Pods:              kube.Core().V1().Pods().Lister(),
 		Services:          kube.Core().V1().Services().Lister(),
 		EndpointSlices:    kube.Discovery().V1().EndpointSlices().Lister(),
@@ -91,5 +101,38 @@ func newClusterReconciler(o *Options, cl *clients, inf *controller.Informers, re
 		TakeoverAfter:     o.TakeoverAfter,
 		Bounds:            o.Bounds,
 		Log:               log.WithField("component", "cluster"),
+	})
+}
+
+// backupKind registers EtcdBackups with the controller: each backup's loop runs syncer's
+// passes, and the events of its pods (which name it through their controller
+// ownerReference) wake it.
+func backupKind(inf *controller.Informers, syncer controller.Syncer) controller.Kind {
+	backups := inf.Etcd().Etcd().V1alpha1().EtcdBackups()
+	return controller.Kind{
+		Name:     backupKindName,
+		LogField: "backup",
+		Informer: backups.Informer(),
+		Exists: controller.ListerExists(func(namespace, name string) (*api.EtcdBackup, error) {
+			return backups.Lister().EtcdBackups(namespace).Get(name)
+		}),
+		Syncer: syncer,
+		Owned: []controller.Owned{
+			{Informer: inf.Kube().Core().V1().Pods().Informer(), KeyOf: controller.OwnerKey(api.GroupName, backupKindName)},
+		},
+	}
+}
+
+// newBackupReconciler wires the backup Reconciler to the clients and listers.
+func newBackupReconciler(o *Options, cl *clients, inf *controller.Informers, recorder record.EventRecorder, log *logrus.Entry) *backup.Reconciler {
+	return backup.NewReconciler(backup.Deps{
+		KubeClient: cl.kube,
+		Client:     cl.etcdClusters,
+		Backups:    inf.Etcd().Etcd().V1alpha1().EtcdBackups().Lister(),
+		Clusters:   inf.Etcd().Etcd().V1alpha1().EtcdClusters().Lister(),
+		Pods:       inf.Kube().Core().V1().Pods().Lister(),
+		Recorder:   recorder,
+		Image:      o.MemberInitImage,
+		Log:        log.WithField("component", "backup"),
 	})
 }

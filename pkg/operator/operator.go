@@ -203,6 +203,7 @@ func runController(ctx context.Context, o *Options, cl *clients, metrics *contro
 	ctrl, err := controller.New(controller.Config{
 		Kinds: []controller.Kind{
 			clusterKind(informers, newClusterReconciler(o, cl, informers, recorder, log)),
+			backupKind(informers, newBackupReconciler(o, cl, informers, recorder, log)),
 		},
 		Metrics:       metrics,
 		Log:           log.WithField("component", "controller"),

@@ -30,12 +30,15 @@ import (
 
 const crdFile = "../../deploy/crd/etcd.operator.dev_etcdclusters.yaml"
 
+// backupCRDFile is the EtcdBackup CRD, which the backup examples need.
+const backupCRDFile = "../../deploy/crd/etcd.operator.dev_etcdbackups.yaml"
+
 // installCRD applies deploy/crd the way an admin does and waits until it is served. The
 // operator applies the same file at startup, so this changes nothing when it already ran.
 func installCRD(t *testing.T, f *framework.Framework) {
 	t.Helper()
-	f.MustKubectl("apply", "-f", crdFile)
-	f.MustKubectl("wait", "--for=condition=Established", "crd/etcdclusters.etcd.operator.dev", "--timeout=60s")
+	f.MustKubectl("apply", "-f", crdFile, "-f", backupCRDFile)
+	f.MustKubectl("wait", "--for=condition=Established", "crd/etcdclusters.etcd.operator.dev", "crd/etcdbackups.etcd.operator.dev", "--timeout=60s")
 }
 
 // serverMessage strips what framework adds around kubectl's stderr, leaving the apiserver's
@@ -120,8 +123,10 @@ func TestCRDRejectsMalformedClusters(t *testing.T) {
 func TestCRDAcceptsExamples(t *testing.T) {
 	f := framework.New(t)
 	installCRD(t, f)
-	for _, example := range []string{"../../example/etcdcluster.yaml", "../../example/etcdcluster-storage.yaml", "../../example/etcdcluster-podpolicy.yaml"} {
-		// The examples name their namespace (default): no -n.
+	for _, example := range []string{"../../example/etcdcluster.yaml", "../../example/etcdcluster-storage.yaml", "../../example/etcdcluster-podpolicy.yaml",
+		"../../example/etcdbackup-volume.yaml", "../../example/etcdcluster-restore.yaml"} {
+		// The examples name their namespace (default), or none (the backup ones): no -n, so
+		// default.
 		if out, err := f.Kubectl("apply", "--dry-run=server", "-f", example); err != nil {
 			t.Errorf("%s rejected: %s", example, serverMessage(err))
 		} else {

@@ -27,7 +27,8 @@ import (
 //  0. A claim that never bound, made from an earlier spec.storage, is replaced (its pod
 //     first): the spec of a cluster that never started may be fixed (plan_storage.go).
 //  1. etcd unreachable: bootstrap the seed member <name>-0 if the cluster never had a member
-//     and has no pod. A seed pod gone or failed before the cluster was ever seen serving
+//     and has no pod (restored from its snapshot, for spec.bootstrap.fromBackup: not created
+//     while the snapshot cannot be found). A seed pod gone or failed before the cluster was ever seen serving
 //     (nothing written down says it served) is bootstrapped again, the other pods deleted
 //     first (so is a seed pod that cannot start, built from a spec fixed since); a cluster
 //     that served never is. With claims, from the members status last listed (plan_quorum.go):
@@ -226,6 +227,9 @@ func planUnreachable(s State) Decision {
 		if !p.Terminating {
 			live++
 		}
+	}
+	if !s.Bootstrapped && len(s.Pods) == 0 && s.RestoreProblem != "" {
+		return Decision{Blocked: api.ReasonRestoreFailed, Message: "the seed is not created: " + s.RestoreProblem}
 	}
 	if !s.Bootstrapped && len(s.Pods) == 0 {
 		return step(s, Action{Kind: ActionCreatePod, Ordinal: 0, ClusterState: etcdfacts.ClusterStateNew,

@@ -40,3 +40,29 @@ func TestPlanBootstrapAgain(t *testing.T) {
 		},
 	})
 }
+
+// A cluster restored from a snapshot that cannot be found creates no seed: no empty cluster
+// starts in its place. Found, the seed is created as for any new cluster (act.go gives it its
+// restore); once the cluster has served, the snapshot no longer matters.
+func TestPlanBootstrapFromBackup(t *testing.T) {
+	runPlanCases(t, []planCase{
+		{
+			name:    "snapshot not found: no seed",
+			state:   State{Size: 3, RestoreProblem: "EtcdBackup b has not succeeded"},
+			blocked: api.ReasonRestoreFailed,
+			message: []string{"EtcdBackup b has not succeeded"},
+		},
+		{
+			name:     "snapshot found: the seed is created",
+			state:    State{Size: 3},
+			want:     &Action{Kind: ActionCreatePod, Ordinal: 0, ClusterState: "new", InitialCluster: []int{0}},
+			progress: api.ReasonBootstrapping,
+		},
+		{
+			name:     "the seed's pod exists: the problem neither deletes nor stops it",
+			state:    State{Size: 3, RestoreProblem: "EtcdBackup b does not exist", Pods: plantest.Pods(plantest.SeedPod(false))},
+			want:     &Action{Kind: ActionCreatePod, Ordinal: 1, ClusterState: "existing", InitialCluster: []int{0, 1}},
+			progress: api.ReasonBootstrapping,
+		},
+	})
+}

@@ -181,6 +181,10 @@ type State struct {
 	// Bootstrapped is true once the cluster has ever reported a member (status.size > 0):
 	// from then on a missing member list means lost members, never "create a new cluster".
 	Bootstrapped bool
+	// RestoreProblem, for a cluster restored from a snapshot (spec.bootstrap.fromBackup), says
+	// why the snapshot cannot be found (no such EtcdBackup, one that has not succeeded); empty
+	// when the seed can be built to restore from it, or nothing is restored.
+	RestoreProblem string
 	// MembersKnown is false when no member answered.
 	MembersKnown bool
 	Members      []MemberView

@@ -191,12 +191,20 @@ func (w *Writer) StopAndVerify(memberPod string) WriteLog {
 // writer before taking the cluster away (and bringing it back) verifies afterwards.
 func (w *Writer) Verify(log WriteLog, memberPod string) {
 	w.f.t.Helper()
+	w.VerifyIn(w.cluster, log, memberPod)
+}
+
+// VerifyIn is Verify against another cluster than the one the writer wrote to: one restored
+// from a snapshot taken after the puts of log, read through its own client Service from its
+// member pod memberPod.
+func (w *Writer) VerifyIn(cluster string, log WriteLog, memberPod string) {
+	w.f.t.Helper()
 	if len(log.Acked) == 0 {
 		w.f.t.Fatalf("writer %s: no put was acknowledged", w.Pod)
 	}
 	var kvs map[string]string
 	w.f.Eventually("reading back the acknowledged puts", 2*time.Minute, func() (bool, error) {
-		out, err := w.f.ClientEtcdctl(w.cluster, memberPod, "get", writerPrefix, "--prefix", "--consistency=l", "-w", "json")
+		out, err := w.f.ClientEtcdctl(cluster, memberPod, "get", writerPrefix, "--prefix", "--consistency=l", "-w", "json")
 		if err != nil {
 			w.f.t.Logf("reading back: %v", err)
 			return false, nil

@@ -29,13 +29,27 @@ var schemaDigests = map[int]string{
 	6: "274255b1ed6e240cb6469b8ef0a3266816cd30e1983a0d585fcf87bba986c714",
 	7: "5fd1b0f97de4b71be444d806e065a738b602cb228136ef926f9277b57c537eda",
 	8: "6e5b8adfb2f6fbaf03965d192811971715cc16251c32b883636f5d14ae9ef1d3",
+	9: "5a7156a57096d6163b2c1ac69f97aa9925ae6f2e5f603ce6ec2a20a29bfcf44d",
 }
 
-// TestCRDSchemaRevisionFollowsTheSchema fails when the CRD's schema changed and its revision
+// backupSchemaDigests is schemaDigests for the EtcdBackup CRD (the marker on EtcdBackup).
+var backupSchemaDigests = map[int]string{
+	1: "44c8aae71b5ed248c90e176c3cfb43a1d5d20c6c6e9901a090153ec3088a8151",
+}
+
+// TestCRDSchemaRevisionFollowsTheSchema fails when a CRD's schema changed and its revision
 // did not, or when the revision went back.
 func TestCRDSchemaRevisionFollowsTheSchema(t *testing.T) {
+	checkSchemaRevision(t, deploy.EtcdClusterCRD, schemaDigests, "EtcdCluster (types.go)")
+	checkSchemaRevision(t, deploy.EtcdBackupCRD, backupSchemaDigests, "EtcdBackup (backup_types.go)")
+}
+
+// checkSchemaRevision checks the revision of the CRD def against its digests; where names the
+// marker's place.
+func checkSchemaRevision(t *testing.T, def []byte, digests map[int]string, where string) {
+	t.Helper()
 	var c apiextensionsv1.CustomResourceDefinition
-	if err := yaml.UnmarshalStrict(deploy.EtcdClusterCRD, &c); err != nil {
+	if err := yaml.UnmarshalStrict(def, &c); err != nil {
 		t.Fatal(err)
 	}
 	rev, err := crd.SchemaRevision(&c)
@@ -48,15 +62,15 @@ func TestCRDSchemaRevisionFollowsTheSchema(t *testing.T) {
 	}
 	sum := sha256.Sum256(b)
 	digest := hex.EncodeToString(sum[:])
-	latest := slices.Max(slices.Collect(maps.Keys(schemaDigests)))
-	switch want, known := schemaDigests[rev]; {
+	latest := slices.Max(slices.Collect(maps.Keys(digests)))
+	switch want, known := digests[rev]; {
 	case rev < latest:
 		t.Errorf("schema revision %d is below the latest recorded, %d: revisions only grow", rev, latest)
 	case !known:
-		t.Errorf("schema revision %d is not recorded: add %d: %q to schemaDigests", rev, rev, digest)
+		t.Errorf("%s: schema revision %d is not recorded: add %d: %q to its digests", where, rev, rev, digest)
 	case want != digest:
 		t.Errorf("the CRD's schema changed and its revision %d did not: set etcd.operator.dev/schema-revision=%s "+
-			"in the marker on EtcdCluster (types.go), run hack/update-codegen.sh and record the new digest in schemaDigests "+
-			"(this one is %s)", rev, strconv.Itoa(rev+1), digest)
+			"in the marker on %s, run hack/update-codegen.sh and record the new digest in its digests "+
+			"(this one is %s)", rev, strconv.Itoa(rev+1), where, digest)
 	}
 }

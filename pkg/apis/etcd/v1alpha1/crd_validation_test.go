@@ -51,11 +51,16 @@ type apiServer struct {
 	status     strategy
 }
 
-// v1CRD decodes the generated CRD with the defaults the apiserver gives a v1 CRD.
+// v1CRD decodes the generated EtcdCluster CRD with the defaults the apiserver gives a v1 CRD.
 func v1CRD(t *testing.T) *apiextensionsv1.CustomResourceDefinition {
+	return v1CRDOf(t, deploy.EtcdClusterCRD)
+}
+
+// v1CRDOf decodes the generated CRD def with the defaults the apiserver gives a v1 CRD.
+func v1CRDOf(t *testing.T, def []byte) *apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
 	var crd apiextensionsv1.CustomResourceDefinition
-	if err := yaml.UnmarshalStrict(deploy.EtcdClusterCRD, &crd); err != nil {
+	if err := yaml.UnmarshalStrict(def, &crd); err != nil {
 		t.Fatalf("decoding the CRD: %v", err)
 	}
 	apiextensionsv1.SetObjectDefaults_CustomResourceDefinition(&crd)
@@ -63,10 +68,16 @@ func v1CRD(t *testing.T) *apiextensionsv1.CustomResourceDefinition {
 }
 
 // newAPIServer builds the schema validators, structural schema and strategies as the
-// apiextensions-apiserver's CRD handler does for a served version (customresource_handler.go).
+// apiextensions-apiserver's CRD handler does for a served version (customresource_handler.go),
+// for EtcdClusters.
 func newAPIServer(t *testing.T) *apiServer {
+	return newAPIServerFor(t, deploy.EtcdClusterCRD, "EtcdCluster")
+}
+
+// newAPIServerFor is newAPIServer for the kind of the CRD def.
+func newAPIServerFor(t *testing.T, def []byte, kind string) *apiServer {
 	t.Helper()
-	v := v1CRD(t).Spec.Versions[0]
+	v := v1CRDOf(t, def).Spec.Versions[0]
 	var schema apiextensions.CustomResourceValidation
 	if err := apiextensionsv1.Convert_v1_CustomResourceValidation_To_apiextensions_CustomResourceValidation(v.Schema, &schema, nil); err != nil {
 		t.Fatal(err)
@@ -89,15 +100,18 @@ func newAPIServer(t *testing.T) *apiServer {
 		t.Fatal(err)
 	}
 	var status apiextensions.CustomResourceSubresourceStatus
-	var scale apiextensions.CustomResourceSubresourceScale
+	var scale *apiextensions.CustomResourceSubresourceScale
 	if err := apiextensionsv1.Convert_v1_CustomResourceSubresourceStatus_To_apiextensions_CustomResourceSubresourceStatus(v.Subresources.Status, &status, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := apiextensionsv1.Convert_v1_CustomResourceSubresourceScale_To_apiextensions_CustomResourceSubresourceScale(v.Subresources.Scale, &scale, nil); err != nil {
-		t.Fatal(err)
+	if v.Subresources.Scale != nil {
+		scale = &apiextensions.CustomResourceSubresourceScale{}
+		if err := apiextensionsv1.Convert_v1_CustomResourceSubresourceScale_To_apiextensions_CustomResourceSubresourceScale(v.Subresources.Scale, scale, nil); err != nil {
+			t.Fatal(err)
+		}
 	}
-	main := customresource.NewStrategy(nil, true, v1alpha1.SchemeGroupVersion.WithKind("EtcdCluster"),
-		schemaValidator, statusValidator, s, &status, &scale, v.SelectableFields)
+	main := customresource.NewStrategy(nil, true, v1alpha1.SchemeGroupVersion.WithKind(kind),
+		schemaValidator, statusValidator, s, &status, scale, v.SelectableFields)
 	return &apiServer{t: t, structural: s, main: main, status: customresource.NewStatusStrategy(main)}
 }
 

@@ -116,6 +116,11 @@ const (
 	// it was made for it). The operator leaves it alone and does not act on that member until
 	// it is gone; the message names each such object.
 	ReasonForeignObject ConditionReason = "ForeignObject"
+	// ReasonRestoreFailed: the snapshot spec.bootstrap.fromBackup names cannot be found (no
+	// such EtcdBackup, or one that has not succeeded): the seed is not created, and no empty
+	// cluster is started in its place. A snapshot found but missing, truncated or corrupt on
+	// its volume stops the seed's member-init instead (PodCannotStart, quoting it).
+	ReasonRestoreFailed ConditionReason = "RestoreFailed"
 	// ReasonAsExpected: nothing is wrong.
 	ReasonAsExpected ConditionReason = "AsExpected"
 	// ReasonQuorumHealthy: a majority of the voting members is healthy and follows a leader,

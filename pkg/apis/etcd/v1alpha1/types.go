@@ -33,7 +33,7 @@ const (
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:path=etcdclusters,singular=etcdcluster,shortName=etcd,scope=Namespaced
-// +kubebuilder:metadata:annotations="etcd.operator.dev/schema-revision=8"
+// +kubebuilder:metadata:annotations="etcd.operator.dev/schema-revision=9"
 // +kubebuilder:subresource:status
 // +kubebuilder:subresource:scale:specpath=.spec.size,statuspath=.status.size,selectorpath=.status.selector
 // +kubebuilder:printcolumn:name="Size",type=integer,JSONPath=`.spec.size`,description="Desired number of members"
@@ -59,6 +59,7 @@ type EtcdCluster struct {
 }
 
 // EtcdClusterSpec is the desired state of an etcd cluster.
+// +kubebuilder:validation:XValidation:rule="has(self.bootstrap) == has(oldSelf.bootstrap) && (!has(self.bootstrap) || self.bootstrap == oldSelf.bootstrap)",message="spec.bootstrap cannot be added, changed or removed once the cluster exists: it says what the cluster starts from, and applies only when it is created",fieldPath=".bootstrap"
 type EtcdClusterSpec struct {
 	// Size is the number of etcd members. The operator changes membership one member at a
 	// time toward it, and refuses any step that would cost quorum. Odd sizes tolerate the
@@ -117,6 +118,12 @@ type EtcdClusterSpec struct {
 	// policy. It takes effect only where the network plugin enforces NetworkPolicies.
 	// +optional
 	NetworkPolicy *NetworkPolicySpec `json:"networkPolicy,omitempty"`
+
+	// Bootstrap says what a new cluster starts from; left out, it starts empty. It applies
+	// only when the cluster is created (its seed member's first start) and cannot change
+	// afterwards.
+	// +optional
+	Bootstrap *BootstrapSpec `json:"bootstrap,omitempty"`
 }
 
 // NetworkPolicySpec says who may reach the members besides themselves and the operator.

@@ -41,6 +41,8 @@ func (f *genericInformer) Lister() cache.GenericLister {
 func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource) (GenericInformer, error) {
 	switch resource {
 	// Group=etcd.operator.dev, Version=v1alpha1
+	case v1alpha1.SchemeGroupVersion.WithResource("etcdbackups"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Etcd().V1alpha1().EtcdBackups().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("etcdclusters"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Etcd().V1alpha1().EtcdClusters().Informer()}, nil
 

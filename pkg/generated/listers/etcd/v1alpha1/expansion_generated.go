@@ -6,6 +6,14 @@ Copyright The etcd-operator Authors.
 
 package v1alpha1
 
+// EtcdBackupListerExpansion allows custom methods to be added to
+// EtcdBackupLister.
+type EtcdBackupListerExpansion interface{}
+
+// EtcdBackupNamespaceListerExpansion allows custom methods to be added to
+// EtcdBackupNamespaceLister.
+type EtcdBackupNamespaceListerExpansion interface{}
+
 // EtcdClusterListerExpansion allows custom methods to be added to
 // EtcdClusterLister.
 type EtcdClusterListerExpansion interface{}

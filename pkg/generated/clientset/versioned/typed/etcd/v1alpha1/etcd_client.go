@@ -16,12 +16,17 @@ import (
 
 type EtcdV1alpha1Interface interface {
 	RESTClient() rest.Interface
+	EtcdBackupsGetter
 	EtcdClustersGetter
 }
 
 // EtcdV1alpha1Client is used to interact with features provided by the etcd.operator.dev group.
 type EtcdV1alpha1Client struct {
 	restClient rest.Interface
+}
+
+func (c *EtcdV1alpha1Client) EtcdBackups(namespace string) EtcdBackupInterface {
+	return newEtcdBackups(c, namespace)
 }
 
 func (c *EtcdV1alpha1Client) EtcdClusters(namespace string) EtcdClusterInterface {

@@ -6,4 +6,6 @@ Copyright The etcd-operator Authors.
 
 package v1alpha1
 
+type EtcdBackupExpansion interface{}
+
 type EtcdClusterExpansion interface{}

@@ -16,6 +16,10 @@ type FakeEtcdV1alpha1 struct {
 	*testing.Fake
 }
 
+func (c *FakeEtcdV1alpha1) EtcdBackups(namespace string) v1alpha1.EtcdBackupInterface {
+	return newFakeEtcdBackups(c, namespace)
+}
+
 func (c *FakeEtcdV1alpha1) EtcdClusters(namespace string) v1alpha1.EtcdClusterInterface {
 	return newFakeEtcdClusters(c, namespace)
 }

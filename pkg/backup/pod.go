@@ -1,0 +1,167 @@
+package backup
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/member"
+	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
+)
+
+// Labels of a backup's pods, besides member.LabelBackupCluster (the cluster they snapshot,
+// which the cluster's NetworkPolicy lets in).
+const (
+	LabelBackup = "etcd.operator.dev/backup"
+	// LabelBackupRole is RoleTake on the pods that take the snapshot, RoleDelete on the pod
+	// that deletes it.
+	LabelBackupRole = "etcd.operator.dev/backup-role"
+	RoleTake        = "take"
+	RoleDelete      = "delete"
+)
+
+// Where a backup pod mounts the destination, and the operator binary in the operator image.
+const (
+	destinationVolume = "destination"
+	destinationMount  = "/backup"
+	operatorBinary    = "/etcd-operator"
+	containerName     = "backup"
+)
+
+// attemptDeadline bounds one attempt once its pod has started (activeDeadlineSeconds): a
+// member that stalls mid-stream fails the attempt instead of holding it forever.
+const attemptDeadline int64 = 2 * 60 * 60
+
+// kindName is the EtcdBackup kind, as its pods' ownerReferences name it.
+const kindName = "EtcdBackup"
+
+// AttemptPodName is the pod of a backup's attempt (1, 2, ...): <backup>-attempt<n>. No name
+// of the form <name>-<digits> is used, so that a backup's pod never has the name of a member
+// pod of any cluster.
+func AttemptPodName(backup string, attempt int) string {
+	return backup + attemptInfix + strconv.Itoa(attempt)
+}
+
+const attemptInfix = "-attempt"
+
+// DeletePodName is the pod that deletes a backup's snapshot.
+func DeletePodName(backup string) string { return backup + "-delete" }
+
+// attemptOf is the attempt number of a pod named by AttemptPodName, 0 for any other name.
+func attemptOf(backup, pod string) int {
+	n, err := strconv.Atoi(strings.TrimPrefix(pod, backup+attemptInfix))
+	if err != nil || !strings.HasPrefix(pod, backup+attemptInfix) || n <= 0 {
+		return 0
+	}
+	return n
+}
+
+// SnapshotName is the file name of a backup's snapshot without its revision:
+// <cluster>-<backup>.
+func SnapshotName(b *api.EtcdBackup) string { return b.Spec.ClusterName + "-" + b.Name }
+
+// endpoints are the voting members status lists for the cluster, at their stable names.
+func endpoints(c *api.EtcdCluster) []snapshot.Endpoint {
+	var out []snapshot.Endpoint
+	for _, m := range c.Status.Members {
+		o, ok := member.Ordinal(c.Name, m.Name)
+		if !ok || m.Learner {
+			continue
+		}
+		out = append(out, snapshot.Endpoint{Name: m.Name, URL: member.ClientURLOf(member.PeerURL(c.Name, c.Namespace, o))})
+	}
+	return out
+}
+
+// AttemptPod is the pod of one attempt of backup b of cluster c: the operator's image
+// running `etcd-operator backup`, with the destination's claim mounted there alone. It needs
+// no API credentials: it reports through its termination message.
+func AttemptPod(b *api.EtcdBackup, c *api.EtcdCluster, attempt int, image string) *corev1.Pod {
+	args := snapshot.Args{Options: snapshot.Options{
+		Members: endpoints(c), Root: destinationMount, Path: b.Spec.Destination.Volume.Path, Name: SnapshotName(b),
+	}}
+	return pod(b, AttemptPodName(b.Name, attempt), RoleTake, image, args.Render())
+}
+
+// DeletePod is the pod that deletes the files rel (relative to the claim's root) of backup b.
+func DeletePod(b *api.EtcdBackup, image string, rel []string) *corev1.Pod {
+	args := snapshot.Args{Options: snapshot.Options{Root: destinationMount}, Delete: rel}
+	return pod(b, DeletePodName(b.Name), RoleDelete, image, args.Render())
+}
+
+func pod(b *api.EtcdBackup, name, role, image string, args []string) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: b.Namespace,
+			Labels: map[string]string{
+				member.LabelName: "etcd-backup", member.LabelInstance: b.Name, member.LabelManagedBy: member.ManagedByValue,
+				LabelBackup: b.Name, member.LabelBackupCluster: b.Spec.ClusterName, LabelBackupRole: role,
+			},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(b, api.SchemeGroupVersion.WithKind(kindName))},
+		},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                corev1.RestartPolicyNever,
+			AutomountServiceAccountToken: ptr.To(false),
+			EnableServiceLinks:           ptr.To(false),
+			ActiveDeadlineSeconds:        ptr.To(attemptDeadline),
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To(nonRootUID), RunAsGroup: ptr.To(nonRootUID),
+				FSGroup: ptr.To(nonRootUID), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+			Containers: []corev1.Container{{
+				Name: containerName, Image: image, ImagePullPolicy: corev1.PullIfNotPresent,
+				Command:      []string{operatorBinary, snapshot.Command},
+				Args:         args,
+				VolumeMounts: []corev1.VolumeMount{{Name: destinationVolume, MountPath: destinationMount}},
+				SecurityContext: &corev1.SecurityContext{
+					AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
+					Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+				},
+				// The snapshot streams through a small buffer: the limit is what proves it.
+				Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
+					Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")},
+				},
+				TerminationMessagePath:   snapshot.DefaultTerminationLog,
+				TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+			}},
+			Volumes: []corev1.Volume{{Name: destinationVolume, VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: b.Spec.Destination.Volume.ClaimName}}}},
+		},
+	}
+	return p
+}
+
+// nonRootUID is the distroless "nonroot" user the operator image runs as.
+const nonRootUID int64 = 65532
+
+// report reads the outcome a finished pod wrote as its termination message.
+func report(p *corev1.Pod) (snapshot.Report, bool) {
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name == containerName && cs.State.Terminated != nil {
+			return snapshot.ReadReport(cs.State.Terminated.Message)
+		}
+	}
+	return snapshot.Report{}, false
+}
+
+// whyNotStarted is what the scheduler or the kubelet says of a pod that has not started.
+func whyNotStarted(p *corev1.Pod) string {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Message != "" {
+			return fmt.Sprintf("not scheduled: %s", c.Message)
+		}
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if w := cs.State.Waiting; w != nil && w.Reason != "" {
+			return fmt.Sprintf("container %s waiting: %s %s", cs.Name, w.Reason, w.Message)
+		}
+	}
+	return "pod " + string(p.Status.Phase)
+}

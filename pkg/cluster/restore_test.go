@@ -1,0 +1,91 @@
+package cluster
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+
+	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	etcdlisters "github.com/etcd-operator/etcd-operator/pkg/generated/listers/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/member"
+)
+
+// restoredCluster is a new cluster restored from the EtcdBackup b.
+func restoredCluster() *api.EtcdCluster {
+	c := newCluster(3)
+	c.Spec.Bootstrap = &api.BootstrapSpec{FromBackup: &api.FromBackupSpec{BackupName: "b", BumpRevision: 1000, MarkCompacted: true}}
+	return c
+}
+
+// withBackups gives the fixture a lister of the given EtcdBackups.
+func withBackups(f *fixture, backups ...*api.EtcdBackup) {
+	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	for _, b := range backups {
+		_ = idx.Add(b)
+	}
+	f.with(func(d *Deps) { d.Backups = etcdlisters.NewEtcdBackupLister(idx) })
+}
+
+func backupAt(phase api.BackupPhase, location string) *api.EtcdBackup {
+	return &api.EtcdBackup{
+		ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns"},
+		Spec: api.EtcdBackupSpec{ClusterName: "old",
+			Destination: api.BackupDestination{Volume: &api.VolumeDestination{ClaimName: "backups", Path: "old/"}}},
+		Status: api.EtcdBackupStatus{Phase: phase, Location: location},
+	}
+}
+
+// The seed of a cluster restored from a Succeeded EtcdBackup is built to restore from its
+// file, on its claim mounted read-only.
+func TestSeedRestoredFromBackup(t *testing.T) {
+	c := restoredCluster()
+	f := newFixture(t, c)
+	withBackups(f, backupAt(api.BackupSucceeded, "old/old-b-42.db"))
+	syncOnce(t, f)
+	creates := f.actions("create", "pods")
+	if len(creates) != 1 {
+		t.Fatalf("created %d pods, want the seed", len(creates))
+	}
+	seed := creates[0].(k8stesting.CreateAction).GetObject().(*corev1.Pod)
+	got, _ := member.ReadTemplate(c.Name, seed)
+	want := member.Restore{ClaimName: "backups", Key: "old/old-b-42.db", BumpRevision: 1000, MarkCompacted: true}
+	if got.Restore == nil || *got.Restore != want {
+		t.Fatalf("seed's restore %+v, want %+v", got.Restore, want)
+	}
+	if !member.UpToDate(c, seed, c.Spec.Version, testInitImage) {
+		t.Error("the restored seed's pod is out of date as soon as it is made: it would be rolled")
+	}
+}
+
+// A backup that does not exist, or has not succeeded: no seed, Degraded RestoreFailed.
+func TestNoSeedWithoutTheSnapshot(t *testing.T) {
+	for name, backups := range map[string][]*api.EtcdBackup{
+		"no such backup": nil,
+		"backup running": {backupAt(api.BackupRunning, "")},
+		"backup failed":  {backupAt(api.BackupFailed, "")},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, restoredCluster())
+			withBackups(f, backups...)
+			syncOnce(t, f)
+			if n := len(f.actions("create", "pods")); n != 0 {
+				t.Fatalf("created %d pods without the snapshot", n)
+			}
+			st, err := f.client.EtcdV1alpha1().EtcdClusters("ns").Get(context.Background(), "demo", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			i := slices.IndexFunc(st.Status.Conditions, func(c metav1.Condition) bool { return c.Type == string(api.ConditionDegraded) })
+			if i < 0 || st.Status.Conditions[i].Reason != string(api.ReasonRestoreFailed) ||
+				!strings.Contains(st.Status.Conditions[i].Message, "EtcdBackup b") {
+				t.Errorf("conditions %+v, want Degraded RestoreFailed naming the backup", st.Status.Conditions)
+			}
+		})
+	}
+}

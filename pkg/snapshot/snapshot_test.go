@@ -1,0 +1,160 @@
+package snapshot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/sirupsen/logrus"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdutil/etcdtest"
+)
+
+func quietLog() *logrus.Entry {
+	l := logrus.New()
+	l.SetOutput(io.Discard)
+	return logrus.NewEntry(l)
+}
+
+// put writes n keys k<from>..k<from+n-1> and returns the revision after the last.
+func put(t *testing.T, url string, from, n int) int64 {
+	t.Helper()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{url}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	var rev int64
+	for i := from; i < from+n; i++ {
+		resp, err := cli.Put(context.Background(), fmt.Sprintf("k%d", i), "v")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rev = resp.Header.Revision
+	}
+	return rev
+}
+
+func endpointsOf(members []*etcdtest.Member) []Endpoint {
+	var out []Endpoint
+	for _, m := range members {
+		out = append(out, Endpoint{Name: m.Name, URL: m.ClientURL})
+	}
+	return out
+}
+
+// A snapshot taken from a three-member cluster is written under the path, named by its
+// revision, verified, and reported with what is in the file; it comes from a follower.
+func TestTakeWritesAVerifiedSnapshot(t *testing.T) {
+	members := etcdtest.StartCluster(t, 3)
+	rev := put(t, members[0].ClientURL, 0, 20)
+	root := t.TempDir()
+	res, err := Take(context.Background(), Options{Members: endpointsOf(members), Root: root, Path: "ex/", Name: "c-b"},
+		etcdutil.NewFactory(0, 0), quietLog())
+	if err != nil {
+		t.Fatalf("Take: %v", err)
+	}
+	if want := fmt.Sprintf("ex/c-b-%d.db", rev); res.Location != want || res.Revision != rev {
+		t.Errorf("location %q revision %d, want %q and %d", res.Location, res.Revision, want, rev)
+	}
+	checked, err := Verify(filepath.Join(root, res.Location))
+	if err != nil {
+		t.Fatalf("Verify of the file written: %v", err)
+	}
+	if checked.SizeBytes != res.SizeBytes || checked.SHA256 != res.SHA256 || res.EtcdVersion == "" {
+		t.Errorf("reported %+v, the file is %+v", res, checked)
+	}
+	for _, m := range members {
+		if m.Name == res.Member && m.Etcd.Server.Leader() == m.Etcd.Server.MemberID() {
+			t.Errorf("the snapshot came from the leader %s; a follower answered", m.Name)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(root, "ex", PartFile("c-b"))); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the temporary file is left: %v", err)
+	}
+}
+
+// A truncated or corrupted file is refused, as is a missing one.
+func TestVerifyRefusesTruncatedAndCorruptFiles(t *testing.T) {
+	members := etcdtest.StartCluster(t, 1)
+	put(t, members[0].ClientURL, 0, 5)
+	root := t.TempDir()
+	res, err := Take(context.Background(), Options{Members: endpointsOf(members), Root: root, Name: "c-b"},
+		etcdutil.NewFactory(0, 0), quietLog())
+	if err != nil {
+		t.Fatalf("Take: %v", err)
+	}
+	good, err := os.ReadFile(filepath.Join(root, res.Location))
+	if err != nil {
+		t.Fatal(err)
+	}
+	corrupt := append([]byte(nil), good...)
+	corrupt[len(corrupt)/2] ^= 0xff
+	for name, data := range map[string][]byte{
+		"truncated":         good[:len(good)-4096],
+		"hash cut off":      good[:len(good)-32],
+		"a flipped byte":    corrupt,
+		"empty":             nil,
+		"a page and a hash": append(good[:4096:4096], good[len(good)-32:]...),
+	} {
+		path := filepath.Join(t.TempDir(), "s.db")
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Verify(path); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: Verify = %v, want ErrCorrupt", name, err)
+		}
+	}
+	if _, err := Verify(filepath.Join(root, "missing.db")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing file: Verify = %v, want ErrNotExist", err)
+	}
+}
+
+// Without quorum no snapshot is taken: a member that has lost its peers still answers
+// Status, but no linearizable read.
+func TestTakeRefusesWithoutQuorum(t *testing.T) {
+	members := etcdtest.StartCluster(t, 3)
+	members[1].Stop()
+	members[2].Stop()
+	root := t.TempDir()
+	_, err := Take(context.Background(), Options{Members: endpointsOf(members), Root: root, Name: "c-b"},
+		etcdutil.NewFactory(0, 0), quietLog())
+	var f *Failure
+	if !errors.As(err, &f) || f.Reason != FailureNoQuorum {
+		t.Fatalf("Take without quorum = %v, want a NoQuorum failure", err)
+	}
+	if entries, _ := os.ReadDir(root); len(entries) != 0 {
+		t.Errorf("files written without quorum: %v", entries)
+	}
+}
+
+// A report survives the termination message's round trip, and a long message is cut.
+func TestReportRoundTrip(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "msg")
+	long := make([]byte, 10000)
+	for i := range long {
+		long[i] = 'x'
+	}
+	for _, r := range []Report{
+		{Result: &Result{Revision: 7, SizeBytes: 4128, SHA256: "ab", Member: "c-1", Location: "p/c-b-7.db"}},
+		{Reason: FailureNoSpace, Message: string(long)},
+	} {
+		if err := r.Write(path); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := os.ReadFile(path)
+		got, ok := ReadReport(string(b))
+		if !ok || len(b) > maxReport || got.Reason != r.Reason || (r.Result != nil && *got.Result != *r.Result) {
+			t.Errorf("round trip of %.80v: got %.80v ok %v (%d bytes)", r, got, ok, len(b))
+		}
+	}
+	if _, ok := ReadReport("panic: something"); ok {
+		t.Error("a message that is no report read as one")
+	}
+}

@@ -1,0 +1,190 @@
+package snapshot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
+)
+
+// Endpoint is one member the backup may take its snapshot from.
+type Endpoint struct {
+	// Name is the member's name, as status reports it.
+	Name string
+	// URL is the member's client URL.
+	URL string
+}
+
+// Options are what one backup needs.
+type Options struct {
+	// Members are the cluster's members; the snapshot is taken from one of them that follows
+	// a leader and answers a linearizable read, a follower by preference.
+	Members []Endpoint
+	// Conn is how the members are dialled.
+	Conn etcdutil.ConnConfig
+	// Root is where the destination is mounted; Path the folder inside it (relative).
+	Root, Path string
+	// Name is the snapshot file's name without its revision and extension:
+	// <cluster>-<backup>. The file is <Name>-<revision>.db.
+	Name string
+}
+
+// Result is what a successful backup wrote.
+type Result struct {
+	Revision    int64  `json:"revision"`
+	SizeBytes   int64  `json:"sizeBytes"`
+	SHA256      string `json:"sha256"`
+	EtcdVersion string `json:"etcdVersion,omitempty"`
+	Member      string `json:"member"`
+	// Location is the file's path relative to Root.
+	Location string `json:"location"`
+}
+
+// FailureReason names why a backup failed, for the operator to report.
+type FailureReason string
+
+// The reasons a backup fails.
+const (
+	// FailureNoQuorum: no member followed a leader and answered a linearizable read.
+	FailureNoQuorum FailureReason = "NoQuorum"
+	// FailureNoSpace: the destination is full.
+	FailureNoSpace FailureReason = "NoSpace"
+	// FailureCorrupt: the snapshot written failed the integrity check.
+	FailureCorrupt FailureReason = "SnapshotCorrupt"
+	// FailureError: anything else (a member that went away mid-stream, an I/O error).
+	FailureError FailureReason = "Error"
+)
+
+// Failure is a failed backup's error, with its reason.
+type Failure struct {
+	Reason FailureReason
+	Err    error
+}
+
+func (f *Failure) Error() string { return f.Err.Error() }
+func (f *Failure) Unwrap() error { return f.Err }
+
+// fail wraps err as a Failure, its reason read from err when it says more than reason.
+func fail(reason FailureReason, err error) error {
+	switch {
+	case errors.Is(err, syscall.ENOSPC):
+		reason = FailureNoSpace
+	case errors.Is(err, ErrCorrupt):
+		reason = FailureCorrupt
+	}
+	return &Failure{Reason: reason, Err: err}
+}
+
+// Take streams a snapshot from one member to a temporary file in the destination folder,
+// computing its SHA-256 as it writes, syncs it, verifies it (etcd's hash, the size and hash
+// written), and renames it to <Name>-<revision>.db, syncing the folder. A failed attempt
+// leaves no file but, at worst (killed mid-write), its temporary file, which the next attempt
+// of the same backup replaces. Errors are *Failure.
+func Take(ctx context.Context, o Options, f etcdutil.Factory, log *logrus.Entry) (Result, error) {
+	from, st, err := choose(ctx, o.Members, o.Conn, f, log)
+	if err != nil {
+		return Result{}, err
+	}
+	dir := filepath.Join(o.Root, filepath.FromSlash(o.Path))
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return Result{}, fail(FailureError, fmt.Errorf("creating %s: %w", dir, err))
+	}
+	part := filepath.Join(dir, PartFile(o.Name))
+	written, err := stream(ctx, from, o.Conn, part)
+	if err != nil {
+		os.Remove(part)
+		return Result{}, err
+	}
+	checked, err := Verify(part)
+	if err == nil && (checked.SizeBytes != written.SizeBytes || checked.SHA256 != written.SHA256) {
+		err = fmt.Errorf("%w: %s reads back as %d bytes, SHA-256 %s, not the %d bytes, SHA-256 %s written",
+			ErrCorrupt, part, checked.SizeBytes, checked.SHA256, written.SizeBytes, written.SHA256)
+	}
+	var rev int64
+	if err == nil {
+		rev, err = Revision(part)
+	}
+	if err != nil {
+		os.Remove(part)
+		return Result{}, fail(FailureCorrupt, err)
+	}
+	file := fmt.Sprintf("%s-%d.db", o.Name, rev)
+	if err := os.Rename(part, filepath.Join(dir, file)); err != nil {
+		os.Remove(part)
+		return Result{}, fail(FailureError, fmt.Errorf("renaming %s: %w", part, err))
+	}
+	if err := syncDir(dir); err != nil {
+		return Result{}, fail(FailureError, err)
+	}
+	return Result{
+		Revision: rev, SizeBytes: checked.SizeBytes, SHA256: checked.SHA256, EtcdVersion: st.Version,
+		Member: from.Name, Location: path.Join(strings.Trim(path.Clean("/"+o.Path), "/"), file),
+	}, nil
+}
+
+// stream writes the member's snapshot to the file part, created anew, and syncs it.
+func stream(ctx context.Context, from Endpoint, conn etcdutil.ConnConfig, part string) (Checked, error) {
+	if err := os.Remove(part); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return Checked{}, fail(FailureError, fmt.Errorf("removing an earlier attempt's %s: %w", part, err))
+	}
+	out, err := os.OpenFile(part, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
+	if err != nil {
+		return Checked{}, fail(FailureError, fmt.Errorf("creating %s: %w", part, err))
+	}
+	defer out.Close()
+	in, err := etcdutil.OpenSnapshot(ctx, from.URL, conn)
+	if err != nil {
+		return Checked{}, fail(FailureError, err)
+	}
+	defer in.Close()
+	h := newHasher()
+	n, err := io.Copy(io.MultiWriter(out, h), in)
+	if err != nil {
+		return Checked{}, fail(FailureError, fmt.Errorf("streaming the snapshot of %s to %s: %w", from.Name, part, err))
+	}
+	if err := out.Sync(); err != nil {
+		return Checked{}, fail(FailureError, fmt.Errorf("syncing %s: %w", part, err))
+	}
+	if err := out.Close(); err != nil {
+		return Checked{}, fail(FailureError, fmt.Errorf("closing %s: %w", part, err))
+	}
+	return Checked{SizeBytes: n, SHA256: h.sum()}, nil
+}
+
+// syncDir makes a rename in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("opening %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("syncing %s: %w", dir, err)
+	}
+	return nil
+}
+
+// PartFile is the temporary file, relative to the destination folder, that a backup's
+// attempts write before the snapshot is verified and renamed.
+func PartFile(name string) string { return "." + name + ".part" }
+
+// Delete removes the files at the paths rel, relative to root. A file already gone is not an
+// error.
+func Delete(root string, rel ...string) error {
+	for _, r := range rel {
+		file := filepath.Join(root, filepath.FromSlash(r))
+		if err := os.Remove(file); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("deleting %s: %w", file, err)
+		}
+	}
+	return nil
+}
