@@ -91,7 +91,7 @@ func TestRolloutWaitsForDisruptionBudget(t *testing.T) {
 	})
 
 	ids, pods := memberIDs(f, name), podUIDs(f, name)
-	f.Patch("etcdcluster/"+name, `{"spec":{"pod":{"resources":{"requests":{"cpu":"50m"}}}}}`)
+	f.Patch("etcdcluster/"+name, `{"spec":{"pod":{"resources":{"requests":{"cpu":"60m"}}}}}`)
 	f.Eventually("the rollout waits for the disruption budget", 2*time.Minute, func() (bool, error) {
 		c, err := f.GetEtcdCluster(name)
 		if err != nil {
@@ -113,8 +113,8 @@ func TestRolloutWaitsForDisruptionBudget(t *testing.T) {
 	out := f.MustNS("get", "pods", "-l", "etcd.operator.dev/cluster="+name, "-o",
 		`jsonpath={range .items[*]}{.spec.containers[0].resources.requests.cpu}{"\n"}{end}`)
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		if line != "50m" {
-			t.Errorf("pod cpu request %q after the rollout, want 50m", line)
+		if line != "60m" {
+			t.Errorf("pod cpu request %q after the rollout, want 60m", line)
 		}
 	}
 	if out := f.MustNS("get", "events", "--field-selector", "reason=PodEvicted", "-o", "name"); strings.Count(strings.TrimSpace(out), "\n")+1 < 2 {
