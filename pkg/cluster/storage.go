@@ -61,6 +61,9 @@ func (r *Reconciler) ensureStorage(ctx context.Context, c *api.EtcdCluster) (boo
 // failed mark fails the pass: nothing is planned on an unmarked claim. (What becomes of the
 // claims when the cluster is deleted: retention.go.)
 func (r *Reconciler) syncClaims(ctx context.Context, c *api.EtcdCluster, o *observation) error {
+	if err := r.clearDataRanOn(ctx, o); err != nil {
+		return err
+	}
 	for _, m := range o.members {
 		v := o.memberView(m)
 		if v.Ordinal < 0 {
@@ -111,6 +114,39 @@ func (r *Reconciler) recordDataRanOn(ctx context.Context, o *observation, m etcd
 		return err
 	}
 	o.claims[v.Ordinal] = updated
+	return nil
+}
+
+// clearDataRanOn clears the record that a claim's data has run on 3.7
+// (member.AnnotationDataRanOn) when the pass builds member pods with a release older than 3.6,
+// or the pod that mounts the claim is built with one, or its member answers with one
+// (plan.DataRanOnToClear says why that is enough): that data may hold entries 3.7 cannot
+// replay, and its member is replaced on its next way up to 3.7. Done before the pass plans,
+// whether or not etcd lists the members; a failed write fails the pass.
+func (r *Reconciler) clearDataRanOn(ctx context.Context, o *observation) error {
+	target := o.memberVersion()
+	for _, ord := range plan.SortedOrdinals(o.claims) {
+		pvc := o.claims[ord]
+		recorded := pvc.Annotations[member.AnnotationDataRanOn]
+		if recorded == "" || pvc.DeletionTimestamp != nil {
+			continue
+		}
+		var built, answered string
+		if pod := o.pods[ord]; pod != nil && member.DataClaim(pod) == pvc.Name {
+			if t, ok := member.ReadTemplate(o.cluster.Name, pod); ok {
+				built = t.Version
+			}
+			answered = o.statuses[ord].Version
+		}
+		if !plan.DataRanOnToClear(recorded, target, built, answered) {
+			continue
+		}
+		updated, err := r.control.SetClaimAnnotation(ctx, pvc, member.AnnotationDataRanOn, "")
+		if err != nil {
+			return fmt.Errorf("clearing the record that claim %s ran on %s: %w", pvc.Name, recorded, err)
+		}
+		o.claims[ord] = updated
+	}
 	return nil
 }
 
