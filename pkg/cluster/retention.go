@@ -235,7 +235,7 @@ func (r *Reconciler) reportDeletionWait(ctx context.Context, cached *api.EtcdClu
 }
 
 // drivenElsewhere reports whether another installation of the operator holds the cluster's
-// Lease, renewed within the takeover bound: the cleanup is then that installation's. The pass
+// Lease, renewed within the takeover bound (staleAfter: its holder's, if longer than ours): the cleanup is then that installation's. The pass
 // of a cluster being deleted creates and renews no Lease (its namespace may be being deleted
 // too, where nothing can be created); the cleanup is idempotent, so two installations that
 // both made it would do the same thing.
@@ -255,7 +255,7 @@ func (r *Reconciler) drivenElsewhere(ctx context.Context, c *api.EtcdCluster) (b
 	if holder == "" || holder == me || lease.Spec.RenewTime == nil {
 		return false, nil
 	}
-	return r.now().Sub(lease.Spec.RenewTime.Time) < r.takeoverAfter(), nil
+	return r.now().Sub(lease.Spec.RenewTime.Time) < staleAfter(lease, r.takeoverAfter()), nil
 }
 
 // forget drops what the reconciler keeps of a cluster that is gone.
