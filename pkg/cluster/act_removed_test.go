@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 	"github.com/etcd-operator/etcd-operator/pkg/member"
 )
 
@@ -59,6 +60,53 @@ func TestActFlagsTheClaimsOfRemovedMembers(t *testing.T) {
 			_, err := r.act(context.Background(), c, o, tc.action, "why")
 			if (err != nil) != (tc.err != nil) {
 				t.Errorf("act: %v, want an error: %v", err, tc.err != nil)
+			}
+			if fmt.Sprint(f.calls) != fmt.Sprint(tc.want) {
+				t.Errorf("calls %q, want %q", f.calls, tc.want)
+			}
+		})
+	}
+}
+
+// A claim flagged as its member's removed has the flag taken back, before anything is planned,
+// when etcd's member list lists that member: its removal never happened. A flagged member etcd
+// does not list keeps it; a flag that cannot be taken back fails the pass.
+func TestSyncClaimsUnflagsListedMembers(t *testing.T) {
+	c := newCluster(3)
+	c.Spec.Storage = member.DefaultStorage()
+	unflag := func(ord int) string {
+		return fmt.Sprintf("SetClaimAnnotation data-demo-%d %s=", ord, member.AnnotationRemoved)
+	}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want []string
+	}{
+		{"the listed member's flag goes, the unlisted one's stays", nil, []string{unflag(0)}},
+		{"the write fails: the pass fails", errors.New("boom"), []string{unflag(0)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := observed(c)
+			for ord := range 2 {
+				o.members = append(o.members, etcdutil.Member{ID: uint64(100 + ord), Name: member.Name(c.Name, ord),
+					PeerURLs: []string{member.PeerURL(c.Name, c.Namespace, ord)}})
+			}
+			o.claims = map[int]*corev1.PersistentVolumeClaim{}
+			for ord := range 3 {
+				id := member.FormatID(uint64(100 + ord))
+				pvc := member.Claim(c, ord)
+				pvc.Annotations[member.AnnotationMemberID] = id
+				if ord != 1 {
+					pvc.Annotations[member.AnnotationRemoved] = id
+				}
+				o.claims[ord] = pvc
+				o.pods[ord].Annotations[member.AnnotationMemberID] = id
+			}
+			f := &fakeActor{err: tc.err}
+			r := &Reconciler{deps: Deps{Log: quietLog()}, control: f}
+			err := r.syncClaims(context.Background(), c, o)
+			if (err != nil) != (tc.err != nil) {
+				t.Errorf("syncClaims: %v, want an error: %v", err, tc.err != nil)
 			}
 			if fmt.Sprint(f.calls) != fmt.Sprint(tc.want) {
 				t.Errorf("calls %q, want %q", f.calls, tc.want)

@@ -75,8 +75,8 @@ type actor interface {
 	// marked. Any failure is returned.
 	AnnotateClaim(ctx context.Context, pvc *corev1.PersistentVolumeClaim, id uint64) (*corev1.PersistentVolumeClaim, error)
 	// SetClaimAnnotation sets one of the operator's annotations on that very claim (a UID
-	// precondition): member.AnnotationDataRanOn, member.AnnotationRemoved. It returns the
-	// claim as written. Any failure is returned.
+	// precondition): member.AnnotationDataRanOn, member.AnnotationRemoved; an empty value
+	// removes it. It returns the claim as written. Any failure is returned.
 	SetClaimAnnotation(ctx context.Context, pvc *corev1.PersistentVolumeClaim, key, value string) (*corev1.PersistentVolumeClaim, error)
 	// DisownClaim drops the cluster from the owners of that very claim, as it was read (UID
 	// and resourceVersion preconditions): a claim is never the cluster's dependent, which the

@@ -185,7 +185,11 @@ func (m *realActor) AnnotateClaim(ctx context.Context, pvc *corev1.PersistentVol
 }
 
 func (m *realActor) SetClaimAnnotation(ctx context.Context, pvc *corev1.PersistentVolumeClaim, key, value string) (*corev1.PersistentVolumeClaim, error) {
-	body, err := patchOf(pvc.UID).annotate(key, value).encode()
+	patch := patchOf(pvc.UID).annotate(key, value)
+	if value == "" {
+		patch = patchOf(pvc.UID).unannotate(key)
+	}
+	body, err := patch.encode()
 	var updated *corev1.PersistentVolumeClaim
 	if err == nil {
 		updated, err = m.kube.CoreV1().PersistentVolumeClaims(pvc.Namespace).Patch(ctx, pvc.Name, types.MergePatchType, body, metav1.PatchOptions{})

@@ -23,8 +23,9 @@ import (
 // (its leader Lease's namespace/name) drives the cluster, renewing it now and then; any other
 // installation leaves the cluster alone (no pass, no status write) and says so once with a
 // Warning Event. An installation that is gone for good does not hold the cluster forever:
-// once its Lease has gone unrenewed for DefaultTakeoverAfter, another installation takes the
-// cluster over and says so. An installation that comes back after that finds the cluster
+// once its Lease has gone unrenewed for the takeover bound (DefaultTakeoverAfter, or the
+// operator's flag; the longer of the holder's, written in the Lease, and the taker's), another
+// installation takes the cluster over and says so. An installation that comes back after that finds the cluster
 // taken and leaves it alone.
 
 // DefaultTakeoverAfter is how long a cluster's Lease must go unrenewed before another
@@ -62,13 +63,13 @@ func (r *Reconciler) holdCluster(ctx context.Context, c *api.EtcdCluster) (bool,
 	case holder == me && now.Sub(renewed) < takeover/3:
 		return true, nil
 	case holder == me:
-	case holder != "" && now.Sub(renewed) < takeover:
+	case holder != "" && now.Sub(renewed) < staleAfter(lease, takeover):
 		if r.conflicts.report(conflictKey(c, "Installation", holder), types.UID(holder)) {
 			r.log(c).WithFields(map[string]any{"holder": holder, "self": me}).
 				Warn("another installation of the operator drives this cluster; leaving it alone")
 			r.event(c, corev1.EventTypeWarning, EventInstallationConflict,
 				"Installation %s drives this cluster (lease %s); installation %s leaves it alone, and takes it over only if that lease goes unrenewed for %s",
-				holder, name, me, takeover)
+				holder, name, me, staleAfter(lease, takeover))
 		}
 		return false, nil
 	}
@@ -83,6 +84,9 @@ func (r *Reconciler) renewLease(ctx context.Context, c *api.EtcdCluster, lease *
 	holder := ptr.Deref(lease.Spec.HolderIdentity, "")
 	upd := lease.DeepCopy()
 	upd.Spec.RenewTime = &metav1.MicroTime{Time: now}
+	// Every renewal says how long this installation's takeover bound is: another one, with a
+	// shorter bound, waits for this one's.
+	upd.Spec.LeaseDurationSeconds = ptr.To(int32(r.takeoverAfter() / time.Second))
 	if holder != me {
 		upd.Spec.HolderIdentity = ptr.To(me)
 		upd.Spec.AcquireTime = &metav1.MicroTime{Time: now}
@@ -94,7 +98,7 @@ func (r *Reconciler) renewLease(ctx context.Context, c *api.EtcdCluster, lease *
 	if holder != me {
 		r.log(c).WithFields(map[string]any{"from": holder, "self": me}).Warn("took the cluster over")
 		r.event(c, corev1.EventTypeWarning, EventInstallationTakeover,
-			"Installation %s takes this cluster over from %s, whose lease %s went unrenewed for %s", me, holder, lease.Name, r.takeoverAfter())
+			"Installation %s takes this cluster over from %s, whose lease %s went unrenewed for %s", me, holder, lease.Name, staleAfter(lease, r.takeoverAfter()))
 	}
 	return true, nil
 }
@@ -104,6 +108,17 @@ func (r *Reconciler) takeoverAfter() time.Duration {
 		return r.deps.TakeoverAfter
 	}
 	return DefaultTakeoverAfter
+}
+
+// staleAfter is how long lease must go unrenewed before another installation may take the
+// cluster over: the longer of the bound its holder wrote in it (LeaseDurationSeconds, the
+// holder's --cluster-takeover-after) and ours (takeover). Two installations started with
+// different bounds then never judge each other by the shorter one.
+func staleAfter(lease *coordinationv1.Lease, takeover time.Duration) time.Duration {
+	if s := lease.Spec.LeaseDurationSeconds; s != nil && time.Duration(*s)*time.Second > takeover {
+		return time.Duration(*s) * time.Second
+	}
+	return takeover
 }
 
 // installationLease is the cluster's Lease, held by installation me from now; it goes with

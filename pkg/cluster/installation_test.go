@@ -72,3 +72,48 @@ func TestInstallationsDriveAClusterOneAtATime(t *testing.T) {
 		t.Errorf("the first installation, back, wrote %d times; holder %q", writes()-before, holder())
 	}
 }
+
+// Each installation judges the other's Lease by the longer of its own takeover bound and the
+// one the holder wrote in the Lease, on every renewal: an installation with a shorter bound
+// does not take over a cluster whose holder renews it within its own, longer one.
+func TestTakeoverWaitsForTheHoldersBound(t *testing.T) {
+	f := newFixture(t, newCluster(1))
+	start := time.Now()
+	clock := start
+	installation := func(name string, takeover time.Duration) *Reconciler {
+		d := f.deps
+		d.Installation, d.TakeoverAfter = name, takeover
+		r := NewReconciler(d)
+		r.now = func() time.Time { return clock }
+		return r
+	}
+	slow, quick := installation("ns-a/etcd-operator", 10*time.Minute), installation("ns-b/etcd-operator", time.Minute)
+	ctx := context.Background()
+	lease := func() (string, int32) {
+		t.Helper()
+		l, err := f.kube.CoordinationV1().Leases("ns").Get(ctx, "demo-operator", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ptr.Deref(l.Spec.HolderIdentity, ""), ptr.Deref(l.Spec.LeaseDurationSeconds, 0)
+	}
+	sync := func(r *Reconciler) {
+		t.Helper()
+		if _, err := r.Sync(ctx, "ns", "demo"); err != nil {
+			t.Fatalf("Sync: %v", err)
+		}
+	}
+	sync(slow)
+	clock = start.Add(4 * time.Minute) // past a third of its bound: renewed
+	sync(slow)
+	clock = start.Add(6 * time.Minute) // 2 minutes unrenewed: past the quick one's bound only
+	sync(quick)
+	if holder, _ := lease(); holder != "ns-a/etcd-operator" {
+		t.Errorf("holder %q two minutes after a renewal by an installation whose bound is 10m, want it kept", holder)
+	}
+	clock = start.Add(15 * time.Minute)
+	sync(quick)
+	if holder, secs := lease(); holder != "ns-b/etcd-operator" || secs != 60 {
+		t.Errorf("lease held by %q for %ds after 11 minutes unrenewed, want the quick installation with its own 60s", holder, secs)
+	}
+}

@@ -127,7 +127,8 @@ func (r *Reconciler) disownClaims(ctx context.Context, c *api.EtcdCluster, claim
 
 // finishDeletion is the pass of a cluster being deleted. It grows, repairs and rolls nothing:
 // with the finalizer api.FinalizerClaims, it reads whenDeleted as the spec says now, deletes
-// the cluster's claims under Delete (disowns any it still owns under Retain), then removes the
+// the cluster's claims under Delete (disowns any it still owns under Retain, or when the
+// cluster is deleted with its dependents orphaned: its pods keep running), then removes the
 // finalizer; the member pods then go with the cluster. A claim whose deletion the API server
 // refuses keeps the finalizer, and status says so, until it can be deleted or whenDeleted says
 // Retain. It returns ErrGone once there is nothing left to do: the loop stops.
@@ -146,6 +147,14 @@ func (r *Reconciler) finishDeletion(ctx context.Context, cached *api.EtcdCluster
 		return 0, err
 	}
 	deleting := wantsClaimsFinalizer(c)
+	// Deleted with --cascade=orphan (propagationPolicy Orphan): the garbage collector keeps
+	// the member pods running, each on its claim; deleting the claims would take their data
+	// from under them. They are kept, as under Retain.
+	orphan := slices.Contains(c.Finalizers, metav1.FinalizerOrphanDependents)
+	if deleting && orphan {
+		deleting = false
+		r.log(c).Info("cluster deleted with its dependents orphaned: its claims are kept whatever whenDeleted says")
+	}
 	if deleting {
 		if refused, err := r.deleteClaims(ctx, c, claims); err != nil || refused != "" {
 			if err == nil {
@@ -164,9 +173,13 @@ func (r *Reconciler) finishDeletion(ctx context.Context, cached *api.EtcdCluster
 		for _, ord := range slices.Sorted(maps.Keys(claims)) {
 			names = append(names, claims[ord].Name)
 		}
-		r.log(c).WithField("claims", strings.Join(names, ",")).Info("cluster deleted; whenDeleted is Retain: its claims are kept")
-		r.event(c, corev1.EventTypeNormal, EventClaimsRetained, "whenDeleted is Retain: claims %s are kept; an EtcdCluster of the same name uses them again",
-			strings.Join(names, ", "))
+		why := "whenDeleted is Retain"
+		if orphan {
+			why = "the cluster was deleted with its dependents orphaned (--cascade=orphan), so its member pods keep running on them"
+		}
+		r.log(c).WithField("claims", strings.Join(names, ",")).Info("cluster deleted; its claims are kept")
+		r.event(c, corev1.EventTypeNormal, EventClaimsRetained, "%s: claims %s are kept; an EtcdCluster of the same name uses them again",
+			why, strings.Join(names, ", "))
 	}
 	r.forget(key)
 	return 0, ErrGone
@@ -222,7 +235,7 @@ func (r *Reconciler) reportDeletionWait(ctx context.Context, cached *api.EtcdClu
 }
 
 // drivenElsewhere reports whether another installation of the operator holds the cluster's
-// Lease, renewed within the takeover bound: the cleanup is then that installation's. The pass
+// Lease, renewed within the takeover bound (staleAfter: its holder's, if longer than ours): the cleanup is then that installation's. The pass
 // of a cluster being deleted creates and renews no Lease (its namespace may be being deleted
 // too, where nothing can be created); the cleanup is idempotent, so two installations that
 // both made it would do the same thing.
@@ -242,7 +255,7 @@ func (r *Reconciler) drivenElsewhere(ctx context.Context, c *api.EtcdCluster) (b
 	if holder == "" || holder == me || lease.Spec.RenewTime == nil {
 		return false, nil
 	}
-	return r.now().Sub(lease.Spec.RenewTime.Time) < r.takeoverAfter(), nil
+	return r.now().Sub(lease.Spec.RenewTime.Time) < staleAfter(lease, r.takeoverAfter()), nil
 }
 
 // forget drops what the reconciler keeps of a cluster that is gone.

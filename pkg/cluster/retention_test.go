@@ -354,3 +354,24 @@ func TestFailedDisownKeepsTheFinalizer(t *testing.T) {
 		t.Errorf("finalizer changed with a claim still owned: %q", fa.calls)
 	}
 }
+
+// A cluster deleted with --cascade=orphan (the orphan finalizer) keeps its claims under
+// Delete: its member pods keep running on them. An Event says so.
+func TestOrphanDeletionKeepsClaims(t *testing.T) {
+	c := deleteCluster()
+	c.Finalizers = []string{metav1.FinalizerOrphanDependents, api.FinalizerClaims}
+	f := newFixture(t, append(markedClaims(c, false), c)...)
+	f.deleteAsTheAPIServerWould(api.RetentionDelete)
+	if _, err := f.r.Sync(context.Background(), "ns", "demo"); !errors.Is(err, ErrGone) {
+		t.Fatalf("Sync = %v, want ErrGone once the finalizer is removed", err)
+	}
+	if n := len(f.actions("delete", "persistentvolumeclaims")); n != 0 {
+		t.Errorf("%d claims deleted under pods the deletion orphans", n)
+	}
+	if got := f.claimNames(); !slices.Equal(got, allMarked) {
+		t.Errorf("claims left %v, want every claim %v", got, allMarked)
+	}
+	if ev := drain(f.recorder); !strings.Contains(ev, string(EventClaimsRetained)) || !strings.Contains(ev, "--cascade=orphan") {
+		t.Errorf("events %q, want ClaimsRetained naming the orphaning", ev)
+	}
+}

@@ -53,14 +53,19 @@ func (r *Reconciler) ensureStorage(ctx context.Context, c *api.EtcdCluster) (boo
 	return true, nil
 }
 
-// syncClaims keeps the claims' bookkeeping, before the pass plans anything: it marks the claim
-// of every listed member with the member's ID (once the member's pod uses it) and with the
-// newest etcd release its data has run on (recordDataRanOn), and writes the ID on the pod of
-// every member that has started (member-init reads it from there). A claim is marked before
+// syncClaims keeps the claims' bookkeeping, before the pass plans anything: it clears the 3.7
+// record of data that may run on an older release (clearDataRanOn), marks the claim of every
+// listed member with the member's ID (once the member's pod uses it), takes back the removed
+// flag of a member etcd still lists (unflagRemoved), records on its claim the newest etcd
+// release its data has run on (recordDataRanOn), and writes the ID on the pod of every
+// member that has started (member-init reads it from there). A claim is marked before
 // any step that could remove its member, so a removed member's data is always recognized. A
 // failed mark fails the pass: nothing is planned on an unmarked claim. (What becomes of the
 // claims when the cluster is deleted: retention.go.)
 func (r *Reconciler) syncClaims(ctx context.Context, c *api.EtcdCluster, o *observation) error {
+	if err := r.clearDataRanOn(ctx, o); err != nil {
+		return err
+	}
 	for _, m := range o.members {
 		v := o.memberView(m)
 		if v.Ordinal < 0 {
@@ -74,6 +79,9 @@ func (r *Reconciler) syncClaims(ctx context.Context, c *api.EtcdCluster, o *obse
 				return err
 			}
 			o.claims[v.Ordinal] = updated
+		}
+		if err := r.unflagRemoved(ctx, o, v.Ordinal, m.ID); err != nil {
+			return err
 		}
 		if err := r.recordDataRanOn(ctx, o, m); err != nil {
 			return err
@@ -111,6 +119,60 @@ func (r *Reconciler) recordDataRanOn(ctx context.Context, o *observation, m etcd
 		return err
 	}
 	o.claims[v.Ordinal] = updated
+	return nil
+}
+
+// clearDataRanOn clears the record that a claim's data has run on 3.7
+// (member.AnnotationDataRanOn) when the pass builds member pods with a release older than 3.6,
+// or the pod that mounts the claim is built with one, or its member answers with one
+// (plan.DataRanOnToClear says why that is enough): that data may hold entries 3.7 cannot
+// replay, and its member is replaced on its next way up to 3.7. Done before the pass plans,
+// whether or not etcd lists the members; a failed write fails the pass.
+func (r *Reconciler) clearDataRanOn(ctx context.Context, o *observation) error {
+	target := o.memberVersion()
+	for _, ord := range plan.SortedOrdinals(o.claims) {
+		pvc := o.claims[ord]
+		recorded := pvc.Annotations[member.AnnotationDataRanOn]
+		if recorded == "" || pvc.DeletionTimestamp != nil {
+			continue
+		}
+		var built, answered string
+		if pod := o.pods[ord]; pod != nil && member.DataClaim(pod) == pvc.Name {
+			if t, ok := member.ReadTemplate(o.cluster.Name, pod); ok {
+				built = t.Version
+			}
+			answered = o.statuses[ord].Version
+		}
+		if !plan.DataRanOnToClear(recorded, target, built, answered) {
+			continue
+		}
+		updated, err := r.control.SetClaimAnnotation(ctx, pvc, member.AnnotationDataRanOn, "")
+		if err != nil {
+			return fmt.Errorf("clearing the record that claim %s ran on %s: %w", pvc.Name, recorded, err)
+		}
+		o.claims[ord] = updated
+	}
+	return nil
+}
+
+// unflagRemoved removes the removed flag (member.AnnotationRemoved) from the claim at ordinal
+// when it flags member id and etcd's member list, a linearizable read, lists that member: the
+// removal the flag was written for never happened (the operator killed between the flag and
+// the removal, and the removal no longer wanted; or a survivor named to recover from, then
+// another named in its place). Every step that removes a member, or drops it with
+// --force-new-cluster, writes the flag again first (flagRemoved), in the pass that takes it.
+func (r *Reconciler) unflagRemoved(ctx context.Context, o *observation, ordinal int, id uint64) error {
+	pvc := o.claims[ordinal]
+	if pvc == nil || pvc.DeletionTimestamp != nil || member.ParseID(pvc.Annotations[member.AnnotationMemberID]) != id ||
+		!removedFlagged(pvc) {
+		return nil
+	}
+	updated, err := r.control.SetClaimAnnotation(ctx, pvc, member.AnnotationRemoved, "")
+	if err != nil {
+		return fmt.Errorf("taking back the removed flag of member %s, which etcd lists, on claim %s: %w",
+			member.FormatID(id), pvc.Name, err)
+	}
+	o.claims[ordinal] = updated
 	return nil
 }
 

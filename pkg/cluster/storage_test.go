@@ -237,3 +237,57 @@ func TestSyncRecordsDataRanOn(t *testing.T) {
 		})
 	}
 }
+
+// A claim that records its data ran on 3.7 has the record cleared, before anything is
+// planned, once its data may run on a release older than 3.6: the pass builds member pods with
+// 3.5 (a downgrade from 3.6), the pod on the claim is built with 3.5, or its member answers
+// with 3.5 (on its way up again: it must be replaced, not restarted, on 3.7). Data that runs
+// on 3.6 keeps it.
+func TestSyncClearsDataRanOn(t *testing.T) {
+	for _, tc := range []struct {
+		name              string
+		spec, pod, answer string
+		// downgrade is the downgrade etcd has enabled, as the member answers.
+		downgrade string
+		cleared   bool
+	}{
+		{"a member downgraded to 3.5, answering", "3.5.21", "3.5.21", "3.5.21", "", true},
+		{"a member on 3.5 that does not answer, going up to 3.6", "3.6.16", "3.5.21", "", "", true},
+		{"the pass builds pods with 3.5 (downgrade enabled), the member still on 3.6", "3.5.21", "3.6.16", "3.6.16", "3.5.0", true},
+		{"a member on 3.6", "3.6.16", "3.6.16", "3.6.16", "", false},
+		{"a member on 3.7", "3.7.3", "3.7.3", "3.7.3", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCluster(1)
+			c.Spec.Storage = member.DefaultStorage()
+			c.Status.Size = 1
+			built := c.DeepCopy()
+			built.Spec.Version = tc.pod
+			c.Spec.Version = tc.spec
+			seed := memberPod(built, 0, "10.0.0.1", corev1.PodRunning, time.Now(), &discoveryv1.EndpointSlice{})
+			seed.Spec.Volumes = member.Pod(c, member.Template{Ordinal: 0, ClusterState: "new", InitialCluster: []int{0}}, "x").Spec.Volumes
+			pvc := member.Claim(c, 0)
+			pvc.UID = "pvc-uid"
+			pvc.Status.Phase = corev1.ClaimBound
+			pvc.Annotations[member.AnnotationMemberID] = "1"
+			pvc.Annotations[member.AnnotationDataRanOn] = "3.7"
+			f := newFixture(t, c, seed, pvc)
+			etcd := newFakeEtcd(t, c, "10.0.0.1")
+			delete(etcd.status, member.PodClientURL("10.0.0.1"))
+			if tc.answer != "" {
+				etcd.status[member.PodClientURL("10.0.0.1")] = etcdutil.Status{ID: 1, Leader: 1, Version: tc.answer, DowngradeTarget: tc.downgrade, RaftIndex: 500, RaftAppliedIndex: 500}
+			}
+			f.with(func(d *Deps) { d.Etcd = etcd })
+			if _, err := f.r.Sync(context.Background(), "ns", "demo"); err != nil {
+				t.Fatalf("Sync: %v", err)
+			}
+			got, err := f.kube.CoreV1().PersistentVolumeClaims("ns").Get(context.Background(), pvc.Name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, kept := got.Annotations[member.AnnotationDataRanOn]; kept == tc.cleared {
+				t.Errorf("claim annotations %v, want %s cleared: %v", got.Annotations, member.AnnotationDataRanOn, tc.cleared)
+			}
+		})
+	}
+}

@@ -38,7 +38,8 @@ const AnnotationRemoved = "etcd.operator.dev/member-removed"
 // the first release that cannot replay every log entry an older one wrote: a member whose
 // claim says its data has run on 3.7 has no such entry left and restarts on it when it goes
 // back up to 3.7 (a downgrade to 3.6 cancelled, or done and undone); a claim without it is
-// not known to and its member is replaced. It is never lowered.
+// not known to and its member is replaced. It is cleared once the data may run on a release
+// older than 3.6 (a downgrade to 3.5), which writes entries 3.7 cannot replay.
 const AnnotationDataRanOn = "etcd.operator.dev/data-ran-on"
 
 // DefaultClaimSize fits etcd's default 2Gi backend quota with room for its write-ahead log and

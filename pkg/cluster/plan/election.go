@@ -51,7 +51,8 @@ func answeringMembers(s State) string {
 	return strings.Join(out, ", ")
 }
 
-// silent names the last-known members that did not answer, with what their pods say.
+// silent names the last-known members that did not answer, with what their pods say, and
+// the members status may have missed that the assessment waits for (missedMembers).
 func silent(s State) string {
 	var out []string
 	for _, m := range s.LastMembers {
@@ -59,8 +60,14 @@ func silent(s State) string {
 			out = append(out, naming.Name(s.Name, m.Ordinal)+" ("+PodCondition(s.Pods, m.Ordinal)+")")
 		}
 	}
-	if len(out) == 0 {
+	missed := missedMembers(s)
+	switch {
+	case len(out) == 0 && missed == "":
 		return "every member's pod answers"
+	case len(out) == 0:
+		return missed
+	case missed == "":
+		return "not answering: " + strings.Join(out, ", ")
 	}
-	return "not answering: " + strings.Join(out, ", ")
+	return "not answering: " + strings.Join(out, ", ") + "; " + missed
 }

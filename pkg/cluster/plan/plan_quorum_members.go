@@ -21,9 +21,22 @@ package plan
 // member was removed: that member no longer counts. Each must answer before a survivor is
 // chosen on its own (it may hold the highest raft index). They are not restarted while no
 // member list answers (restartMarked restarts only what status lists): a claim left by a
-// member removed before its claim could be flagged (by an operator release that did not flag)
-// could start an old member on old data. Degraded names those the choice waits for; to go
-// ahead, name a survivor, or delete the claim whose data is gone for good.
+// member removed before its claim could be flagged (by an operator release that did not flag,
+// or by hand with etcdctl) could start an old member on old data, and several of them could
+// elect a leader among themselves; and a mark does not say the member started (a learner's
+// claim is marked before its etcd starts), so its pod could not tell member-init to refuse an
+// empty data dir, and a member that lost its data could start again on none. Nothing but the
+// user can tell those apart from a member added since status was written. So Degraded names
+// each one the assessment waits for (missedMembers), with what to do: delete its claim if it
+// is no member any more, or its data is gone (the loss is then assessed without it, and a
+// survivor may be named); name a survivor when the loss is for good.
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/etcd-operator/etcd-operator/pkg/member/naming"
+)
 
 // countedVoters are the members a quorum loss is assessed over: the voting members status
 // last listed, and those that may have become voters since (see above), in ordinal order.
@@ -89,4 +102,32 @@ func sortedByOrdinal(ms []LastMember) []LastMember {
 		out = append(out, byOrdinal[o])
 	}
 	return out
+}
+
+// missedMembers names the members status does not list that countedVoters counts and that do
+// not answer, with their claims and what to do; empty when there are none.
+func missedMembers(s State) string {
+	listed := map[uint64]bool{}
+	for _, m := range s.LastMembers {
+		listed[m.ID] = true
+	}
+	var names, claims []string
+	for _, o := range unlistedMarked(s, listed) {
+		m := LastMember{Ordinal: o, ID: s.Claims[o].MemberID}
+		if st, ok := s.Statuses[o]; (ok && st.ID == m.ID) || !mayBeVoter(s, m) {
+			continue
+		}
+		claim := naming.ClaimName(s.Name, o)
+		names = append(names, fmt.Sprintf("%s (member %s on claim %s; %s)",
+			naming.Name(s.Name, o), naming.FormatID(m.ID), claim, PodCondition(s.Pods, o)))
+		claims = append(claims, claim)
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("waiting for members status.members does not list, whose claims say they may be voting members "+
+		"(added since status was last written): %s; the operator does not restart a member status does not list while no member list answers "+
+		"(it may have been removed). If its data is gone, or it is no member any more: kubectl delete pvc %s%s, "+
+		"and the quorum loss is assessed without it (a loss for good is then recovered from a survivor, or on your word)",
+		strings.Join(names, ", "), namespaceFlag(s), strings.Join(claims, " "))
 }

@@ -81,6 +81,16 @@ func TestPlanQuorumLossStaleStatus(t *testing.T) {
 			blocked:  api.ReasonQuorumLost,
 		},
 		{
+			name: "... past the election bound: NoQuorum names it, its claim, and what to do",
+			state: func() State {
+				s := missedAdd
+				s.ElectingSince, s.Now = plantest.PassAt, plantest.PassAt.Add(DefaultElectionBound)
+				return s
+			}(),
+			blocked: api.ReasonNoQuorum,
+			message: []string{"c-2 (member 7 on claim data-c-2; its pod is gone)", "kubectl delete pvc data-c-2"},
+		},
+		{
 			name:     "a learner status listed may have been promoted since: counted while it does not answer, no survivor chosen",
 			state:    promoted(false),
 			progress: api.ReasonElectingLeader,

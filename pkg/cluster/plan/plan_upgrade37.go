@@ -65,3 +65,29 @@ func DataRanOnToRecord(st etcdfacts.Status, recorded string) string {
 	}
 	return fmt.Sprintf("%d.%d", v.Major(), v.Minor())
 }
+
+// DataRanOnToClear says whether a claim's record (member.AnnotationDataRanOn, recorded) must be
+// cleared: it records a release, and one of versions is older than 3.6. The caller passes the
+// version the pass builds member pods with (State.TargetVersion), the version the pod that
+// mounts the claim is built with, and the version the member on that pod answers with (each
+// empty when not known). Data that has run on 3.7 and then on 3.5 holds log entries 3.5
+// wrote, which 3.7 cannot replay: its member must be replaced on its next way up to 3.7, as
+// any member without the record is.
+//
+// That is enough for every way back up: etcd goes one minor at a time, so a claim's data goes
+// from 3.5 to 3.7 only through a rollout from 3.5 to 3.6, and every pod on the claim that runs
+// 3.5 was built by a pass whose target was older than 3.6 (or, made by someone else, is seen
+// running it by the pass that rolls it up, which clears before it plans). Clearing in the
+// first pass that targets 3.5, before it plans any pod on it, puts the clear ahead of the
+// first 3.5 entry; a pod made otherwise is cleared no later than the pass that rolls it up.
+func DataRanOnToClear(recorded string, versions ...string) bool {
+	if recorded == "" {
+		return false
+	}
+	for _, s := range versions {
+		if v, err := version.ParseGeneric(s); err == nil && v.Major() == 3 && v.Minor() < 6 {
+			return true
+		}
+	}
+	return false
+}

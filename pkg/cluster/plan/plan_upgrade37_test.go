@@ -33,3 +33,24 @@ func TestDataRanOnToRecord(t *testing.T) {
 		}
 	}
 }
+
+func TestDataRanOnToClear(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		recorded string
+		versions []string
+		want     bool
+	}{
+		{"pods built with 3.5: cleared", "3.7", []string{"3.5.21", "3.6.16", "3.6.16"}, true},
+		{"the pod on the claim built with 3.5: cleared", "3.7", []string{"3.6.16", "3.5.21", ""}, true},
+		{"the member answers with 3.5: cleared", "3.7", []string{"3.6.16", "3.6.16", "3.5.21"}, true},
+		{"3.6 everywhere: kept (a downgrade to 3.6 cancelled or undone restarts on its data)", "3.7", []string{"3.6.16", "3.6.16", "3.6.16"}, false},
+		{"3.7: kept", "3.7", []string{"3.7.3", "3.7.3", "3.7.3"}, false},
+		{"nothing known: kept", "3.7", []string{"", "", ""}, false},
+		{"nothing recorded: no write", "", []string{"3.5.21", "3.5.21", "3.5.21"}, false},
+	} {
+		if got := DataRanOnToClear(tc.recorded, tc.versions...); got != tc.want {
+			t.Errorf("%s: DataRanOnToClear = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
