@@ -82,7 +82,7 @@ func TestBackupAndRestore(t *testing.T) {
 	checkKeys(t, f, "restored", before)
 	w.VerifyIn("restored", acked, "restored-0")
 	for k := range after {
-		out, err := f.ClientEtcdctl("restored", "restored-0", "get", k, "--count-only", "-w", "json")
+		out, err := f.ClientEtcdctl("restored", "restored-0", "get", k, "-w", "json")
 		if err != nil {
 			t.Fatalf("get %s: %v", k, err)
 		}
