@@ -49,7 +49,18 @@ func (m *realActor) EvictPod(ctx context.Context, c *api.EtcdCluster, pod *corev
 }
 
 // evictionWait turns a decision whose eviction the API server refused into the rollout's wait
-// for the disruption budget: Progressing keeps its reason and says what the API server said.
+// for the disruption budget: Progressing keeps its reason and says what the API server said,
+// and Degraded what the planner reports of refusals that lasted past the rollout's bound.
 func evictionWait(d plan.Decision, refused *evictionRefused) plan.Decision {
-	return plan.Decision{Progress: d.Progress, Message: fmt.Sprintf("waiting for the disruption budget: %s (%s)", refused.Error(), d.Message)}
+	return plan.Decision{Progress: d.Progress, Blocked: d.Blocked, Report: d.Report,
+		Message: fmt.Sprintf("waiting for the disruption budget: %s (%s)", refused.Error(), d.Message)}
+}
+
+// evicted is a decision whose eviction the API server has just allowed: refusals reported
+// before it (EvictionRefused) are over.
+func evicted(d plan.Decision) plan.Decision {
+	if d.Blocked == api.ReasonEvictionRefused {
+		d.Blocked, d.Report = "", ""
+	}
+	return d
 }

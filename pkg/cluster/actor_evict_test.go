@@ -24,12 +24,15 @@ import (
 // budgetRefusal is the API server's answer to an eviction the budget does not allow.
 var budgetRefusal = apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 10)
 
-// evictionFixture is a fixture whose member pod demo-1 (UID pod-uid) the Eviction API
-// answers with answer; evictions holds what was asked of it.
-func evictionFixture(t *testing.T, answer error) (*fixture, *corev1.Pod, *[]*policyv1.Eviction) {
+// evictionFixture is a fixture whose member pod demo-1 (UID pod-uid, changed by edits) the
+// Eviction API answers with answer; evictions holds what was asked of it.
+func evictionFixture(t *testing.T, answer error, edits ...func(*corev1.Pod)) (*fixture, *corev1.Pod, *[]*policyv1.Eviction) {
 	c := newCluster(3)
 	p := member.Pod(c, member.Template{Ordinal: 1, ClusterState: etcdutil.ClusterStateNew, InitialCluster: []int{0, 1, 2}}, testInitImage)
 	p.UID = "pod-uid"
+	for _, edit := range edits {
+		edit(p)
+	}
 	f := newFixture(t, c, p)
 	var evictions []*policyv1.Eviction
 	f.kube.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {

@@ -101,6 +101,9 @@ func (o *observation) podView(ord int, p *corev1.Pod) plan.PodView {
 	if p.DeletionTimestamp != nil {
 		v.DeletionDeadline = p.DeletionTimestamp.Time
 	}
+	if e, ok := member.ReadEvictionRefusal(p); ok && e.Generation == o.cluster.Generation {
+		v.EvictionRefusedSince, v.EvictionRefusal = e.Since, e.Message
+	}
 	return v
 }
 

@@ -185,6 +185,8 @@ func (r *Reconciler) takeDecision(ctx context.Context, c *api.EtcdCluster, obs *
 		} else if errors.As(actErr, &evictRefused) {
 			// The disruption budget allows no disruption now: wait, without a hot loop.
 			decision, requeue, actErr = evictionWait(decision, evictRefused), whileBlocked, nil
+		} else if actErr == nil {
+			decision = evicted(decision)
 		}
 	case decision.Blocked != "":
 		requeue = whileBlocked

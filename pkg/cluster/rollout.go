@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"context"
+	"errors"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -11,7 +13,7 @@ import (
 
 // rollMember deletes the pod of an out-of-date member (rule 8), through the Eviction API when
 // the planner says that takes down a member that serves (evict), and records that the member
-// is rolled.
+// is rolled, or, when the API server refuses the eviction, since when it has.
 func (r *Reconciler) rollMember(ctx context.Context, c *api.EtcdCluster, p *corev1.Pod, evict bool, why string) (Result, error) {
 	remove := r.control.DeletePod
 	if evict {
@@ -21,7 +23,29 @@ func (r *Reconciler) rollMember(ctx context.Context, c *api.EtcdCluster, p *core
 	if err == nil && res.Changed {
 		r.event(c, corev1.EventTypeNormal, EventMemberRolled, "Rolling member %s: %s", p.Name, why)
 	}
+	var refused *evictionRefused
+	if errors.As(err, &refused) {
+		r.recordEvictionRefusal(ctx, c, p, refused.message)
+	}
 	return res, err
+}
+
+// recordEvictionRefusal writes on pod p that the API server refuses to evict it (message):
+// since now at the first refusal under the cluster's current spec, and again, keeping that
+// time, only when the answer changes; a refusal like the one recorded writes nothing. The
+// planner reports a refusal that lasts past the rollout's bound (plan_budget.go). A failed
+// write is logged and left to the next refusal: the pass still waits, as refused.
+func (r *Reconciler) recordEvictionRefusal(ctx context.Context, c *api.EtcdCluster, p *corev1.Pod, message string) {
+	want := member.EvictionRefusal{Since: r.now().UTC().Truncate(time.Second), Generation: c.Generation, Message: message}
+	if have, ok := member.ReadEvictionRefusal(p); ok && have.Generation == c.Generation {
+		if have.Message == message {
+			return
+		}
+		want.Since = have.Since
+	}
+	if err := r.control.AnnotatePod(ctx, p, member.AnnotationEvictionRefused, want.Encode()); err != nil {
+		r.log(c).WithField("pod", p.Name).WithError(err).Warn("recording the eviction's refusal")
+	}
 }
 
 // restartInPlace gives the etcd container of an out-of-date member pod the image the spec

@@ -72,9 +72,10 @@ func TestDisruptionBudget(t *testing.T) {
 // budget of its own then (the operator leaves that one alone), and with its three members
 // Ready the budget allows no disruption, deterministically. A spec.pod change is not rolled
 // while it allows none: Progressing says the rollout waits for the disruption budget, quoting
-// the API server, an EvictionRefused Event says so, and no pod is touched. Once the budget
-// allows one (minAvailable 2), the rollout goes on, one member at a time, on the same
-// members, and nothing acknowledged is lost.
+// the API server, an EvictionRefused Event says so, and no pod is touched; past the rollout's
+// bound (1m in this suite) of refusals, Degraded says EvictionRefused and that the budget of
+// the cluster's name is not the operator's. Once the budget allows one (minAvailable 2), the
+// rollout goes on, one member at a time, on the same members, and nothing acknowledged is lost.
 func TestRolloutWaitsForDisruptionBudget(t *testing.T) {
 	t.Parallel()
 	const name = "budgetroll"
@@ -104,12 +105,25 @@ func TestRolloutWaitsForDisruptionBudget(t *testing.T) {
 	if out := f.MustNS("get", "events", "--field-selector", "reason=EvictionRefused", "-o", "name"); strings.TrimSpace(out) == "" {
 		t.Error("no EvictionRefused Event while the rollout waits for the budget")
 	}
+	f.Eventually("Degraded says the evictions are refused past the rollout's bound", 3*time.Minute, func() (bool, error) {
+		c, err := f.GetEtcdCluster(name)
+		if err != nil {
+			return false, err
+		}
+		reason, msg := c.ConditionReason("Degraded")
+		return reason == "EvictionRefused" && strings.Contains(msg, "is not the operator's"), fmt.Errorf("Degraded %s: %s", reason, msg)
+	})
 	if got := podUIDs(f, name); fmt.Sprint(got) != fmt.Sprint(pods) {
 		t.Errorf("pods %v, were %v: a pod was deleted although the budget allows no disruption", got, pods)
 	}
 
 	f.Patch("pdb/"+name, `{"spec":{"minAvailable":2}}`)
 	waitSameMembers(f, name, ids, pods, 3)
+	if c, err := f.GetEtcdCluster(name); err != nil {
+		t.Error(err)
+	} else if reason, msg := c.ConditionReason("Degraded"); reason == "EvictionRefused" {
+		t.Errorf("Degraded still says %s once the rollout is done: %s", reason, msg)
+	}
 	out := f.MustNS("get", "pods", "-l", "etcd.operator.dev/cluster="+name, "-o",
 		`jsonpath={range .items[*]}{.spec.containers[0].resources.requests.cpu}{"\n"}{end}`)
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {

@@ -78,8 +78,9 @@ import (
 //     up with the leader; a rolled member that does not come back within a bound stops the
 //     rollout, reported, until spec.version is set back. A step that takes a serving member
 //     down waits while the disruption budget allows none, and the deletion of a serving
-//     member's pod is an eviction, which the budget arbitrates against a drain's
-//     (plan_budget.go).
+//     member's pod is an eviction, which the budget arbitrates against a drain's; an
+//     eviction the API server has refused past the rollout's bound, from the first refusal
+//     recorded on the pod, is still tried and reported (EvictionRefused) (plan_budget.go).
 //
 // Every membership change is checked against quorum before it is proposed: a step that could
 // leave fewer healthy voting members than a majority is refused with a reason.

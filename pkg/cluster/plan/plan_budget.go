@@ -79,3 +79,36 @@ func (b BudgetView) holdsBecause() string {
 	}
 	return why
 }
+
+// evictionRefusedTooLong adds to decision d, the rollout's eviction of the pod of member
+// ordinal, that the API server has refused that eviction for longer than the Comeback bound,
+// counted from the first refusal recorded on the pod. The cluster's budget allowed it each
+// time (or the cluster has none of its own), so what refuses is something the budget does not
+// show: Degraded quotes the API server and says what to do. The eviction is still tried on
+// every pass, and goes ahead once it is allowed; the pod it is recorded on goes with it.
+func evictionRefusedTooLong(s State, ordinal int, d Decision) Decision {
+	p := s.Pods[ordinal]
+	bound := s.bounds().Comeback
+	if p.EvictionRefusedSince.IsZero() || s.Now.Sub(p.EvictionRefusedSince) <= bound {
+		return d
+	}
+	d.Blocked = api.ReasonEvictionRefused
+	d.Report = fmt.Sprintf("the API server has refused to evict pod %s for more than %s (since %s): %s. %s",
+		naming.Name(s.Name, ordinal), bound, p.EvictionRefusedSince.UTC().Format(time.RFC3339), p.EvictionRefusal, evictionAdvice(s))
+	return d
+}
+
+// evictionAdvice says what to do about evictions refused for a reason the cluster's budget
+// does not show.
+func evictionAdvice(s State) string {
+	pdbs := "kubectl get pdb"
+	if s.Namespace != "" {
+		pdbs += " -n " + s.Namespace
+	}
+	if s.Budget != nil {
+		return fmt.Sprintf("While another PodDisruptionBudget selects the member pods, every eviction of them fails, the rollout's and kubectl drain's: "+
+			"find it (%s) and delete it; the one the operator keeps is %s", pdbs, s.Budget.Name)
+	}
+	return fmt.Sprintf("The cluster has no disruption budget of its own: the PodDisruptionBudget named %s is not the operator's (or could not be made). "+
+		"Delete it, and any other budget that selects the member pods (%s): the operator then makes its own", s.Name, pdbs)
+}

@@ -61,7 +61,45 @@ func TestPlanRolloutWithinTheBudget(t *testing.T) {
 			1: plantest.Reporting(1, cur, 1000), 2: plantest.Reporting(2, cur, 1000)}), b)
 	}
 
+	// The API server has refused to evict member 2's pod since refused before the pass.
+	twoBudgets := "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."
+	refusedFor := func(s State, refused time.Duration) State {
+		p := s.Pods[2]
+		p.EvictionRefusedSince, p.EvictionRefusal = plantest.PassAt.Add(-refused), twoBudgets
+		s.Pods[2] = p
+		return s
+	}
+
 	runPlanCases(t, []planCase{
+		{
+			name:     "an eviction refused for longer than the bound although the budget allows one: tried again, and Degraded quotes the API server and says what to do",
+			state:    refusedFor(upgrade(allows(1)), DefaultComebackBound+time.Second),
+			want:     &Action{Kind: ActionRollMember, Ordinal: 2, MemberID: 102, Evict: true},
+			progress: api.ReasonUpgrading,
+			blocked:  api.ReasonEvictionRefused,
+			message: []string{"refused to evict pod c-2 for more than 2m0s", twoBudgets, "another PodDisruptionBudget selects the member pods",
+				"the one the operator keeps is c"},
+		},
+		{
+			name:     "... not within the bound: the rollout waits on the refusals, Progressing only",
+			state:    refusedFor(upgrade(allows(1)), DefaultComebackBound-time.Second),
+			want:     &Action{Kind: ActionRollMember, Ordinal: 2, MemberID: 102, Evict: true},
+			progress: api.ReasonUpgrading,
+		},
+		{
+			name:     "refused for longer than the bound with no budget of the cluster's own: the one of its name is not the operator's",
+			state:    refusedFor(upgrade(nil), time.Hour),
+			want:     &Action{Kind: ActionRollMember, Ordinal: 2, MemberID: 102, Evict: true},
+			progress: api.ReasonUpgrading,
+			blocked:  api.ReasonEvictionRefused,
+			message:  []string{"no disruption budget of its own", "named c is not the operator's"},
+		},
+		{
+			name:     "a pod refused long ago whose member is down now is deleted, not evicted: nothing is refused",
+			state:    refusedFor(downOne(allows(1)), time.Hour),
+			want:     &Action{Kind: ActionRollMember, Ordinal: 2, MemberID: 102},
+			progress: api.ReasonUpgrading,
+		},
 		{
 			name:     "the budget allows one: the healthy member's pod is evicted",
 			state:    upgrade(allows(1)),

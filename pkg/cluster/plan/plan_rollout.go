@@ -240,6 +240,7 @@ func takeDown(s State, m MemberView, reason api.ConditionReason, progress string
 	d.Message += fmt.Sprintf(" with etcd %s and the current pod template%s", s.TargetVersion, progress)
 	if evict {
 		d.Message += ", its pod evicted within the disruption budget"
+		d = evictionRefusedTooLong(s, m.Ordinal, d)
 	}
 	return d
 }

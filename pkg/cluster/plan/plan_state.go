@@ -168,6 +168,10 @@ type PodView struct {
 	Version string
 	Created time.Time
 	Waiting string
+	// EvictionRefusedSince is when the API server first refused to evict the pod under the
+	// cluster's current spec, zero if it has not; EvictionRefusal is what it answered last.
+	EvictionRefusedSince time.Time
+	EvictionRefusal      string
 }
 
 // State is everything the planner decides from.

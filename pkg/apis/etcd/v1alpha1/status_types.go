@@ -101,6 +101,12 @@ const (
 	// rollout's bound (a drain holds it, or the disruption controller does not count it); the
 	// rollout waits for it, and Progressing says so from the start.
 	ReasonDisruptionBudget ConditionReason = "DisruptionBudget"
+	// ReasonEvictionRefused: the API server has refused the rollout's eviction of a member pod
+	// for longer than the rollout's bound although the cluster's own disruption budget allows
+	// it (a second budget selects the member pods, or one of the cluster's name is not the
+	// cluster's); the message quotes the API server. The rollout keeps trying, one eviction
+	// every few seconds, and goes on once one succeeds.
+	ReasonEvictionRefused ConditionReason = "EvictionRefused"
 	// ReasonQuorumLost: a majority of the members' data is gone for good and at least one
 	// member's data is left; spec.recovery.quorumLoss says what happens. The Degraded
 	// condition's lastTransitionTime is when the loss was first reported: FromSurvivor counts
