@@ -212,21 +212,37 @@ func (f *Framework) MoveOff(node, namespace, deployment, selector string) {
 }
 
 // KillContainer kills the running container of pod (in the test's namespace) named container
-// from kind node name, through the node's container runtime (crictl stop, no grace period),
-// as a process that dies would be: the kubelet starts it again in the same pod and counts a
-// restart.
+// on kind node name, through the node's containerd (ctr: kind's nodes here carry no crictl),
+// with SIGKILL, as a process that dies would be: the kubelet starts it again in the same pod
+// and counts a restart.
 func (f *Framework) KillContainer(node, pod, container string) {
 	f.t.Helper()
-	out, err := docker(time.Minute, "exec", node, "crictl", "ps", "-q", "--name", "^"+container+"$",
-		"--label", "io.kubernetes.pod.name="+pod, "--label", "io.kubernetes.pod.namespace="+f.Namespace)
+	filter := fmt.Sprintf(`labels."io.kubernetes.container.name"==%s,labels."io.kubernetes.pod.name"==%s,labels."io.kubernetes.pod.namespace"==%s`,
+		container, pod, f.Namespace)
+	out, err := docker(time.Minute, "exec", node, "ctr", "-n", "k8s.io", "containers", "ls", "-q", filter)
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	ids := strings.Fields(out)
-	if len(ids) != 1 {
-		f.t.Fatalf("running containers %s of pod %s on node %s: %q, want one", container, pod, node, ids)
+	ours := map[string]bool{}
+	for _, id := range strings.Fields(out) {
+		ours[id] = true
 	}
-	if _, err := docker(time.Minute, "exec", node, "crictl", "stop", "--timeout", "0", ids[0]); err != nil {
+	// The pod's earlier containers are still listed once they exited: the one to kill is the
+	// one whose task runs.
+	tasks, err := docker(time.Minute, "exec", node, "ctr", "-n", "k8s.io", "tasks", "ls")
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var running []string
+	for _, line := range strings.Split(tasks, "\n") {
+		if fs := strings.Fields(line); len(fs) == 3 && ours[fs[0]] && fs[2] == "RUNNING" {
+			running = append(running, fs[0])
+		}
+	}
+	if len(running) != 1 {
+		f.t.Fatalf("running containers %s of pod %s on node %s: %q, want one", container, pod, node, running)
+	}
+	if _, err := docker(time.Minute, "exec", node, "ctr", "-n", "k8s.io", "tasks", "kill", "--signal", "SIGKILL", running[0]); err != nil {
 		f.t.Fatal(err)
 	}
 }
