@@ -22,3 +22,9 @@ var EtcdClusterCRD []byte
 //
 //go:embed crd/etcd.operator.dev_etcdbackups.yaml
 var EtcdBackupCRD []byte
+
+// EtcdBackupScheduleCRD is the YAML of the EtcdBackupSchedule CustomResourceDefinition,
+// deploy/crd/etcd.operator.dev_etcdbackupschedules.yaml. Callers must not modify it.
+//
+//go:embed crd/etcd.operator.dev_etcdbackupschedules.yaml
+var EtcdBackupScheduleCRD []byte

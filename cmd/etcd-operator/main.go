@@ -14,6 +14,9 @@ import (
 	"os/signal"
 	"runtime"
 	"syscall"
+	// The IANA time zone database, built in: an EtcdBackupSchedule's spec.timeZone is read
+	// with time.LoadLocation, and the operator's distroless image has no /usr/share/zoneinfo.
+	_ "time/tzdata"
 
 	"github.com/etcd-operator/etcd-operator/pkg/dnsutil"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"

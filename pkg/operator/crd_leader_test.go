@@ -126,9 +126,11 @@ func TestInstallCRDsInstallsEachInTurn(t *testing.T) {
 	}
 }
 
-// The operator installs the EtcdCluster CRD, then the EtcdBackup CRD.
+// The operator installs the EtcdCluster CRD, then the EtcdBackup CRD, then the
+// EtcdBackupSchedule CRD.
 func TestOperatorCRDs(t *testing.T) {
-	if len(crds) != 2 || !bytes.Equal(crds[0], deploy.EtcdClusterCRD) || !bytes.Equal(crds[1], deploy.EtcdBackupCRD) {
-		t.Errorf("the operator installs %d CRDs, want the EtcdCluster and EtcdBackup CRDs", len(crds))
+	if len(crds) != 3 || !bytes.Equal(crds[0], deploy.EtcdClusterCRD) || !bytes.Equal(crds[1], deploy.EtcdBackupCRD) ||
+		!bytes.Equal(crds[2], deploy.EtcdBackupScheduleCRD) {
+		t.Errorf("the operator installs %d CRDs, want the EtcdCluster, EtcdBackup and EtcdBackupSchedule CRDs", len(crds))
 	}
 }

@@ -11,19 +11,21 @@ import (
 	"github.com/etcd-operator/etcd-operator/pkg/controller"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 	"github.com/etcd-operator/etcd-operator/pkg/member"
+	"github.com/etcd-operator/etcd-operator/pkg/schedule"
 
 	"github.com/etcd-operator/etcd-operator/deploy"
 )
 
 // crds are the CustomResourceDefinitions of the kinds the operator runs, as YAML, installed
 // in this order, each established before the next.
-var crds = [][]byte{deploy.EtcdClusterCRD, deploy.EtcdBackupCRD}
+var crds = [][]byte{deploy.EtcdClusterCRD, deploy.EtcdBackupCRD, deploy.EtcdBackupScheduleCRD}
 
-// clusterKindName and backupKindName are the kinds, as their objects' ownerReferences name
-// them.
+// clusterKindName, backupKindName and scheduleKindName are the kinds, as their objects'
+// ownerReferences name them.
 const (
-	clusterKindName = "EtcdCluster"
-	backupKindName  = "EtcdBackup"
+	clusterKindName  = "EtcdCluster"
+	backupKindName   = "EtcdBackup"
+	scheduleKindName = schedule.KindName
 )
 
 // loopGauges are the loop gauges of every kind the operator runs, one per kind.
@@ -35,6 +37,10 @@ var loopGauges = []controller.LoopGauge{{
 	Kind: backupKindName,
 	Name: "etcd_operator_backups_managed",
 	Help: "EtcdBackups that currently have a control loop in this operator.",
+}, {
+	Kind: scheduleKindName,
+	Name: "etcd_operator_backup_schedules_managed",
+	Help: "EtcdBackupSchedules that currently have a control loop in this operator.",
 }}
 
 // newMetrics creates the controller's metrics, with the loop gauge of every kind the
@@ -134,5 +140,35 @@ func newBackupReconciler(o *Options, cl *clients, inf *controller.Informers, rec
 		Recorder:   recorder,
 		Image:      o.MemberInitImage,
 		Log:        log.WithField("component", "backup"),
+	})
+}
+
+// scheduleKind registers EtcdBackupSchedules with the controller: each schedule's loop runs
+// syncer's passes, and the events of its backups (which name it through their controller
+// ownerReference) wake it.
+func scheduleKind(inf *controller.Informers, syncer controller.Syncer) controller.Kind {
+	schedules := inf.Etcd().Etcd().V1alpha1().EtcdBackupSchedules()
+	return controller.Kind{
+		Name:     scheduleKindName,
+		LogField: "schedule",
+		Informer: schedules.Informer(),
+		Exists: controller.ListerExists(func(namespace, name string) (*api.EtcdBackupSchedule, error) {
+			return schedules.Lister().EtcdBackupSchedules(namespace).Get(name)
+		}),
+		Syncer: syncer,
+		Owned: []controller.Owned{
+			{Informer: inf.Etcd().Etcd().V1alpha1().EtcdBackups().Informer(), KeyOf: controller.OwnerKey(api.GroupName, scheduleKindName)},
+		},
+	}
+}
+
+// newScheduleReconciler wires the schedule Reconciler to the client and listers.
+func newScheduleReconciler(cl *clients, inf *controller.Informers, recorder record.EventRecorder, log *logrus.Entry) *schedule.Reconciler {
+	return schedule.NewReconciler(schedule.Deps{
+		Client:    cl.etcdClusters,
+		Schedules: inf.Etcd().Etcd().V1alpha1().EtcdBackupSchedules().Lister(),
+		Backups:   inf.Etcd().Etcd().V1alpha1().EtcdBackups().Lister(),
+		Recorder:  recorder,
+		Log:       log.WithField("component", "schedule"),
 	})
 }

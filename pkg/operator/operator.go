@@ -204,6 +204,7 @@ func runController(ctx context.Context, o *Options, cl *clients, metrics *contro
 		Kinds: []controller.Kind{
 			clusterKind(informers, newClusterReconciler(o, cl, informers, recorder, log)),
 			backupKind(informers, newBackupReconciler(o, cl, informers, recorder, log)),
+			scheduleKind(informers, newScheduleReconciler(cl, informers, recorder, log)),
 		},
 		Metrics:       metrics,
 		Log:           log.WithField("component", "controller"),

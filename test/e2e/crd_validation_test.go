@@ -33,12 +33,16 @@ const crdFile = "../../deploy/crd/etcd.operator.dev_etcdclusters.yaml"
 // backupCRDFile is the EtcdBackup CRD, which the backup examples need.
 const backupCRDFile = "../../deploy/crd/etcd.operator.dev_etcdbackups.yaml"
 
+// scheduleCRDFile is the EtcdBackupSchedule CRD, which the schedule example needs.
+const scheduleCRDFile = "../../deploy/crd/etcd.operator.dev_etcdbackupschedules.yaml"
+
 // installCRD applies deploy/crd the way an admin does and waits until it is served. The
 // operator applies the same file at startup, so this changes nothing when it already ran.
 func installCRD(t *testing.T, f *framework.Framework) {
 	t.Helper()
-	f.MustKubectl("apply", "-f", crdFile, "-f", backupCRDFile)
-	f.MustKubectl("wait", "--for=condition=Established", "crd/etcdclusters.etcd.operator.dev", "crd/etcdbackups.etcd.operator.dev", "--timeout=60s")
+	f.MustKubectl("apply", "-f", crdFile, "-f", backupCRDFile, "-f", scheduleCRDFile)
+	f.MustKubectl("wait", "--for=condition=Established", "crd/etcdclusters.etcd.operator.dev", "crd/etcdbackups.etcd.operator.dev",
+		"crd/etcdbackupschedules.etcd.operator.dev", "--timeout=60s")
 }
 
 // serverMessage strips what framework adds around kubectl's stderr, leaving the apiserver's
@@ -124,7 +128,7 @@ func TestCRDAcceptsExamples(t *testing.T) {
 	f := framework.New(t)
 	installCRD(t, f)
 	for _, example := range []string{"../../example/etcdcluster.yaml", "../../example/etcdcluster-storage.yaml", "../../example/etcdcluster-podpolicy.yaml",
-		"../../example/etcdbackup-volume.yaml", "../../example/etcdcluster-restore.yaml"} {
+		"../../example/etcdbackup-volume.yaml", "../../example/etcdcluster-restore.yaml", "../../example/etcdbackupschedule.yaml"} {
 		// The examples name their namespace (default), or none (the backup ones): no -n, so
 		// default.
 		if out, err := f.Kubectl("apply", "--dry-run=server", "-f", example); err != nil {

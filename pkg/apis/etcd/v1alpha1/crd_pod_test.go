@@ -100,8 +100,9 @@ func TestCRDValidatesPodSecurityContext(t *testing.T) {
 // The examples pass the rules offline too (the e2e TestCRDAcceptsExamples applies them).
 func TestCRDAcceptsExamplesOffline(t *testing.T) {
 	servers := map[string]*apiServer{
-		"EtcdCluster": newAPIServer(t),
-		"EtcdBackup":  newAPIServerFor(t, deploy.EtcdBackupCRD, "EtcdBackup"),
+		"EtcdCluster":        newAPIServer(t),
+		"EtcdBackup":         newAPIServerFor(t, deploy.EtcdBackupCRD, "EtcdBackup"),
+		"EtcdBackupSchedule": newAPIServerFor(t, deploy.EtcdBackupScheduleCRD, "EtcdBackupSchedule"),
 	}
 	files, err := filepath.Glob("../../../../example/*.yaml")
 	if err != nil || len(files) == 0 {
@@ -130,8 +131,8 @@ func TestCRDAcceptsExamplesOffline(t *testing.T) {
 			}
 		}
 	}
-	if checked["EtcdCluster"] == 0 || checked["EtcdBackup"] == 0 {
-		t.Errorf("examples checked by kind: %v, want EtcdClusters and EtcdBackups", checked)
+	if checked["EtcdCluster"] == 0 || checked["EtcdBackup"] == 0 || checked["EtcdBackupSchedule"] == 0 {
+		t.Errorf("examples checked by kind: %v, want EtcdClusters, EtcdBackups and EtcdBackupSchedules", checked)
 	}
 }
 

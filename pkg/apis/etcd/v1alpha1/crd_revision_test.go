@@ -37,11 +37,18 @@ var backupSchemaDigests = map[int]string{
 	1: "44c8aae71b5ed248c90e176c3cfb43a1d5d20c6c6e9901a090153ec3088a8151",
 }
 
+// scheduleSchemaDigests is schemaDigests for the EtcdBackupSchedule CRD (the marker on
+// EtcdBackupSchedule).
+var scheduleSchemaDigests = map[int]string{
+	1: "740ee5e1cdcc393b62c9a404dc7c973ff807d2e97a7a787001c39bb5f2e34db1",
+}
+
 // TestCRDSchemaRevisionFollowsTheSchema fails when a CRD's schema changed and its revision
 // did not, or when the revision went back.
 func TestCRDSchemaRevisionFollowsTheSchema(t *testing.T) {
 	checkSchemaRevision(t, deploy.EtcdClusterCRD, schemaDigests, "EtcdCluster (types.go)")
 	checkSchemaRevision(t, deploy.EtcdBackupCRD, backupSchemaDigests, "EtcdBackup (backup_types.go)")
+	checkSchemaRevision(t, deploy.EtcdBackupScheduleCRD, scheduleSchemaDigests, "EtcdBackupSchedule (schedule_types.go)")
 }
 
 // checkSchemaRevision checks the revision of the CRD def against its digests; where names the

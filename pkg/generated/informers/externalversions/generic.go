@@ -43,6 +43,8 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 	// Group=etcd.operator.dev, Version=v1alpha1
 	case v1alpha1.SchemeGroupVersion.WithResource("etcdbackups"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Etcd().V1alpha1().EtcdBackups().Informer()}, nil
+	case v1alpha1.SchemeGroupVersion.WithResource("etcdbackupschedules"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Etcd().V1alpha1().EtcdBackupSchedules().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("etcdclusters"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Etcd().V1alpha1().EtcdClusters().Informer()}, nil
 

@@ -14,6 +14,14 @@ type EtcdBackupListerExpansion interface{}
 // EtcdBackupNamespaceLister.
 type EtcdBackupNamespaceListerExpansion interface{}
 
+// EtcdBackupScheduleListerExpansion allows custom methods to be added to
+// EtcdBackupScheduleLister.
+type EtcdBackupScheduleListerExpansion interface{}
+
+// EtcdBackupScheduleNamespaceListerExpansion allows custom methods to be added to
+// EtcdBackupScheduleNamespaceLister.
+type EtcdBackupScheduleNamespaceListerExpansion interface{}
+
 // EtcdClusterListerExpansion allows custom methods to be added to
 // EtcdClusterLister.
 type EtcdClusterListerExpansion interface{}

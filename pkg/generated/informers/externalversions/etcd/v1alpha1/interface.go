@@ -14,6 +14,8 @@ import (
 type Interface interface {
 	// EtcdBackups returns a EtcdBackupInformer.
 	EtcdBackups() EtcdBackupInformer
+	// EtcdBackupSchedules returns a EtcdBackupScheduleInformer.
+	EtcdBackupSchedules() EtcdBackupScheduleInformer
 	// EtcdClusters returns a EtcdClusterInformer.
 	EtcdClusters() EtcdClusterInformer
 }
@@ -32,6 +34,11 @@ func New(f internalinterfaces.SharedInformerFactory, namespace string, tweakList
 // EtcdBackups returns a EtcdBackupInformer.
 func (v *version) EtcdBackups() EtcdBackupInformer {
 	return &etcdBackupInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// EtcdBackupSchedules returns a EtcdBackupScheduleInformer.
+func (v *version) EtcdBackupSchedules() EtcdBackupScheduleInformer {
+	return &etcdBackupScheduleInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }
 
 // EtcdClusters returns a EtcdClusterInformer.

@@ -17,6 +17,7 @@ import (
 type EtcdV1alpha1Interface interface {
 	RESTClient() rest.Interface
 	EtcdBackupsGetter
+	EtcdBackupSchedulesGetter
 	EtcdClustersGetter
 }
 
@@ -27,6 +28,10 @@ type EtcdV1alpha1Client struct {
 
 func (c *EtcdV1alpha1Client) EtcdBackups(namespace string) EtcdBackupInterface {
 	return newEtcdBackups(c, namespace)
+}
+
+func (c *EtcdV1alpha1Client) EtcdBackupSchedules(namespace string) EtcdBackupScheduleInterface {
+	return newEtcdBackupSchedules(c, namespace)
 }
 
 func (c *EtcdV1alpha1Client) EtcdClusters(namespace string) EtcdClusterInterface {

@@ -8,4 +8,6 @@ package v1alpha1
 
 type EtcdBackupExpansion interface{}
 
+type EtcdBackupScheduleExpansion interface{}
+
 type EtcdClusterExpansion interface{}

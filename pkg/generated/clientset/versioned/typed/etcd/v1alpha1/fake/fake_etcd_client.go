@@ -20,6 +20,10 @@ func (c *FakeEtcdV1alpha1) EtcdBackups(namespace string) v1alpha1.EtcdBackupInte
 	return newFakeEtcdBackups(c, namespace)
 }
 
+func (c *FakeEtcdV1alpha1) EtcdBackupSchedules(namespace string) v1alpha1.EtcdBackupScheduleInterface {
+	return newFakeEtcdBackupSchedules(c, namespace)
+}
+
 func (c *FakeEtcdV1alpha1) EtcdClusters(namespace string) v1alpha1.EtcdClusterInterface {
 	return newFakeEtcdClusters(c, namespace)
 }
