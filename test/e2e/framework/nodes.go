@@ -157,12 +157,19 @@ func (f *Framework) startNode(name string, timeout time.Duration) error {
 	if _, err := docker(time.Minute, "start", name); err != nil {
 		return err
 	}
+	// Ready, and its not-ready and unreachable taints lifted by the node lifecycle controller a
+	// moment later: the next test counts it schedulable.
 	return Poll(timeout, func() (bool, error) {
-		ready, err := f.nodeReady(name)
-		if err == nil && !ready {
-			err = fmt.Errorf("node %s not Ready yet", name)
+		nodes, err := f.Nodes()
+		if err != nil {
+			return false, err
 		}
-		return ready, err
+		for _, n := range nodes {
+			if n.Name == name && n.Ready && n.Schedulable {
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("node %s not Ready and schedulable yet", name)
 	})
 }
 
