@@ -154,7 +154,7 @@ spec:
   containers:
   - name: ls
     image: %s
-    command: [ls, -1, /data/%s]
+    command: ["ls", "-1", "/data/%s"]
     volumeMounts: [{name: data, mountPath: /data, readOnly: true}]
     securityContext:
       allowPrivilegeEscalation: false
