@@ -80,6 +80,20 @@ func TestTakeWritesAVerifiedSnapshot(t *testing.T) {
 	}
 }
 
+// A snapshot of a cluster that never held a key reports the revision etcd starts its store
+// at, 1, as its header does, not 0.
+func TestTakeOfAnEmptyClusterReportsRevisionOne(t *testing.T) {
+	members := etcdtest.StartCluster(t, 1)
+	res, err := Take(context.Background(), Options{Members: endpointsOf(members), Root: t.TempDir(), Name: "c-b"},
+		etcdutil.NewFactory(0, 0), quietLog())
+	if err != nil {
+		t.Fatalf("Take: %v", err)
+	}
+	if res.Revision != 1 || res.Location != "c-b-1.db" {
+		t.Errorf("revision %d at %q, want 1 at c-b-1.db", res.Revision, res.Location)
+	}
+}
+
 // A truncated or corrupted file is refused, as is a missing one.
 func TestVerifyRefusesTruncatedAndCorruptFiles(t *testing.T) {
 	members := etcdtest.StartCluster(t, 1)

@@ -86,7 +86,8 @@ const boltOpenTimeout = 10 * time.Second
 
 // Revision reads the etcd revision a verified snapshot file holds: the highest revision of its
 // keys, or of its last compaction when that is higher (a compaction removes a deleted key's
-// last revision). It opens the database read-only.
+// last revision); 1, the revision etcd starts its store at, when it has neither (a cluster
+// that never held a key). It opens the database read-only.
 func Revision(path string) (int64, error) {
 	db, err := bolt.Open(path, 0o400, &bolt.Options{ReadOnly: true, Timeout: boltOpenTimeout})
 	if err != nil {
@@ -110,5 +111,5 @@ func Revision(path string) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("reading %s's revision: %w", path, err)
 	}
-	return rev, nil
+	return max(rev, 1), nil
 }
