@@ -204,32 +204,7 @@ func TestClaimsFollowScaling(t *testing.T) {
 	// then the member's pod restarted: member-init finds the data dir of a started member
 	// empty and refuses to start etcd on it, and the member is replaced.
 	wipedID := memberIDs(f, name)[name+"-2"]
-	f.Apply(fmt.Sprintf(`apiVersion: v1
-kind: Pod
-metadata:
-  name: wipe
-spec:
-  restartPolicy: Never
-  terminationGracePeriodSeconds: 0
-  securityContext:
-    runAsNonRoot: true
-    runAsUser: 65532
-    fsGroup: 65532
-    seccompProfile: {type: RuntimeDefault}
-  containers:
-  - name: wipe
-    image: %s
-    command: [sh, -c, 'rm -rf /data/* /data/.[!.]* && test -z "$(ls -A /data)"']
-    volumeMounts: [{name: data, mountPath: /data}]
-    securityContext:
-      allowPrivilegeEscalation: false
-      capabilities: {drop: [ALL]}
-  volumes: [{name: data, persistentVolumeClaim: {claimName: data-%s-2}}]
-`, framework.WriterImage, name))
-	f.WaitFor("pod/wipe", "jsonpath={.status.phase}=Succeeded", 2*time.Minute)
-	// Gone before the member's claim is replaced: a claim is in use by every pod scheduled
-	// with it, finished or not.
-	f.MustNS("delete", "pod", "wipe", "--wait=true", "--timeout=60s")
+	f.RunOnClaim("wipe", "data-"+name+"-2", false, `rm -rf /data/* /data/.[!.]* && test -z "$(ls -A /data)"`)
 	f.MustNS("delete", "pod", name+"-2", "--wait=false")
 	f.Eventually(name+"-2 replaced after its volume was wiped", 3*time.Minute, func() (bool, error) {
 		c, err := f.GetEtcdCluster(name)

@@ -139,30 +139,7 @@ func listScheduled(f *framework.Framework, schedule string, files map[string]str
 // mounts it (as the backups' user).
 func claimFiles(f *framework.Framework, claim, dir string) []string {
 	f.T().Helper()
-	f.Apply(fmt.Sprintf(`apiVersion: v1
-kind: Pod
-metadata:
-  name: list-claim
-spec:
-  restartPolicy: Never
-  terminationGracePeriodSeconds: 0
-  securityContext:
-    runAsNonRoot: true
-    runAsUser: 65532
-    fsGroup: 65532
-    seccompProfile: {type: RuntimeDefault}
-  containers:
-  - name: ls
-    image: %s
-    command: ["ls", "-1", "/data/%s"]
-    volumeMounts: [{name: data, mountPath: /data, readOnly: true}]
-    securityContext:
-      allowPrivilegeEscalation: false
-      capabilities: {drop: [ALL]}
-  volumes: [{name: data, persistentVolumeClaim: {claimName: %s, readOnly: true}}]
-`, framework.WriterImage, dir, claim))
-	f.WaitFor("pod/list-claim", "jsonpath={.status.phase}=Succeeded", 2*time.Minute)
-	out := f.MustNS("logs", "list-claim")
+	out := f.RunOnClaim("list-claim", claim, true, "ls -1 /data/"+dir)
 	var files []string
 	for _, name := range strings.Fields(out) {
 		files = append(files, dir+"/"+name)

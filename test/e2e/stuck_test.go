@@ -129,26 +129,7 @@ func TestCrashLoopingMemberReplaced(t *testing.T) {
 	// from a pod of our own, and the cluster is let go again.
 	f.Patch("etcdcluster/"+name, `{"spec":{"paused":true}}`)
 	f.MustNS("delete", "pod", name+"-2", "--wait=true", "--timeout=60s")
-	f.Apply(fmt.Sprintf(`
-apiVersion: v1
-kind: Pod
-metadata:
-  name: corrupt
-spec:
-  restartPolicy: Never
-  securityContext: {runAsUser: 65532, runAsGroup: 65532, fsGroup: 65532, runAsNonRoot: true}
-  containers:
-  - name: c
-    image: docker.io/library/busybox:1.35.0
-    imagePullPolicy: IfNotPresent
-    command: [sh, -c, "printf 'not a bolt database' > /data/data/member/snap/db && sync"]
-    volumeMounts: [{name: data, mountPath: /data}]
-  volumes:
-  - name: data
-    persistentVolumeClaim: {claimName: %s}
-`, claim))
-	f.WaitFor("pod/corrupt", "jsonpath={.status.phase}=Succeeded", 2*time.Minute)
-	f.MustNS("delete", "pod", "corrupt", "--wait=true", "--timeout=60s")
+	f.RunOnClaim("corrupt", claim, false, "printf 'not a bolt database' > /data/data/member/snap/db && sync")
 	f.Patch("etcdcluster/"+name, `{"spec":{"paused":false}}`)
 
 	// The kubelet's back-off takes about a minute and a half to restart etcd three times (a
