@@ -206,6 +206,10 @@ type EtcdClusterStatus struct {
 	// ClientURL is the URL clients in the cluster use to reach etcd.
 	// +optional
 	ClientURL string `json:"clientURL,omitempty"`
+
+	// TLS reports the cluster's certificates: their expiry, and the Secret for clients.
+	// +optional
+	TLS *TLSStatus `json:"tls,omitempty"`
 }
 
 // MemberStatus is one etcd member as the operator last saw it.

@@ -33,7 +33,7 @@ const (
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:path=etcdclusters,singular=etcdcluster,shortName=etcd,scope=Namespaced
-// +kubebuilder:metadata:annotations="etcd.operator.dev/schema-revision=9"
+// +kubebuilder:metadata:annotations="etcd.operator.dev/schema-revision=10"
 // +kubebuilder:subresource:status
 // +kubebuilder:subresource:scale:specpath=.spec.size,statuspath=.status.size,selectorpath=.status.selector
 // +kubebuilder:printcolumn:name="Size",type=integer,JSONPath=`.spec.size`,description="Desired number of members"
@@ -59,6 +59,7 @@ type EtcdCluster struct {
 }
 
 // EtcdClusterSpec is the desired state of an etcd cluster.
+// +kubebuilder:validation:XValidation:rule="has(self.tls) == has(oldSelf.tls) && (!has(self.tls) || (has(self.tls.peer) == has(oldSelf.tls.peer) && (!has(self.tls.peer) || self.tls.peer == oldSelf.tls.peer) && has(self.tls.client) == has(oldSelf.tls.client) && (!has(self.tls.client) || self.tls.client == oldSelf.tls.client)))",message="spec.tls.peer and spec.tls.client cannot be added, changed or removed once the cluster exists: this operator version does not move a running cluster on or off TLS or onto other certificates; the lifetimes may change",fieldPath=".tls"
 // +kubebuilder:validation:XValidation:rule="has(self.bootstrap) == has(oldSelf.bootstrap) && (!has(self.bootstrap) || self.bootstrap == oldSelf.bootstrap)",message="spec.bootstrap cannot be added, changed or removed once the cluster exists: it says what the cluster starts from, and applies only when it is created",fieldPath=".bootstrap"
 type EtcdClusterSpec struct {
 	// Size is the number of etcd members. The operator changes membership one member at a
@@ -124,6 +125,11 @@ type EtcdClusterSpec struct {
 	// afterwards.
 	// +optional
 	Bootstrap *BootstrapSpec `json:"bootstrap,omitempty"`
+
+	// TLS secures the peer and client ports. Peer TLS is on for clusters created without
+	// spec.tls; spec.tls: {} keeps both ports in plaintext.
+	// +optional
+	TLS *TLSSpec `json:"tls,omitempty"`
 }
 
 // NetworkPolicySpec says who may reach the members besides themselves and the operator.

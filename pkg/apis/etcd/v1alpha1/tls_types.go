@@ -1,0 +1,75 @@
+package v1alpha1
+
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+// TLSSpec says how the members' peer and client ports are secured. A cluster created without
+// spec.tls gets peer TLS (spec.tls.peer: {}) from the API server, by the MutatingAdmissionPolicy
+// the operator installs with its CRDs; spec.tls: {} asks for plaintext peers. Which ports use
+// TLS, and whose certificates, cannot change once the cluster exists.
+// +kubebuilder:validation:XValidation:rule="!has(self.leafLifetime) || !has(self.caLifetime) || duration(self.caLifetime).getSeconds() >= duration(self.leafLifetime).getSeconds() * 3",message="caLifetime must be at least three times leafLifetime: a CA must outlive every leaf it signs, renewals included"
+type TLSSpec struct {
+	// Peer, when set, secures the peer port (2380): members talk to each other over TLS and
+	// must present a certificate signed by the cluster's peer CA (etcd's
+	// --peer-client-cert-auth), so no pod can join the raft group by reaching the port.
+	// {} has the operator issue the certificates from a CA of its own for this cluster.
+	// +optional
+	Peer *TLSSource `json:"peer,omitempty"`
+
+	// Client, when set, secures the client port (2379): clients must present a certificate
+	// signed by the cluster's client CA (etcd's --client-cert-auth). With {} the operator
+	// issues the certificates and keeps one for applications in the Secret <name>-client-tls
+	// (ca.crt, tls.crt, tls.key); status.tls.clientSecretName names it.
+	// +optional
+	Client *TLSSource `json:"client,omitempty"`
+
+	// LeafLifetime is how long the certificates the operator issues to members and clients
+	// are valid; they are renewed at two thirds of it, without restarting members. Default
+	// 2160h (90 days); at least 1h (the operator's --tls-min-lifetime, lowered only in tests)
+	// and at most 8760h.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:XValidation:rule="duration(self) <= duration('8760h')",message="leafLifetime must be at most 8760h (one year)"
+	// +optional
+	LeafLifetime *metav1.Duration `json:"leafLifetime,omitempty"`
+
+	// CALifetime is how long the CAs the operator makes for this cluster are valid. Default
+	// 43800h (5 years); at most 87600h.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:XValidation:rule="duration(self) <= duration('87600h')",message="caLifetime must be at most 87600h (ten years)"
+	// +optional
+	CALifetime *metav1.Duration `json:"caLifetime,omitempty"`
+}
+
+// TLSSource says whose certificates secure a port.
+type TLSSource struct {
+	// SecretName names a Secret in the cluster's namespace in the kubernetes.io/tls layout that
+	// cert-manager writes: tls.crt and tls.key, a certificate for every name a member is
+	// reached by (its Service's names, short and full, and the client Service's), valid for
+	// both server and client authentication, and ca.crt, the CA that signed it and that peers
+	// (or clients) must be signed by. Left empty, the operator issues the certificates.
+	// The operator checks the Secret before any member uses it, and copies it into each
+	// member's own Secret; a renewed Secret is picked up without restarting members.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="secretName must be a Secret name: lowercase letters, digits, '-' and '.'"
+	// +optional
+	SecretName string `json:"secretName,omitempty"`
+}
+
+// TLSStatus is what the operator last observed of a cluster's certificates.
+type TLSStatus struct {
+	// ClientSecretName is the Secret with a client certificate for applications (ca.crt,
+	// tls.crt, tls.key): <name>-client-tls when the operator issues the client certificates.
+	// +optional
+	ClientSecretName string `json:"clientSecretName,omitempty"`
+
+	// PeerCAExpiry is when the CA that peers trust expires.
+	// +optional
+	PeerCAExpiry *metav1.Time `json:"peerCAExpiry,omitempty"`
+
+	// ClientCAExpiry is when the CA that the client port trusts expires.
+	// +optional
+	ClientCAExpiry *metav1.Time `json:"clientCAExpiry,omitempty"`
+
+	// LeafExpiry is when the first of the certificates the members serve expires.
+	// +optional
+	LeafExpiry *metav1.Time `json:"leafExpiry,omitempty"`
+}
