@@ -5,7 +5,6 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -74,10 +73,6 @@ func NewCA(commonName string, lifetime time.Duration, now time.Time) (KeyPair, e
 	if err != nil {
 		return KeyPair{}, fmt.Errorf("making CA %q: %w", commonName, err)
 	}
-	skid, err := keyID(key.Public())
-	if err != nil {
-		return KeyPair{}, fmt.Errorf("making CA %q: %w", commonName, err)
-	}
 	tmpl := &x509.Certificate{
 		SerialNumber:          serial,
 		Subject:               pkix.Name{CommonName: commonName},
@@ -88,7 +83,8 @@ func NewCA(commonName string, lifetime time.Duration, now time.Time) (KeyPair, e
 		IsCA:                  true,
 		MaxPathLen:            0,
 		MaxPathLenZero:        true,
-		SubjectKeyId:          skid,
+		// SubjectKeyId is left for x509.CreateCertificate to derive from the key, as it
+		// does for every CA; leaves get it as their AuthorityKeyId.
 	}
 	kp, err := sign(tmpl, tmpl, key, key)
 	if err != nil {
@@ -226,21 +222,6 @@ func newSerial() (*big.Int, error) {
 			return n, nil
 		}
 	}
-}
-
-// keyID is RFC 7093's first method: the leftmost 160 bits of the SHA-256 of the public key's
-// bits, so a leaf's AuthorityKeyId points at its CA's key.
-func keyID(pub crypto.PublicKey) ([]byte, error) {
-	ec, ok := pub.(*ecdsa.PublicKey)
-	if !ok {
-		return nil, fmt.Errorf("key identifier of a %T", pub)
-	}
-	point, err := ec.Bytes()
-	if err != nil {
-		return nil, fmt.Errorf("encoding the public key: %w", err)
-	}
-	sum := sha256.Sum256(point)
-	return sum[:20], nil
 }
 
 // RenewAt is when c should be replaced: two thirds into its validity (see the package doc).

@@ -207,6 +207,9 @@ func TestCheckCA(t *testing.T) {
 	noSignTmpl.KeyUsage = x509.KeyUsageDigitalSignature
 	k := ecKey(t)
 	noSign, _ := signBy(t, cert{noSignTmpl, k}, nil)
+	plainTmpl := leafTemplate("no key usage")
+	plainTmpl.KeyUsage = 0
+	plain, _ := signBy(t, cert{plainTmpl, k}, nil)
 	for name, tc := range map[string]struct {
 		cert, key []byte
 		at        time.Time
@@ -222,6 +225,7 @@ func TestCheckCA(t *testing.T) {
 		"not yet valid":       {ca.CertPEM, ca.KeyPEM, ca.Cert.NotBefore.Add(-time.Second), ReasonNotYetValid},
 		"expired":             {ca.CertPEM, ca.KeyPEM, ca.Cert.NotAfter.Add(time.Second), ReasonExpired},
 		"a leaf":              {leaf.CertPEM, leaf.KeyPEM, now, ReasonWrongUsage},
+		"no CA, no key usage": {plain, pkcs8(t, k), now, ReasonWrongUsage},
 		"may not sign":        {noSign, pkcs8(t, k), now, ReasonWrongUsage},
 	} {
 		t.Run(name, func(t *testing.T) {
