@@ -6,13 +6,13 @@
 // any instant.
 //
 // Keys are ECDSA on P-256. Every Go crypto/tls that etcd 3.5, 3.6 and 3.7 are built with
-// accepts it for server and client certificates with TLS 1.2 and 1.3, and has constant-time
-// assembly for it; cert-manager issues it on request (its ECDSA default size), so members see
-// the same kind of certificate from either source. A P-256 key is 32 bytes where RSA would
-// need 256 or more for comparable strength: Secrets stay small, keys are generated in
-// microseconds inside a reconcile pass rather than the tens of milliseconds an RSA key takes,
-// and handshakes, which etcd peers redo on every reconnection, sign faster. Certificates a user
-// brings may use RSA or Ed25519 keys as well: Check accepts what Go's TLS accepts.
+// accepts it for server and client certificates, with TLS 1.2 and 1.3, and implements it in
+// constant time; cert-manager issues it on request (256 is its ECDSA default size), so members
+// see the same kind of certificate from either source. Its keys and signatures are a fraction
+// of the size of RSA's at comparable strength: Secrets stay small, a key can be generated
+// inside a reconcile pass, where RSA's prime search would hold the pass up, and the
+// handshakes that peers redo on every reconnection are short. Certificates a user brings may
+// hold RSA or Ed25519 keys as well: Check accepts what Go's TLS accepts.
 //
 // A certificate is renewed at two thirds of its validity (RenewAt). The remaining third is the
 // margin for everything between the decision to renew and the new certificate being served:
