@@ -88,7 +88,7 @@ import (
 // Plan returns the one next step toward spec.size, or none. The rules are tried in the order
 // listed at the top of this file; the first that applies decides.
 func Plan(s State) Decision {
-	return withPodVersion(s, duringRollout(s, plan(s)))
+	return withPodVersion(s, withCertificates(s, duringRollout(s, plan(s))))
 }
 
 func plan(s State) Decision {

@@ -213,6 +213,8 @@ type State struct {
 	// RefusedServices are the API server's refusals of the cluster's Services this pass, one
 	// "service NAME: message" each (a ResourceQuota on Services, an admission policy).
 	RefusedServices []string
+	// TLS is what the pass found of the cluster's certificates (plan_tls.go).
+	TLS TLSView
 	// TargetVersion is the version member pods are built with now: spec.version, or the
 	// version the cluster runs while spec.version is a step the operator does not take (or
 	// a downgrade etcd has not enabled yet). SpecVersion is spec.version, normalized.

@@ -27,6 +27,10 @@ func Compute(c *api.EtcdCluster, s plan.State, d plan.Decision) api.EtcdClusterS
 	st.ObservedGeneration = c.Generation
 	st.ServiceName = member.PeerServiceName(c.Name)
 	st.ClientURL = member.ServiceClientURL(c.Name, c.Namespace)
+	if s.TLS.Status != nil || c.Spec.TLS == nil {
+		// A paused pass does not look at the certificates: it keeps what was reported.
+		st.TLS = s.TLS.Status
+	}
 	st.Selector = member.ClusterSelector(c.Name).String()
 
 	electing := d.Progress == api.ReasonElectingLeader
@@ -179,6 +183,8 @@ func degraded(s plan.State, d plan.Decision, specVersion, running string) condit
 		return condition{metav1.ConditionTrue, reason, msg}
 	case len(s.Foreign) > 0:
 		return condition{metav1.ConditionTrue, api.ReasonForeignObject, plan.ForeignMessage(s.Foreign)}
+	case s.TLS.Problem != nil:
+		return condition{metav1.ConditionTrue, s.TLS.Problem.Reason, s.TLS.Problem.Message}
 	case len(s.RefusedServices) > 0:
 		return condition{metav1.ConditionTrue, api.ReasonPodRefused,
 			"the API server refuses " + strings.Join(s.RefusedServices, "; ")}
@@ -197,6 +203,8 @@ func degraded(s plan.State, d plan.Decision, specVersion, running string) condit
 	case s.MembersKnown && healthy < voting:
 		return condition{metav1.ConditionTrue, api.ReasonMembersUnhealthy,
 			fmt.Sprintf("%d of %d voting members are unhealthy: %s", voting-healthy, voting, unhealthyMembers(s))}
+	case s.TLS.Expiring != "":
+		return condition{metav1.ConditionTrue, api.ReasonCertificateExpiring, s.TLS.Expiring}
 	case running != "" && plan.VersionProblem(running, member.NormalizeVersion(specVersion), s.Persistent) != "":
 		return condition{metav1.ConditionTrue, api.ReasonVersionChangeUnsupported, fmt.Sprintf(
 			"%s. Members, new ones included, keep running %s",

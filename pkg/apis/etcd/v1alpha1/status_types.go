@@ -80,6 +80,14 @@ const (
 	ReasonWaiting ConditionReason = "Waiting"
 	// ReasonQuorumAtRisk: the next step was refused because it could cost quorum.
 	ReasonQuorumAtRisk ConditionReason = "QuorumAtRisk"
+	// ReasonTLSSecretInvalid: a Secret spec.tls names, or one the operator keeps for the
+	// cluster's certificates, cannot be used: missing, lacking a key, expired or not yet
+	// valid, not matching its key or CA, or lacking a member's name. Members keep running on
+	// the certificates they have; none is started on the Secret until it is fixed.
+	ReasonTLSSecretInvalid ConditionReason = "TLSSecretInvalid"
+	// ReasonCertificateExpiring: a certificate of a Secret spec.tls names is in the last
+	// sixth of its life and was not renewed.
+	ReasonCertificateExpiring ConditionReason = "CertificateExpiring"
 	// ReasonInvalidSpec: the spec asks for something the operator cannot do.
 	ReasonInvalidSpec ConditionReason = "InvalidSpec"
 	// ReasonVersionChangeUnsupported: spec.version is not a step the operator can take from
