@@ -82,14 +82,15 @@ func sortedKeys[V any](m map[permission]V) []permission {
 // apiGroups maps the folder of a typed client or informer package (.../typed/<folder>/<v>,
 // .../informers/<folder>/<v>) to its API group. A folder missing here fails the test: add it.
 var apiGroups = map[string]string{
-	"core":          "",
-	"policy":        "policy",
-	"discovery":     "discovery.k8s.io",
-	"coordination":  "coordination.k8s.io",
-	"events":        "events.k8s.io",
-	"networking":    "networking.k8s.io",
-	"apiextensions": "apiextensions.k8s.io",
-	"etcd":          "etcd.operator.dev",
+	"core":                  "",
+	"policy":                "policy",
+	"discovery":             "discovery.k8s.io",
+	"coordination":          "coordination.k8s.io",
+	"events":                "events.k8s.io",
+	"networking":            "networking.k8s.io",
+	"apiextensions":         "apiextensions.k8s.io",
+	"admissionregistration": "admissionregistration.k8s.io",
+	"etcd":                  "etcd.operator.dev",
 }
 
 // clientVerbs maps the methods of a typed client to the verb and subresource they use.

@@ -4,10 +4,10 @@
 #   pkg/generated/{clientset/versioned,listers,informers/externalversions}
 #       with kube_codegen.sh of the k8s.io/code-generator version pinned in go.mod
 #       (hack/tools.go keeps it there)
-#   deploy/crd/etcd.operator.dev_etcdclusters.yaml
+#   deploy/crd/etcd.operator.dev_*.yaml, the CRDs (not the admission policy beside them)
 #       with controller-gen pinned in its own module, hack/tools/controller-gen, so that
-#       controller-tools stays out of the operator's go.mod; deploy/embed.go embeds this file,
-#       so the operator applies the same CRD as deploy/
+#       controller-tools stays out of the operator's go.mod; deploy/embed.go embeds these files,
+#       so the operator applies the same CRDs as deploy/
 #   docs/api.md
 #       the API reference, with crd-ref-docs at CRD_REF_DOCS_VERSION below, run by
 #       `go run module@version`: the version pins it (its own go.mod and go.sum, checked against
@@ -59,7 +59,10 @@ CONTROLLER_GEN="$CACHE/tools/controller-gen-$CONTROLLER_TOOLS_VERSION/controller
 (cd "$ROOT/hack/tools/controller-gen" && go build -o "$CONTROLLER_GEN" sigs.k8s.io/controller-tools/cmd/controller-gen)
 echo "Generating CRDs with controller-gen $CONTROLLER_TOOLS_VERSION"
 mkdir -p "$ROOT/deploy/crd"
-rm -f "$ROOT"/deploy/crd/*.yaml
+# Only the CRDs are generated: the admission policy beside them is written by hand and kept.
+for f in "$ROOT"/deploy/crd/*.yaml; do
+	if grep -qsx 'kind: CustomResourceDefinition' "$f"; then rm -f "$f"; fi
+done
 "$CONTROLLER_GEN" \
 	crd:crdVersions=v1 \
 	paths="./pkg/apis/..." \

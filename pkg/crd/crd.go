@@ -1,6 +1,8 @@
 // Package crd installs the operator's CustomResourceDefinitions at startup: it creates a CRD,
 // or updates it when the operator carries a different spec, and waits until the apiserver
-// serves it, so that informers started afterwards find the resource.
+// serves it, so that informers started afterwards find the resource. It installs the same way
+// the admission policy that completes the EtcdCluster CRD: the default of spec.tls, which a
+// schema default cannot give (policy.go).
 package crd
 
 import (
@@ -165,17 +167,9 @@ func isRetriable(err error) bool {
 // current's resourceVersion, and whether that copy differs from current.
 func merge(current, desired *apiextensionsv1.CustomResourceDefinition) (*apiextensionsv1.CustomResourceDefinition, bool) {
 	updated := current.DeepCopy()
-	changed := false
+	changed := mergeMeta(updated, desired)
 	if !equality.Semantic.DeepEqual(current.Spec, desired.Spec) {
 		updated.Spec = *desired.Spec.DeepCopy()
-		changed = true
-	}
-	if !containsAll(current.Labels, desired.Labels) {
-		updated.Labels = mergeMaps(current.Labels, desired.Labels)
-		changed = true
-	}
-	if !containsAll(current.Annotations, desired.Annotations) {
-		updated.Annotations = mergeMaps(current.Annotations, desired.Annotations)
 		changed = true
 	}
 	return updated, changed

@@ -20,6 +20,10 @@ import (
 // in this order, each established before the next.
 var crds = [][]byte{deploy.EtcdClusterCRD, deploy.EtcdBackupCRD, deploy.EtcdBackupScheduleCRD}
 
+// tlsDefaultPolicy is the admission policy, and its binding, that gives an EtcdCluster created
+// without spec.tls peer TLS, installed after the CRDs.
+var tlsDefaultPolicy = deploy.TLSDefaultPolicy
+
 // clusterKindName, backupKindName and scheduleKindName are the kinds, as their objects'
 // ownerReferences name them.
 const (

@@ -123,12 +123,15 @@ func newOperatorRegistry() *prometheus.Registry {
 }
 
 // leading is what a replica does once it leads (or, without leader election, at once): it
-// installs the CRDs, then runs the controller. A replica reports itself not ready until its
-// caches have synced.
+// installs the CRDs and the admission policy, then runs the controller. A replica reports
+// itself not ready until its caches have synced.
 func leading(o *Options, cl *clients, metrics *controller.Metrics, ready *readiness, log *logrus.Entry, start time.Time) func(context.Context) error {
 	return func(ctx context.Context) error {
 		ready.leading(func() bool { return false })
 		if err := installCRDs(ctx, o, cl, crds, log, start); err != nil {
+			return err
+		}
+		if err := installPolicy(ctx, o, cl, tlsDefaultPolicy, log); err != nil {
 			return err
 		}
 		return runController(ctx, o, cl, metrics, ready, log)
@@ -150,6 +153,25 @@ func installCRDs(ctx context.Context, o *Options, cl *clients, defs [][]byte, lo
 		}
 	}
 	log.WithFields(sinceStart(start)).WithField("crds", len(defs)).Info("CRDs established")
+	return nil
+}
+
+// installPolicy creates or updates the admission policy of policy (YAML) and its binding,
+// unless an admin installs them with the CRDs. An API server that does not serve such
+// policies (Kubernetes before 1.36) is no reason to stop: clusters then get no default
+// spec.tls, which the warning says once per start.
+func installPolicy(ctx context.Context, o *Options, cl *clients, policy []byte, log *logrus.Entry) error {
+	if o.SkipCRDInstall {
+		return nil
+	}
+	err := crd.EnsurePolicy(ctx, cl.kube, policy, log.WithField("component", "crd"))
+	if errors.Is(err, crd.ErrPolicyNotServed) {
+		log.WithError(err).Warn("No admission policy: EtcdClusters created without spec.tls get plaintext peers")
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("installing the operator's admission policy: %w", err)
+	}
 	return nil
 }
 

@@ -97,7 +97,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 		"workers per kind dispatching events to the objects' loops (passes of different objects run in parallel regardless)")
 	fs.DurationVar(&o.ShutdownGrace, "shutdown-grace", controller.DefaultShutdownGrace,
 		"how long in-flight passes may run after SIGTERM before they are cancelled")
-	fs.BoolVar(&o.SkipCRDInstall, "skip-crd-install", false, "do not create or update the operator's CRDs, EtcdCluster's and EtcdBackup's (an admin installs them)")
+	fs.BoolVar(&o.SkipCRDInstall, "skip-crd-install", false, "do not create or update the operator's CRDs and the admission policy that defaults spec.tls (an admin applies deploy/crd/)")
 	fs.StringVar(&o.MemberInitImage, "member-init-image", os.Getenv(EnvOperatorImage),
 		"the operator's own image: member pods copy member-init from it, backup pods run it (default $"+EnvOperatorImage+")")
 	o.addBoundFlags(fs)

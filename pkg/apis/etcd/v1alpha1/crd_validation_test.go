@@ -117,7 +117,7 @@ func newAPIServerFor(t *testing.T, def []byte, kind string) *apiServer {
 
 // decode turns the YAML of an EtcdCluster in namespace default into what the apiserver
 // validates: unknown fields pruned (a test manifest with one fails, as kubectl's strict field
-// validation would) and defaults applied.
+// validation would), nulls of fields that are not nullable dropped, and defaults applied.
 func (a *apiServer) decode(manifest string) *unstructured.Unstructured {
 	a.t.Helper()
 	j, err := yaml.YAMLToJSON([]byte(manifest))
@@ -132,6 +132,7 @@ func (a *apiServer) decode(manifest string) *unstructured.Unstructured {
 	if unknown := structuralpruning.PruneWithOptions(u.Object, a.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true}); len(unknown) > 0 {
 		a.t.Fatalf("unknown fields %v in\n%s", unknown, manifest)
 	}
+	structuraldefaulting.PruneNonNullableNullsWithoutDefaults(u.Object, a.structural)
 	structuraldefaulting.Default(u.Object, a.structural)
 	return u
 }
