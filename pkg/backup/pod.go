@@ -74,7 +74,7 @@ func endpoints(c *api.EtcdCluster) []snapshot.Endpoint {
 		if !ok || m.Learner {
 			continue
 		}
-		out = append(out, snapshot.Endpoint{Name: m.Name, URL: member.ClientURLOf(member.PeerURL(c.Name, c.Namespace, o))})
+		out = append(out, snapshot.Endpoint{Name: m.Name, URL: member.ClientURLOf(c, member.PeerURL(c, o))})
 	}
 	return out
 }
