@@ -38,9 +38,10 @@ type Options struct {
 	// PollInterval is how often the member list is asked for.
 	PollInterval time.Duration
 	// LivenessAddr, when set, is where the liveness probe of etcd's container is answered
-	// while the member waits (etcd's client address); only LivenessPath (path and query, as
-	// the probe asks) is answered as alive, anything else, the readiness probe included, as
-	// unavailable.
+	// while the member waits: where the kubelet probes etcd, its client address, or its
+	// plaintext metrics address when the client port demands certificates. Only LivenessPath
+	// (path and query, as the probe asks) is answered as alive, anything else, the readiness
+	// probe included, as unavailable.
 	LivenessAddr string
 	LivenessPath string
 	// DNS, when set, is asked whether cluster DNS serves each endpoint's host before the
@@ -85,7 +86,7 @@ func Parse(args []string) (Options, error) {
 	fs.StringVar(&o.TLS.CAFile, "ca-file", "", "CA certificates to verify the endpoints' server certificates by")
 	fs.DurationVar(&o.PollInterval, "poll-interval", DefaultPollInterval, "how often to ask for the member list")
 	fs.DurationVar(&o.DNSWait, "dns-wait", DefaultDNSWait, "how long to wait for cluster DNS to serve the members' names before dialling them anyway")
-	fs.StringVar(&o.LivenessAddr, "liveness-addr", "", "address to answer the liveness probe on while waiting (etcd's client address)")
+	fs.StringVar(&o.LivenessAddr, "liveness-addr", "", "address to answer the liveness probe on while waiting (where the kubelet probes etcd)")
 	fs.StringVar(&o.LivenessPath, "liveness-path", "", "path and query of the liveness probe answered while waiting")
 	fs.StringVar(&o.MemberIDFile, "member-id-file", "", "file holding this member's ID in hex once it has started; with an empty data dir, etcd is not started")
 	fs.StringVar(&o.Restore.From, "restore-from", "", "snapshot to restore the seed of a new cluster from, before its first start")
