@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 	"github.com/etcd-operator/etcd-operator/pkg/member"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
 )
@@ -30,8 +31,12 @@ const (
 const (
 	destinationVolume = "destination"
 	destinationMount  = "/backup"
-	operatorBinary    = "/etcd-operator"
-	containerName     = "backup"
+	// clientTLSVolume is the cluster's client Secret (member.ClientTLSSecretName), mounted
+	// read-only at clientTLSMount when the cluster's client port uses TLS.
+	clientTLSVolume = "client-tls"
+	clientTLSMount  = "/etc/etcd-client-tls"
+	operatorBinary  = "/etcd-operator"
+	containerName   = "backup"
 )
 
 // attemptDeadline bounds one attempt once its pod has started (activeDeadlineSeconds): a
@@ -74,20 +79,39 @@ func endpoints(c *api.EtcdCluster) []snapshot.Endpoint {
 		if !ok || m.Learner {
 			continue
 		}
-		out = append(out, snapshot.Endpoint{Name: m.Name, URL: member.ClientURLOf(member.PeerURL(c.Name, c.Namespace, o))})
+		out = append(out, snapshot.Endpoint{Name: m.Name, URL: member.ClientURLOf(c, member.PeerURL(c, o))})
 	}
 	return out
 }
 
 // AttemptPod is the pod of one attempt of backup b of cluster c: the operator's image
-// running `etcd-operator backup`, with the destination's claim mounted there alone. It needs
-// no API credentials: it reports through its termination message.
+// running `etcd-operator backup`, with the destination's claim mounted there alone and, when
+// the cluster's client port uses TLS, the cluster's client Secret (read-only), whose
+// certificate it dials the members with. It needs no API credentials: it reports through its
+// termination message.
 func AttemptPod(b *api.EtcdBackup, c *api.EtcdCluster, attempt int, image string) *corev1.Pod {
 	args := snapshot.Args{Options: snapshot.Options{
 		Members: endpoints(c), Root: destinationMount, Path: b.Spec.Destination.Volume.Path, Name: SnapshotName(b),
 	}}
-	return pod(b, AttemptPodName(b.Name, attempt), RoleTake, image, args.Render())
+	if !member.ClientTLS(c) {
+		return pod(b, AttemptPodName(b.Name, attempt), RoleTake, image, args.Render())
+	}
+	args.TLS = etcdutil.TLSFiles{
+		CertFile: clientTLSMount + "/" + corev1.TLSCertKey,
+		KeyFile:  clientTLSMount + "/" + corev1.TLSPrivateKeyKey,
+		CAFile:   clientTLSMount + "/" + member.KeyCA,
+	}
+	p := pod(b, AttemptPodName(b.Name, attempt), RoleTake, image, args.Render())
+	p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: clientTLSVolume, VolumeSource: corev1.VolumeSource{
+		Secret: &corev1.SecretVolumeSource{SecretName: member.ClientTLSSecretName(c.Name), DefaultMode: ptr.To(clientTLSMode)}}})
+	ctr := &p.Spec.Containers[0]
+	ctr.VolumeMounts = append(ctr.VolumeMounts, corev1.VolumeMount{Name: clientTLSVolume, MountPath: clientTLSMount, ReadOnly: true})
+	return p
 }
+
+// clientTLSMode lets the pod's fsGroup, which the backup's user is in, read the client
+// Secret, and no other user of the node.
+const clientTLSMode int32 = 0o440
 
 // DeletePod is the pod that deletes the files rel (relative to the claim's root) of backup b.
 func DeletePod(b *api.EtcdBackup, image string, rel []string) *corev1.Pod {

@@ -59,7 +59,7 @@ func (r *Reconciler) act(ctx context.Context, c *api.EtcdCluster, o *observation
 		if leader == nil || leader.Status.PodIP == "" {
 			return whileWaiting, nil
 		}
-		res, err = r.control.MoveLeader(ctx, c, member.PodClientURL(leader.Status.PodIP), a.Ordinal, a.Transferee)
+		res, err = r.control.MoveLeader(ctx, c, member.PodClientURL(c, leader.Status.PodIP), a.Ordinal, a.Transferee)
 	}
 	if err != nil {
 		return 0, err
@@ -99,7 +99,7 @@ func (o *observation) headlessPeerURLs(ordinals []int) map[int]string {
 	if o.membersKnown {
 		for _, m := range o.members {
 			ord, ok := o.memberOrdinal(m)
-			if ok && slices.Contains(ordinals, ord) && m.PeerURLs[0] == member.HeadlessPeerURL(c.Name, c.Namespace, ord) {
+			if ok && slices.Contains(ordinals, ord) && m.PeerURLs[0] == member.HeadlessPeerURL(c, ord) {
 				out[ord] = m.PeerURLs[0]
 			}
 		}
@@ -107,7 +107,7 @@ func (o *observation) headlessPeerURLs(ordinals []int) map[int]string {
 		for _, p := range o.pods {
 			t, _ := member.ReadTemplate(c.Name, p)
 			for ord, u := range t.PeerURLs {
-				if slices.Contains(ordinals, ord) && u == member.HeadlessPeerURL(c.Name, c.Namespace, ord) {
+				if slices.Contains(ordinals, ord) && u == member.HeadlessPeerURL(c, ord) {
 					out[ord] = u
 				}
 			}

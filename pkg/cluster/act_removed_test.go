@@ -89,7 +89,7 @@ func TestSyncClaimsUnflagsListedMembers(t *testing.T) {
 			o := observed(c)
 			for ord := range 2 {
 				o.members = append(o.members, etcdutil.Member{ID: uint64(100 + ord), Name: member.Name(c.Name, ord),
-					PeerURLs: []string{member.PeerURL(c.Name, c.Namespace, ord)}})
+					PeerURLs: []string{member.PeerURL(c, ord)}})
 			}
 			o.claims = map[int]*corev1.PersistentVolumeClaim{}
 			for ord := range 3 {

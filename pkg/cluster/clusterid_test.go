@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -23,7 +24,7 @@ import (
 func withClusterIDs(etcd *fakeEtcd, own uint64, foreignIP string) {
 	for ep, st := range etcd.status {
 		st.ClusterID = own
-		if ep == member.PodClientURL(foreignIP) {
+		if u, err := url.Parse(ep); err == nil && u.Hostname() == foreignIP {
 			st.ClusterID = own + 1
 		}
 		etcd.status[ep] = st

@@ -80,7 +80,7 @@ func (ch membershipChange) judge(err error) (Result, error) {
 
 func (m *realActor) AddLearner(ctx context.Context, c *api.EtcdCluster, voters []string, ordinal int) (Result, error) {
 	return m.change(ctx, c, voters, ordinal, addLearner, "", func(cli etcdutil.Client) (uint64, error) {
-		added, err := cli.MemberAddAsLearner(ctx, member.PeerURL(c.Name, c.Namespace, ordinal))
+		added, err := cli.MemberAddAsLearner(ctx, member.PeerURL(c, ordinal))
 		return added.ID, err
 	})
 }

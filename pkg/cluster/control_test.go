@@ -335,7 +335,7 @@ func TestMembershipAgainstEtcd(t *testing.T) {
 	}
 	var learner uint64
 	for _, mem := range list {
-		if mem.IsLearner && mem.PeerURLs[0] == member.PeerURL(c.Name, c.Namespace, 2) {
+		if mem.IsLearner && mem.PeerURLs[0] == member.PeerURL(c, 2) {
 			learner = mem.ID
 		}
 	}

@@ -80,9 +80,9 @@ func crashLoopFixture(t *testing.T, trouble func(*corev1.Pod)) (*fixture, *remov
 		ip := fmt.Sprintf("10.244.0.%d", 10+o)
 		p := memberPod(c, o, ip, corev1.PodRunning, time.Now().Add(-time.Hour), slice)
 		id := uint64(o + 1)
-		etcd.members = append(etcd.members, etcdutil.Member{ID: id, Name: p.Name, PeerURLs: []string{member.PeerURL(c.Name, c.Namespace, o)}})
+		etcd.members = append(etcd.members, etcdutil.Member{ID: id, Name: p.Name, PeerURLs: []string{member.PeerURL(c, o)}})
 		if o < 2 {
-			etcd.status[member.PodClientURL(ip)] = etcdutil.Status{ID: id, Leader: 1, Version: "3.6.16"}
+			etcd.status[member.PodClientURL(c, ip)] = etcdutil.Status{ID: id, Leader: 1, Version: "3.6.16"}
 		} else {
 			trouble(p)
 		}

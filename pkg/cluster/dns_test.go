@@ -57,8 +57,8 @@ type fakeEtcd struct {
 
 func newFakeEtcd(t *testing.T, c *api.EtcdCluster, seedIP string) *fakeEtcd {
 	return &fakeEtcd{t: t,
-		members: []etcdutil.Member{{ID: 1, Name: "demo-0", PeerURLs: []string{member.PeerURL(c.Name, c.Namespace, 0)}}},
-		status:  map[string]etcdutil.Status{member.PodClientURL(seedIP): {ID: 1, Leader: 1, Version: "3.6.16"}},
+		members: []etcdutil.Member{{ID: 1, Name: "demo-0", PeerURLs: []string{member.PeerURL(c, 0)}}},
+		status:  map[string]etcdutil.Status{member.PodClientURL(c, seedIP): {ID: 1, Leader: 1, Version: "3.6.16"}},
 	}
 }
 
@@ -231,7 +231,7 @@ func TestSyncWaitsForClusterDNS(t *testing.T) {
 	if _, err := f.r.Sync(ctx, "ns", "demo"); err != nil {
 		t.Fatalf("Sync: %v", err)
 	}
-	if got := etcd.learnersAdded(); len(got) != 1 || got[0] != member.PeerURL("demo", "ns", 1) {
+	if got := etcd.learnersAdded(); len(got) != 1 || got[0] != "http://demo-1.ns.svc:2380" {
 		t.Fatalf("added %v once DNS serves demo-1, want demo-1", got)
 	}
 	if _, err := f.r.Sync(ctx, "ns", "demo"); err != nil {
@@ -320,7 +320,7 @@ func TestSyncKeepsMemberServices(t *testing.T) {
 func TestSyncNamesMembersAsEtcdLists(t *testing.T) {
 	f, etcd := growing(t, time.Now())
 	c, _ := f.cinf.Etcd().V1alpha1().EtcdClusters().Lister().EtcdClusters("ns").Get("demo")
-	etcd.members[0].PeerURLs = []string{member.HeadlessPeerURL(c.Name, c.Namespace, 0)}
+	etcd.members[0].PeerURLs = []string{member.HeadlessPeerURL(c, 0)}
 	// The first pass adds the second member (at its Service); while it starts, the next
 	// makes the third pod ahead.
 	for range 2 {
@@ -328,7 +328,7 @@ func TestSyncNamesMembersAsEtcdLists(t *testing.T) {
 			t.Fatalf("Sync: %v", err)
 		}
 	}
-	if got := etcd.learnersAdded(); len(got) != 1 || got[0] != member.PeerURL(c.Name, c.Namespace, 1) {
+	if got := etcd.learnersAdded(); len(got) != 1 || got[0] != member.PeerURL(c, 1) {
 		t.Fatalf("added %v, want demo-1 at its Service", got)
 	}
 	creates := f.actions("create", "pods")
@@ -337,7 +337,7 @@ func TestSyncNamesMembersAsEtcdLists(t *testing.T) {
 	}
 	p := creates[0].(k8stesting.CreateAction).GetObject().(*corev1.Pod)
 	tmpl, _ := member.ReadTemplate(c.Name, p)
-	want := map[int]string{0: member.HeadlessPeerURL(c.Name, c.Namespace, 0)}
+	want := map[int]string{0: member.HeadlessPeerURL(c, 0)}
 	if p.Name != "demo-2" || len(tmpl.PeerURLs) != 1 || tmpl.PeerURLs[0] != want[0] {
 		t.Errorf("pod %s made with peer URLs %v, want %v (the others at their Services)", p.Name, tmpl.PeerURLs, want)
 	}

@@ -25,18 +25,18 @@ func TestMemberViewOrdinal(t *testing.T) {
 		peerURL string
 		want    int
 	}{
-		{"http member Service URL", "demo-1", member.PeerURL(c.Name, c.Namespace, 1), 1},
-		{"http headless URL of an older member", "demo-2", member.HeadlessPeerURL(c.Name, c.Namespace, 2), 2},
-		{"http unstarted learner", "", member.PeerURL(c.Name, c.Namespace, 3), 3},
+		{"http member Service URL", "demo-1", member.PeerURL(c, 1), 1},
+		{"http headless URL of an older member", "demo-2", member.HeadlessPeerURL(c, 2), 2},
+		{"http unstarted learner", "", member.PeerURL(c, 3), 3},
 		{"https member Service URL", "demo-1", "https://demo-1.ns.svc:2380", 1},
 		{"https headless URL", "demo-2", "https://demo-2.demo.ns.svc:2380", 2},
 		{"https unstarted learner", "", "https://demo-3.ns.svc:2380", 3},
 		{"https unstarted learner on the headless name", "", "https://demo-3.demo.ns.svc:2380", 3},
 		{"https on another port", "demo-0", "https://demo-0.ns.svc:12380", 0},
 		{"name and host disagree", "demo-1", "https://demo-2.ns.svc:2380", -1},
-		{"name and host disagree over http", "demo-1", member.PeerURL(c.Name, c.Namespace, 2), -1},
+		{"name and host disagree over http", "demo-1", member.PeerURL(c, 2), -1},
 		{"another namespace", "demo-1", "https://demo-1.other.svc:2380", -1},
-		{"another namespace over http", "", member.PeerURL(c.Name, "other", 1), -1},
+		{"another namespace over http", "", "http://demo-1.other.svc:2380", -1},
 		{"another namespace, headless form", "demo-1", "https://demo-1.demo.other.svc:2380", -1},
 		{"a pod IP", "demo-1", "https://10.0.0.2:2380", -1},
 	} {
@@ -72,7 +72,7 @@ func httpsObservation() *observation {
 		id := uint64(100 + ord)
 		o.statuses[ord] = etcdutil.Status{ID: id, Leader: 100, Version: c.Spec.Version, RaftTerm: 2}
 		o.members = append(o.members, etcdutil.Member{ID: id, Name: member.Name(c.Name, ord),
-			PeerURLs: []string{peerURLs[ord]}, ClientURLs: []string{member.PodClientURL(p.Status.PodIP)}})
+			PeerURLs: []string{peerURLs[ord]}, ClientURLs: []string{member.PodClientURL(c, p.Status.PodIP)}})
 	}
 	return o
 }

@@ -105,7 +105,7 @@ func (r *Reconciler) observeEtcd(ctx context.Context, c *api.EtcdCluster, o *obs
 	endpoints := map[int]string{}
 	for ord, p := range o.pods {
 		if p.Status.PodIP != "" && p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
-			endpoints[ord] = member.PodClientURL(p.Status.PodIP)
+			endpoints[ord] = member.PodClientURL(c, p.Status.PodIP)
 		}
 	}
 	if len(endpoints) == 0 {
@@ -176,7 +176,7 @@ func (o *observation) voterEndpoints(exclude uint64) []string {
 		if p == nil || st.IsLearner || (exclude != 0 && st.ID == exclude) {
 			continue
 		}
-		ep := member.PodClientURL(p.Status.PodIP)
+		ep := member.PodClientURL(o.cluster, p.Status.PodIP)
 		if st.ID == o.leader {
 			eps = append([]string{ep}, eps...)
 		} else {

@@ -9,17 +9,23 @@ import (
 	"testing"
 
 	"go.etcd.io/etcd/server/v3/embed"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil/etcdtest"
 	"github.com/etcd-operator/etcd-operator/pkg/member"
 )
 
+// demo is the cluster whose members the embedded ones pose as: without TLS, as a test
+// member serves.
+var demo = &api.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "ns"}}
+
 // asMember makes an embedded member look like the operator's member 0 of the cluster demo in
 // namespace ns: named demo-0 and advertising its member Service URL. It listens where
 // etcdtest put it; nobody dials the advertised URL in a cluster of one.
 func asMember(t *testing.T) func(*embed.Config) {
-	peerURL := member.PeerURL("demo", "ns", 0)
+	peerURL := member.PeerURL(demo, 0)
 	u, err := url.Parse(peerURL)
 	if err != nil {
 		t.Fatalf("parsing %s: %v", peerURL, err)
@@ -40,7 +46,7 @@ func TestMemberUpdateKeepsIdentity(t *testing.T) {
 	ctx := context.Background()
 	seed := etcdtest.StartClusterWith(t, 1, asMember(t))[0]
 	cli := newClient(t, seed.ClientURL)
-	learner, err := cli.MemberAddAsLearner(ctx, member.HeadlessPeerURL("demo", "ns", 1))
+	learner, err := cli.MemberAddAsLearner(ctx, member.HeadlessPeerURL(demo, 1))
 	if err != nil {
 		t.Fatalf("MemberAddAsLearner: %v", err)
 	}

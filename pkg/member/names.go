@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 
+	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 	"github.com/etcd-operator/etcd-operator/pkg/member/naming"
 )
@@ -91,37 +92,43 @@ func HeadlessHost(cluster, namespace string, ordinal int) string {
 	return fmt.Sprintf("%s.%s.%s.svc", Name(cluster, ordinal), PeerServiceName(cluster), namespace)
 }
 
-// PeerURL is the URL other members dial to reach a member the operator adds.
-func PeerURL(cluster, namespace string, ordinal int) string {
-	return fmt.Sprintf("http://%s:%d", Host(cluster, namespace, ordinal), PeerPort)
+// PeerURL is the URL other members dial to reach a member the operator adds: https with
+// peer TLS.
+func PeerURL(c *api.EtcdCluster, ordinal int) string {
+	return peerURL(peerScheme(c), Host(c.Name, c.Namespace, ordinal))
 }
 
 // HeadlessPeerURL is the peer URL of a member added before the member Services.
-func HeadlessPeerURL(cluster, namespace string, ordinal int) string {
-	return fmt.Sprintf("http://%s:%d", HeadlessHost(cluster, namespace, ordinal), PeerPort)
+func HeadlessPeerURL(c *api.EtcdCluster, ordinal int) string {
+	return peerURL(peerScheme(c), HeadlessHost(c.Name, c.Namespace, ordinal))
+}
+
+func peerURL(scheme, host string) string {
+	return fmt.Sprintf("%s://%s:%d", scheme, host, PeerPort)
 }
 
 // IsPeerURL reports whether u is a peer URL the operator gives the member: PeerURL, or the
 // HeadlessPeerURL of a member added before the member Services.
-func IsPeerURL(cluster, namespace string, ordinal int, u string) bool {
-	return u == PeerURL(cluster, namespace, ordinal) || u == HeadlessPeerURL(cluster, namespace, ordinal)
+func IsPeerURL(c *api.EtcdCluster, ordinal int, u string) bool {
+	return u == PeerURL(c, ordinal) || u == HeadlessPeerURL(c, ordinal)
 }
 
 // ClientURLOf is the client URL on the host of a member's peer URL: a member reached by its
 // own Service for peers is reached by it for clients too, and one on the headless name keeps
-// that.
-func ClientURLOf(peerURL string) string {
+// that. The scheme is the client port's (https with client TLS), whatever the peers use.
+func ClientURLOf(c *api.EtcdCluster, peerURL string) string {
 	u, err := url.Parse(peerURL)
 	if err != nil {
 		return peerURL
 	}
+	u.Scheme = clientScheme(c)
 	u.Host = net.JoinHostPort(u.Hostname(), strconv.Itoa(int(ClientPort)))
 	return u.String()
 }
 
 // ServiceClientURL is the URL of the client Service.
-func ServiceClientURL(cluster, namespace string) string {
-	return fmt.Sprintf("http://%s.%s.svc:%d", ClientServiceName(cluster), namespace, ClientPort)
+func ServiceClientURL(c *api.EtcdCluster) string {
+	return fmt.Sprintf("%s://%s:%d", clientScheme(c), ClientServiceHost(c), ClientPort)
 }
 
 // NameFromPeerURL recovers the member name from a peer URL the operator built. etcd
@@ -179,10 +186,8 @@ func MemberOrdinal(cluster, namespace string, m etcdutil.Member) (ordinal int, o
 	return ordinal, true
 }
 
-// PodClientURL is the URL the operator dials to reach a member: its pod IP, never DNS.
-func PodClientURL(podIP string) string {
-	if strings.Contains(podIP, ":") {
-		return fmt.Sprintf("http://[%s]:%d", podIP, ClientPort)
-	}
-	return fmt.Sprintf("http://%s:%d", podIP, ClientPort)
+// PodClientURL is the URL the operator dials to reach a member: its pod IP, never DNS; https
+// with client TLS.
+func PodClientURL(c *api.EtcdCluster, podIP string) string {
+	return fmt.Sprintf("%s://%s", clientScheme(c), net.JoinHostPort(podIP, strconv.Itoa(int(ClientPort))))
 }

@@ -128,6 +128,9 @@ func Pod(c *api.EtcdCluster, t Template, initImage string) *corev1.Pod {
 			PriorityClassName:            policy.PriorityClassName,
 		},
 	}
+	if PeerTLS(c) || ClientTLS(c) {
+		pod.Spec.Volumes = append(pod.Spec.Volumes, tlsVolume(c, t.Ordinal))
+	}
 	for _, tol := range policy.Tolerations {
 		pod.Spec.Tolerations = append(pod.Spec.Tolerations, *tol.DeepCopy())
 	}
@@ -138,7 +141,7 @@ func Pod(c *api.EtcdCluster, t Template, initImage string) *corev1.Pod {
 	// have started: the seed would bootstrap a new, empty cluster, any other member would
 	// crash raft.
 	_, livePath := probePaths(version)
-	wrapInMemberInit(c, t, pod, initImage, livePath)
+	wrapInMemberInit(c, t, pod, initImage, livePath, probePort(c))
 	// Last, over the finished spec: see AnnotationTemplateHash.
 	pod.Annotations[AnnotationTemplateHash] = specHash(&pod.Spec)
 	return pod
@@ -171,7 +174,9 @@ func ParseID(s string) uint64 { return naming.ParseID(s) }
 // ReadTemplate reads back the template a member pod of the named cluster was built from.
 // ok is false when the pod is not one of the cluster's member pods. Pods of earlier operator
 // versions read the same way: the cluster state is in the annotation, the initial cluster in
-// etcd's own argument (after member-init's `--` for a joining member).
+// etcd's own argument (after member-init's `--` for a joining member). A member of the initial
+// cluster is at its PeerURL when the pod names it there with the scheme of the pod's own peer
+// listener: the scheme is the cluster's (spec.tls cannot change), so the pod says it.
 func ReadTemplate(cluster string, p *corev1.Pod) (t Template, ok bool) {
 	t.Ordinal, ok = Ordinal(cluster, p.Name)
 	if !ok {
@@ -185,7 +190,9 @@ func ReadTemplate(cluster string, p *corev1.Pod) (t Template, ok bool) {
 			continue
 		}
 		t.Version = versionOf(ctr.Image)
-		for _, a := range etcdArgv(ctr) {
+		argv := etcdArgv(ctr)
+		scheme := listenedPeerScheme(argv)
+		for _, a := range argv {
 			if a == forceNewClusterFlag || a == forceNewClusterFlag+"=true" {
 				t.ForceNewCluster = true
 			}
@@ -200,7 +207,7 @@ func ReadTemplate(cluster string, p *corev1.Pod) (t Template, ok bool) {
 					continue
 				}
 				t.InitialCluster = append(t.InitialCluster, o)
-				if u != PeerURL(cluster, p.Namespace, o) {
+				if u != peerURL(scheme, Host(cluster, p.Namespace, o)) {
 					if t.PeerURLs == nil {
 						t.PeerURLs = map[int]string{}
 					}
@@ -211,6 +218,19 @@ func ReadTemplate(cluster string, p *corev1.Pod) (t Template, ok bool) {
 		}
 	}
 	return t, true
+}
+
+// listenedPeerScheme is the scheme of etcd's --listen-peer-urls in argv; http when it has
+// none (etcd's default).
+func listenedPeerScheme(argv []string) string {
+	for _, a := range argv {
+		if u, found := strings.CutPrefix(a, listenPeerFlag); found {
+			if scheme, _, ok := strings.Cut(u, "://"); ok {
+				return scheme
+			}
+		}
+	}
+	return "http"
 }
 
 // etcdArgv is the command line etcd runs with in the container: member-init's command after

@@ -12,11 +12,11 @@ func (t Template) peerURL(c *api.EtcdCluster, ordinal int) string {
 	if u, ok := t.PeerURLs[ordinal]; ok {
 		return u
 	}
-	return PeerURL(c.Name, c.Namespace, ordinal)
+	return PeerURL(c, ordinal)
 }
 
-// etcdArgs are the flags of the member's etcd.
-func etcdArgs(c *api.EtcdCluster, t Template) []string {
+// etcdArgs are the flags of the member's etcd, of the given version.
+func etcdArgs(c *api.EtcdCluster, t Template, version string) []string {
 	initial := make([]string, 0, len(t.InitialCluster))
 	for _, o := range t.InitialCluster {
 		initial = append(initial, Name(c.Name, o)+"="+t.peerURL(c, o))
@@ -25,14 +25,16 @@ func etcdArgs(c *api.EtcdCluster, t Template) []string {
 	args := []string{
 		"--name=" + Name(c.Name, t.Ordinal),
 		"--data-dir=" + DataDir,
-		fmt.Sprintf("--listen-peer-urls=http://0.0.0.0:%d", PeerPort),
-		fmt.Sprintf("--listen-client-urls=http://0.0.0.0:%d", ClientPort),
-		"--advertise-client-urls=" + ClientURLOf(self),
+		fmt.Sprintf("%s%s://0.0.0.0:%d", listenPeerFlag, peerScheme(c), PeerPort),
+		fmt.Sprintf("--listen-client-urls=%s://0.0.0.0:%d", clientScheme(c), ClientPort),
+		"--advertise-client-urls=" + ClientURLOf(c, self),
 		"--initial-advertise-peer-urls=" + self,
 		initialClusterFlag + strings.Join(initial, ","),
 		"--initial-cluster-state=" + string(t.ClusterState),
 		"--initial-cluster-token=" + ClusterToken(c),
 	}
+	args = append(args, peerTLSArgs(c, version)...)
+	args = append(args, clientTLSArgs(c)...)
 	args = append(args, quotaArgs(&c.Spec)...)
 	if t.ForceNewCluster {
 		args = append(args, forceNewClusterFlag)
@@ -40,9 +42,56 @@ func etcdArgs(c *api.EtcdCluster, t Template) []string {
 	return args
 }
 
+// peerTLSArgs are etcd's flags for peer TLS; none without it. Peers must present a
+// certificate of the peer CA, but etcd does not check that its names match the address a peer
+// connects from: members connect from pod IPs, which no certificate names (a pod's IP is known
+// only once it runs, and changes with every pod). The cluster's own CA is what admits a peer.
+func peerTLSArgs(c *api.EtcdCluster, version string) []string {
+	if !PeerTLS(c) {
+		return nil
+	}
+	return []string{
+		"--peer-cert-file=" + TLSDir + "/" + KeyPeerCert,
+		"--peer-key-file=" + TLSDir + "/" + KeyPeerKey,
+		"--peer-trusted-ca-file=" + TLSDir + "/" + KeyPeerCA,
+		"--peer-client-cert-auth",
+		skipPeerSANFlag(version) + "=true",
+	}
+}
+
+// skipPeerSANFlag is the name etcd of the given version gives the flag that skips the check of
+// a peer certificate's names against the peer's address: experimental up to 3.6, which
+// deprecates that name, and renamed in 3.7, which no longer knows the old one.
+func skipPeerSANFlag(version string) string {
+	if major, minor := majorMinor(version); major > 3 || (major == 3 && minor >= 7) {
+		return "--peer-skip-client-san-verification"
+	}
+	return "--experimental-peer-skip-client-san-verification"
+}
+
+// clientTLSArgs are etcd's flags for client TLS; none without it. Clients must present a
+// certificate the client port trusts (KeyClientCA). The health endpoints the kubelet probes
+// move to the plaintext metrics listener: a probe has no client certificate.
+func clientTLSArgs(c *api.EtcdCluster) []string {
+	if !ClientTLS(c) {
+		return nil
+	}
+	return []string{
+		"--cert-file=" + TLSDir + "/" + KeyServerCert,
+		"--key-file=" + TLSDir + "/" + KeyServerKey,
+		"--trusted-ca-file=" + TLSDir + "/" + KeyClientCA,
+		"--client-cert-auth",
+		fmt.Sprintf("--listen-metrics-urls=http://0.0.0.0:%d", MetricsPort),
+	}
+}
+
 // initialClusterFlag is the prefix of etcd's --initial-cluster argument, which ReadTemplate
 // reads back.
 const initialClusterFlag = "--initial-cluster="
+
+// listenPeerFlag is the prefix of etcd's --listen-peer-urls argument, whose scheme
+// ReadTemplate reads back.
+const listenPeerFlag = "--listen-peer-urls="
 
 // forceNewClusterFlag is etcd's flag for Template.ForceNewCluster, which ReadTemplate reads
 // back.

@@ -50,12 +50,15 @@ func readRestore(p *corev1.Pod) *Restore {
 // an init container copies the operator binary into a volume, and the etcd container runs it
 // as `member-init ... -- etcd <flags>`. member-init asks the other members named in
 // t.InitialCluster, answers the liveness probe while it waits, and execs etcd when the member
-// is listed, or at once when the data dir already holds the member.
-func wrapInMemberInit(c *api.EtcdCluster, t Template, pod *corev1.Pod, initImage, livePath string) {
+// is listed, or at once when the data dir already holds the member. It answers the probe on
+// livePort, where the kubelet probes etcd. With client TLS it dials the members with the
+// pod's client certificate and verifies them by their names with the CA of their
+// client-port certificates.
+func wrapInMemberInit(c *api.EtcdCluster, t Template, pod *corev1.Pod, initImage, livePath string, livePort int32) {
 	var endpoints []string
 	for _, o := range t.InitialCluster {
 		if o != t.Ordinal {
-			endpoints = append(endpoints, ClientURLOf(t.peerURL(c, o)))
+			endpoints = append(endpoints, ClientURLOf(c, t.peerURL(c, o)))
 		}
 	}
 	etcd := &pod.Spec.Containers[0]
@@ -66,10 +69,17 @@ func wrapInMemberInit(c *api.EtcdCluster, t Template, pod *corev1.Pod, initImage
 		Endpoints:    endpoints,
 		PollInterval: memberinit.DefaultPollInterval,
 		DNSWait:      memberinit.DefaultDNSWait,
-		LivenessAddr: fmt.Sprintf(":%d", ClientPort),
+		LivenessAddr: fmt.Sprintf(":%d", livePort),
 		LivenessPath: livePath,
 		MemberIDFile: PodInfoDir + "/" + MemberIDFileName,
 		Exec:         append(slices.Clone(etcd.Command), etcd.Args...),
+	}
+	if ClientTLS(c) {
+		wait.TLS = etcdutil.TLSFiles{
+			CertFile: TLSDir + "/" + KeyClientCert,
+			KeyFile:  TLSDir + "/" + KeyClientKey,
+			CAFile:   TLSDir + "/" + KeyServerCA,
+		}
 	}
 	if t.ClusterState == etcdutil.ClusterStateNew && t.Restore != nil {
 		wait.Restore = memberinit.Restore{From: RestoreDir + "/" + t.Restore.Key,

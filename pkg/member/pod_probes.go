@@ -6,6 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
 )
 
 // probePaths picks the health endpoints: /readyz and /livez exist from etcd 3.6 on; older
@@ -28,8 +30,18 @@ func majorMinor(version string) (int, int) {
 	return major, minor
 }
 
-func httpProbe(path string) corev1.ProbeHandler {
+// probePort is where the kubelet probes a member's health: the client port, or, when that
+// demands a client certificate, the plaintext metrics port (which member-init answers on too
+// while it waits).
+func probePort(c *api.EtcdCluster) int32 {
+	if ClientTLS(c) {
+		return MetricsPort
+	}
+	return ClientPort
+}
+
+func httpProbe(path string, port int32) corev1.ProbeHandler {
 	return corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
-		Path: path, Port: intstr.FromInt32(ClientPort), Scheme: corev1.URISchemeHTTP,
+		Path: path, Port: intstr.FromInt32(port), Scheme: corev1.URISchemeHTTP,
 	}}
 }

@@ -67,30 +67,38 @@ func DataClaim(p *corev1.Pod) string {
 // etcdContainer is the container that runs the member's etcd (of the given version).
 func etcdContainer(c *api.EtcdCluster, t Template, policy *api.PodPolicy, version string) corev1.Container {
 	readyPath, livePath := probePaths(version)
+	ports := []corev1.ContainerPort{
+		{Name: "client", ContainerPort: ClientPort, Protocol: corev1.ProtocolTCP},
+		{Name: "peer", ContainerPort: PeerPort, Protocol: corev1.ProtocolTCP},
+	}
+	if ClientTLS(c) {
+		ports = append(ports, corev1.ContainerPort{Name: "metrics", ContainerPort: MetricsPort, Protocol: corev1.ProtocolTCP})
+	}
+	mounts := []corev1.VolumeMount{{Name: DataVolumeName, MountPath: DataMountPath}}
+	if PeerTLS(c) || ClientTLS(c) {
+		mounts = append(mounts, corev1.VolumeMount{Name: TLSVolumeName, MountPath: TLSDir, ReadOnly: true})
+	}
 	return corev1.Container{
 		Name:            EtcdContainerName,
 		Image:           ImageFor(c.Spec.Repository, version),
 		ImagePullPolicy: corev1.PullIfNotPresent,
 		Command:         []string{EtcdBinary},
-		Args:            etcdArgs(c, t),
+		Args:            etcdArgs(c, t, version),
 		Env:             userEnv(policy.Env),
-		Ports: []corev1.ContainerPort{
-			{Name: "client", ContainerPort: ClientPort, Protocol: corev1.ProtocolTCP},
-			{Name: "peer", ContainerPort: PeerPort, Protocol: corev1.ProtocolTCP},
-		},
-		Resources:    resources(policy.Resources),
-		VolumeMounts: []corev1.VolumeMount{{Name: DataVolumeName, MountPath: DataMountPath}},
+		Ports:           ports,
+		Resources:       resources(policy.Resources),
+		VolumeMounts:    mounts,
 		// Probed every second: a member's comeback (after a restart, and before a rollout's
 		// next member) waits for it.
 		ReadinessProbe: &corev1.Probe{
-			ProbeHandler:     httpProbe(readyPath),
+			ProbeHandler:     httpProbe(readyPath, probePort(c)),
 			PeriodSeconds:    1,
 			TimeoutSeconds:   2,
 			FailureThreshold: 3,
 		},
 		// Generous: restarting a slow but live member only makes it slower.
 		LivenessProbe: &corev1.Probe{
-			ProbeHandler:        httpProbe(livePath),
+			ProbeHandler:        httpProbe(livePath, probePort(c)),
 			InitialDelaySeconds: 10,
 			PeriodSeconds:       10,
 			TimeoutSeconds:      15,
@@ -99,6 +107,14 @@ func etcdContainer(c *api.EtcdCluster, t Template, policy *api.PodPolicy, versio
 		SecurityContext:          restrictedContainer(),
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 	}
+}
+
+// tlsVolume is the member's own Secret (TLSSecretName), for a cluster with TLS on either port.
+// The Secret is not optional: a member without its certificates would only fail, so its pod
+// waits for the Secret instead.
+func tlsVolume(c *api.EtcdCluster, ordinal int) corev1.Volume {
+	return corev1.Volume{Name: TLSVolumeName, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+		SecretName: TLSSecretName(c.Name, ordinal), DefaultMode: ptr.To(tlsSecretMode)}}}
 }
 
 // affinity is the pod policy's affinity with, unless the policy has a pod anti-affinity of its

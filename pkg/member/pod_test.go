@@ -305,13 +305,13 @@ func TestNames(t *testing.T) {
 			t.Errorf("Ordinal(%q) = %d %v, want %d %v", tc.member, ord, ok, tc.ord, tc.ok)
 		}
 	}
-	if n, ok := NameFromPeerURL(PeerURL("demo", "ns", 4)); !ok || n != "demo-4" {
+	if n, ok := NameFromPeerURL(PeerURL(at("demo", "ns"), 4)); !ok || n != "demo-4" {
 		t.Errorf("NameFromPeerURL = %q %v", n, ok)
 	}
 	if _, ok := NameFromPeerURL("10.0.0.1:2380"); ok {
 		t.Error("a URL without scheme must not parse")
 	}
-	if got := PodClientURL("fd00::5"); got != "http://[fd00::5]:2379" {
+	if got := PodClientURL(at("demo", "ns"), "fd00::5"); got != "http://[fd00::5]:2379" {
 		t.Errorf("PodClientURL v6 = %s", got)
 	}
 }
@@ -337,7 +337,7 @@ func TestPodOfMembersOnHeadlessNames(t *testing.T) {
 	c := testCluster()
 	headless := map[int]string{}
 	for o := range 3 {
-		headless[o] = HeadlessPeerURL(c.Name, c.Namespace, o)
+		headless[o] = HeadlessPeerURL(c, o)
 	}
 	// Every member on its headless name: the flags the operator gave such a pod before.
 	old := Pod(c, Template{Ordinal: 2, ClusterState: etcdutil.ClusterStateExisting, InitialCluster: []int{0, 1, 2}, PeerURLs: headless}, "op:1")
@@ -407,21 +407,21 @@ func TestMemberService(t *testing.T) {
 			t.Errorf("%s taken for a member Service", other.Name)
 		}
 	}
-	if got := "http://" + Host(c.Name, c.Namespace, 1) + ":2380"; got != PeerURL(c.Name, c.Namespace, 1) {
-		t.Errorf("peer URL %s is not on the member Service's name %s", PeerURL(c.Name, c.Namespace, 1), got)
+	if got := "http://" + Host(c.Name, c.Namespace, 1) + ":2380"; got != PeerURL(c, 1) {
+		t.Errorf("peer URL %s is not on the member Service's name %s", PeerURL(c, 1), got)
 	}
-	for _, u := range []string{PeerURL(c.Name, c.Namespace, 1), HeadlessPeerURL(c.Name, c.Namespace, 1)} {
-		if !IsPeerURL(c.Name, c.Namespace, 1, u) {
+	for _, u := range []string{PeerURL(c, 1), HeadlessPeerURL(c, 1)} {
+		if !IsPeerURL(c, 1, u) {
 			t.Errorf("IsPeerURL(%s) = false", u)
 		}
 		if name, ok := NameFromPeerURL(u); !ok || name != "demo-1" {
 			t.Errorf("NameFromPeerURL(%s) = %q", u, name)
 		}
 	}
-	if IsPeerURL(c.Name, c.Namespace, 1, "http://demo-1.other.svc:2380") || IsPeerURL(c.Name, c.Namespace, 2, PeerURL(c.Name, c.Namespace, 1)) {
+	if IsPeerURL(c, 1, "http://demo-1.other.svc:2380") || IsPeerURL(c, 2, PeerURL(c, 1)) {
 		t.Error("IsPeerURL accepts another namespace's or another member's URL")
 	}
-	if got := ClientURLOf("http://demo-1.prod.svc:2380"); got != "http://demo-1.prod.svc:2379" {
+	if got := ClientURLOf(c, "http://demo-1.prod.svc:2380"); got != "http://demo-1.prod.svc:2379" {
 		t.Errorf("ClientURLOf = %s", got)
 	}
 }

@@ -97,7 +97,11 @@ func Run(ctx context.Context, o Options, f etcdutil.Factory, out io.Writer) erro
 	if err := waitServed(ctx, o, log); err != nil {
 		return err
 	}
-	cli, err := f.New(o.Endpoints, etcdutil.ConnConfig{})
+	conn, err := o.TLS.ConnConfig()
+	if err != nil {
+		return fmt.Errorf("loading the client certificate: %w", err)
+	}
+	cli, err := f.New(o.Endpoints, conn)
 	if err != nil {
 		return fmt.Errorf("opening etcd client: %w", err)
 	}

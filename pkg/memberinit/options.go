@@ -32,12 +32,16 @@ type Options struct {
 	ClusterState etcdutil.ClusterState
 	// Endpoints are client URLs of the members already in the cluster; never this one's.
 	Endpoints []string
+	// TLS, when set, is the client certificate and the CA member-init dials the endpoints
+	// (https) with: a cluster whose client port uses TLS.
+	TLS etcdutil.TLSFiles
 	// PollInterval is how often the member list is asked for.
 	PollInterval time.Duration
 	// LivenessAddr, when set, is where the liveness probe of etcd's container is answered
-	// while the member waits (etcd's client address); only LivenessPath (path and query, as
-	// the probe asks) is answered as alive, anything else, the readiness probe included, as
-	// unavailable.
+	// while the member waits: where the kubelet probes etcd, its client address, or its
+	// plaintext metrics address when the client port demands certificates. Only LivenessPath
+	// (path and query, as the probe asks) is answered as alive, anything else, the readiness
+	// probe included, as unavailable.
 	LivenessAddr string
 	LivenessPath string
 	// DNS, when set, is asked whether cluster DNS serves each endpoint's host before the
@@ -77,9 +81,12 @@ func Parse(args []string) (Options, error) {
 	fs.StringVar(&o.PeerURL, "peer-url", "", "this member's peer URL, exactly as the operator adds it to the cluster")
 	fs.StringVar(&state, "initial-cluster-state", "", "new (bootstraps the cluster: start at once) or existing (wait to be added)")
 	fs.StringVar(&endpoints, "endpoints", "", "comma-separated client URLs of the members already running, never this member's own")
+	fs.StringVar(&o.TLS.CertFile, "cert-file", "", "client certificate to dial the endpoints with (https endpoints)")
+	fs.StringVar(&o.TLS.KeyFile, "key-file", "", "key of --cert-file")
+	fs.StringVar(&o.TLS.CAFile, "ca-file", "", "CA certificates to verify the endpoints' server certificates by")
 	fs.DurationVar(&o.PollInterval, "poll-interval", DefaultPollInterval, "how often to ask for the member list")
 	fs.DurationVar(&o.DNSWait, "dns-wait", DefaultDNSWait, "how long to wait for cluster DNS to serve the members' names before dialling them anyway")
-	fs.StringVar(&o.LivenessAddr, "liveness-addr", "", "address to answer the liveness probe on while waiting (etcd's client address)")
+	fs.StringVar(&o.LivenessAddr, "liveness-addr", "", "address to answer the liveness probe on while waiting (where the kubelet probes etcd)")
 	fs.StringVar(&o.LivenessPath, "liveness-path", "", "path and query of the liveness probe answered while waiting")
 	fs.StringVar(&o.MemberIDFile, "member-id-file", "", "file holding this member's ID in hex once it has started; with an empty data dir, etcd is not started")
 	fs.StringVar(&o.Restore.From, "restore-from", "", "snapshot to restore the seed of a new cluster from, before its first start")
@@ -117,6 +124,9 @@ func (o Options) Args() []string {
 		"--initial-cluster-state=" + string(o.ClusterState),
 		"--endpoints=" + strings.Join(o.Endpoints, ","),
 	}
+	if !o.TLS.IsZero() {
+		args = append(args, "--cert-file="+o.TLS.CertFile, "--key-file="+o.TLS.KeyFile, "--ca-file="+o.TLS.CAFile)
+	}
 	if o.PollInterval != DefaultPollInterval {
 		args = append(args, "--poll-interval="+o.PollInterval.String())
 	}
@@ -150,6 +160,14 @@ func (o Options) Args() []string {
 	return args
 }
 
+// endpointScheme is the scheme of the endpoints member-init dials with the given files.
+func endpointScheme(f etcdutil.TLSFiles) string {
+	if f.IsZero() {
+		return "http"
+	}
+	return "https"
+}
+
 // Validate checks the options. An endpoint on this member's own host is refused: looking
 // it up before the member's DNS record exists is what member-init must never do.
 func (o Options) Validate() error {
@@ -167,10 +185,18 @@ func (o Options) Validate() error {
 	default:
 		return fmt.Errorf("--initial-cluster-state must be %s or %s, not %q", etcdutil.ClusterStateNew, etcdutil.ClusterStateExisting, o.ClusterState)
 	}
+	if err := o.TLS.Validate(); err != nil {
+		return fmt.Errorf("--cert-file, --key-file and --ca-file: %w", err)
+	}
 	for _, e := range o.Endpoints {
 		u, err := url.Parse(e)
 		if err != nil || u.Hostname() == "" {
 			return fmt.Errorf("endpoint %q is not a URL with a host", e)
+		}
+		// An endpoint dialled in the wrong scheme fails every call: refused here, it is a
+		// message in the pod's log instead of a wait that never ends.
+		if want := endpointScheme(o.TLS); u.Scheme != want {
+			return fmt.Errorf("endpoint %s must be %s://, as the client certificate flags say", e, want)
 		}
 		if strings.EqualFold(u.Hostname(), peer.Hostname()) {
 			return fmt.Errorf("endpoint %s is this member itself (--peer-url %s)", e, o.PeerURL)

@@ -39,6 +39,9 @@ func Parse(args []string) (Args, error) {
 	fs.StringVar(&a.Root, "root", "", "where the destination is mounted")
 	fs.StringVar(&a.Path, "path", "", "folder inside the destination, relative to --root")
 	fs.StringVar(&a.Name, "name", "", "snapshot name, <cluster>-<backup>; the file is <name>-<revision>.db")
+	fs.StringVar(&a.TLS.CertFile, "cert-file", "", "client certificate to dial the members with (https client URLs)")
+	fs.StringVar(&a.TLS.KeyFile, "key-file", "", "key of --cert-file")
+	fs.StringVar(&a.TLS.CAFile, "ca-file", "", "CA certificates to verify the members' server certificates by")
 	fs.StringVar(&del, "delete", "", "comma-separated paths relative to --root to delete, instead of taking a snapshot")
 	fs.StringVar(&a.TerminationLog, "termination-log", DefaultTerminationLog, "file to write the outcome to, for the operator")
 	if err := fs.Parse(args); err != nil {
@@ -62,6 +65,9 @@ func Parse(args []string) (Args, error) {
 			a.Delete = append(a.Delete, p)
 		}
 	}
+	if err := a.TLS.Validate(); err != nil {
+		return Args{}, fmt.Errorf("parsing backup flags: --cert-file, --key-file and --ca-file: %w", err)
+	}
 	switch {
 	case a.Root == "":
 		return Args{}, errors.New("parsing backup flags: --root is required")
@@ -82,6 +88,9 @@ func (a Args) Render() []string {
 		members[i] = m.Name + "=" + m.URL
 	}
 	out = append(out, "--path="+a.Path, "--name="+a.Name, "--members="+strings.Join(members, ","))
+	if !a.TLS.IsZero() {
+		out = append(out, "--cert-file="+a.TLS.CertFile, "--key-file="+a.TLS.KeyFile, "--ca-file="+a.TLS.CAFile)
+	}
 	if a.TerminationLog != "" && a.TerminationLog != DefaultTerminationLog {
 		out = append(out, "--termination-log="+a.TerminationLog)
 	}

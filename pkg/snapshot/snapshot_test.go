@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/sirupsen/logrus"
@@ -170,5 +172,63 @@ func TestReportRoundTrip(t *testing.T) {
 	}
 	if _, ok := ReadReport("panic: something"); ok {
 		t.Error("a message that is no report read as one")
+	}
+}
+
+// A cluster whose client port demands certificates is backed up with the files of the
+// cluster's client Secret: the members verified by its CA, the snapshot taken and checked as
+// over plaintext. Without the files, no member answers.
+func TestTakeOverTLS(t *testing.T) {
+	t.Parallel()
+	servers, clients := etcdtest.NewCA(t, "servers"), etcdtest.NewCA(t, "clients")
+	members := etcdtest.StartClusterWith(t, 3, etcdtest.ServeClientTLS(t, servers, clients))
+	eps := endpointsOf(members)
+	for i := range eps {
+		eps[i].URL = etcdtest.HTTPS(eps[i].URL)
+	}
+	cert, key := clients.IssueClient(t, "demo-client")
+	o := Options{Members: eps, Root: t.TempDir(), Path: "ex", Name: "c-b",
+		TLS: etcdutil.TLSFiles{CertFile: cert, KeyFile: key, CAFile: servers.CertFile}}
+	res, err := Take(context.Background(), o, etcdutil.NewFactory(0, 0), quietLog())
+	if err != nil {
+		t.Fatalf("Take over TLS: %v", err)
+	}
+	if _, err := Verify(filepath.Join(o.Root, res.Location)); err != nil || res.Revision < 1 {
+		t.Errorf("snapshot %+v: %v", res, err)
+	}
+
+	plain := o
+	plain.TLS = etcdutil.TLSFiles{}
+	var f *Failure
+	if _, err := Take(context.Background(), plain, etcdutil.NewFactory(0, 0), quietLog()); !errors.As(err, &f) || f.Reason != FailureNoQuorum {
+		t.Errorf("Take without the client certificate = %v, want a NoQuorum failure", err)
+	}
+	missing := o
+	missing.TLS.KeyFile += ".gone"
+	if _, err := Take(context.Background(), missing, etcdutil.NewFactory(0, 0), quietLog()); !errors.As(err, &f) || f.Reason != FailureError {
+		t.Errorf("Take with a missing key file = %v, want an Error failure", err)
+	}
+}
+
+// The backup pod's command line carries the client certificate's files; Parse reads back
+// what Render writes, and refuses a certificate without its key or CA.
+func TestArgsTLS(t *testing.T) {
+	a := Args{Options: Options{Members: []Endpoint{{Name: "demo-0", URL: "https://demo-0.ns.svc:2379"}}, Root: "/backup", Path: "p", Name: "demo-b",
+		TLS: etcdutil.TLSFiles{CertFile: "/etc/etcd-client-tls/tls.crt", KeyFile: "/etc/etcd-client-tls/tls.key", CAFile: "/etc/etcd-client-tls/ca.crt"}},
+		TerminationLog: DefaultTerminationLog}
+	got, err := Parse(a.Render())
+	if err != nil {
+		t.Fatalf("Parse(%q): %v", a.Render(), err)
+	}
+	if got.TLS != a.TLS || len(got.Members) != 1 || got.Members[0] != a.Members[0] {
+		t.Errorf("Parse(Render()) = %+v, want %+v", got, a)
+	}
+	plain := a
+	plain.TLS = etcdutil.TLSFiles{}
+	if r := plain.Render(); slices.ContainsFunc(r, func(s string) bool { return strings.HasSuffix(strings.SplitN(s, "=", 2)[0], "-file") }) {
+		t.Errorf("Render without TLS = %q, want no file flags", r)
+	}
+	if _, err := Parse(append(plain.Render(), "--cert-file=/c", "--ca-file=/ca")); err == nil {
+		t.Error("Parse accepted a certificate without its key")
 	}
 }

@@ -31,6 +31,10 @@ type Options struct {
 	Members []Endpoint
 	// Conn is how the members are dialled.
 	Conn etcdutil.ConnConfig
+	// TLS, when set, are the files of the client certificate and CA the members are dialled
+	// with (https): Take loads them into Conn. A backup pod of a cluster with client TLS has
+	// them from the cluster's client Secret.
+	TLS etcdutil.TLSFiles
 	// Root is where the destination is mounted; Path the folder inside it (relative).
 	Root, Path string
 	// Name is the snapshot file's name without its revision and extension:
@@ -90,6 +94,13 @@ func fail(reason FailureReason, err error) error {
 // leaves no file but, at worst (killed mid-write), its temporary file, which the next attempt
 // of the same backup replaces. Errors are *Failure.
 func Take(ctx context.Context, o Options, f etcdutil.Factory, log *logrus.Entry) (Result, error) {
+	if !o.TLS.IsZero() {
+		conn, err := o.TLS.ConnConfig()
+		if err != nil {
+			return Result{}, fail(FailureError, fmt.Errorf("loading the client certificate: %w", err))
+		}
+		o.Conn.TLS = conn.TLS
+	}
 	from, st, err := choose(ctx, o.Members, o.Conn, f, log)
 	if err != nil {
 		return Result{}, err

@@ -1,0 +1,120 @@
+package member
+
+import (
+	"fmt"
+
+	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+)
+
+// TLS of a member pod. The operator keeps one Secret per member (TLSSecretName) holding
+// every certificate and key the member's etcd and member-init use, under the keys below,
+// whether the operator issued them or copied them from a user's Secret: pods never mount a
+// user's Secret, so a Secret the operator has not checked never reaches etcd. It is mounted
+// whole (never with subPath) at TLSDir, so that renewed certificates reach the running
+// container without a restart.
+const (
+	// TLSDir is where the member's Secret is mounted in the etcd container.
+	TLSDir = "/etc/etcd/tls"
+	// TLSVolumeName is the volume of the member's Secret.
+	TLSVolumeName = "tls"
+
+	// KeyPeerCert and KeyPeerKey are the member's peer certificate (server and client
+	// authentication, for every name the member is dialled by) and its key; KeyPeerCA the CAs
+	// a peer's certificate must be signed by. Present with peer TLS.
+	KeyPeerCert = "peer.crt"
+	KeyPeerKey  = "peer.key"
+	KeyPeerCA   = "peer-ca.crt"
+
+	// KeyServerCert and KeyServerKey are the client port's server certificate (the member's
+	// names, the client Service's, localhost and 127.0.0.1) and its key; KeyServerCA the CA
+	// that signed it, which clients of the port verify it with. Present with client TLS.
+	KeyServerCert = "server.crt"
+	KeyServerKey  = "server.key"
+	KeyServerCA   = "server-ca.crt"
+
+	// KeyClientCA is what the client port trusts: the user's CA, if any, and the operator's
+	// client CA. Present with client TLS.
+	KeyClientCA = "client-ca.crt"
+
+	// KeyClientCert and KeyClientKey are a client certificate of the operator's client CA,
+	// without names (etcd checks a client certificate's names against the address it
+	// connects from), for member-init and tools in the pod. Present with client TLS.
+	KeyClientCert = "client.crt"
+	KeyClientKey  = "client.key"
+)
+
+// MetricsPort serves etcd's metrics and health endpoints in plaintext when the client port
+// uses TLS: the kubelet's probes cannot present a client certificate, and the client port
+// demands one.
+const MetricsPort int32 = 2381
+
+// tlsSecretMode lets the pod's fsGroup read the member's Secret and no one else: etcd runs as
+// a user that is not the files' owner (root), and the private keys must not be readable by
+// other users of the node's filesystem. Every member pod has an fsGroup (podSecurityContext),
+// which the kubelet gives the Secret's files and the container's processes.
+const tlsSecretMode int32 = 0o440
+
+// PeerTLS reports whether the cluster's members talk to each other over TLS.
+func PeerTLS(c *api.EtcdCluster) bool { return c.Spec.TLS != nil && c.Spec.TLS.Peer != nil }
+
+// ClientTLS reports whether the cluster's client port uses TLS.
+func ClientTLS(c *api.EtcdCluster) bool { return c.Spec.TLS != nil && c.Spec.TLS.Client != nil }
+
+// TLSSecretName is the Secret of the member with the given ordinal, mounted in its pod.
+func TLSSecretName(cluster string, ordinal int) string { return Name(cluster, ordinal) + "-tls" }
+
+// PeerCASecretName is the Secret of the CA the operator issues peer certificates from, when
+// no user Secret is named for peers.
+func PeerCASecretName(cluster string) string { return cluster + "-peer-ca" }
+
+// ClientCASecretName is the Secret of the operator's client CA, which the client port trusts
+// whenever it uses TLS: the operator, member-init and backup pods authenticate with it.
+func ClientCASecretName(cluster string) string { return cluster + "-client-ca" }
+
+// ClientTLSSecretName is the Secret with a client certificate of the cluster (ca.crt,
+// tls.crt, tls.key), for applications, the operator and backup pods.
+func ClientTLSSecretName(cluster string) string { return cluster + "-client-tls" }
+
+// KeyCA is the CA certificate in the kubernetes.io/tls layout that cert-manager writes (beside
+// corev1.TLSCertKey and corev1.TLSPrivateKeyKey): in ClientTLSSecretName, the CA that signed
+// the members' client-port certificates.
+const KeyCA = "ca.crt"
+
+// MemberNames are the DNS names the member with the given ordinal is dialled by, which its
+// certificates must carry: its own Service's (short, with the namespace, and Host) and its
+// pod's record through the headless Service (HeadlessHost).
+func MemberNames(c *api.EtcdCluster, ordinal int) []string {
+	name := MemberServiceName(c.Name, ordinal)
+	return []string{
+		name,
+		name + "." + c.Namespace,
+		Host(c.Name, c.Namespace, ordinal),
+		HeadlessHost(c.Name, c.Namespace, ordinal),
+	}
+}
+
+// ClientServiceNames are the DNS names of the client Service, which every member's client-port
+// certificate carries: clients reach any member through it.
+func ClientServiceNames(c *api.EtcdCluster) []string {
+	name := ClientServiceName(c.Name)
+	return []string{name, name + "." + c.Namespace, ClientServiceHost(c)}
+}
+
+// ClientServiceHost is the client Service's full name. The operator, which dials members at
+// their pod IPs, checks their client-port certificates against it.
+func ClientServiceHost(c *api.EtcdCluster) string {
+	return fmt.Sprintf("%s.%s.svc", ClientServiceName(c.Name), c.Namespace)
+}
+
+// peerScheme is the scheme of the cluster's peer URLs.
+func peerScheme(c *api.EtcdCluster) string { return scheme(PeerTLS(c)) }
+
+// clientScheme is the scheme of the cluster's client URLs.
+func clientScheme(c *api.EtcdCluster) string { return scheme(ClientTLS(c)) }
+
+func scheme(tls bool) string {
+	if tls {
+		return "https"
+	}
+	return "http"
+}
