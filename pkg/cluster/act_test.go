@@ -100,6 +100,15 @@ func (f *fakeActor) ApplyService(_ context.Context, _ *api.EtcdCluster, want, ha
 	_, err := f.record("ApplyService %s create=%v", want.Name, have == nil)
 	return err
 }
+func (f *fakeActor) CreateSecret(_ context.Context, _ *api.EtcdCluster, want *corev1.Secret) (bool, error) {
+	res, err := f.record("CreateSecret %s", want.Name)
+	_ = res
+	return err == nil, err
+}
+func (f *fakeActor) UpdateSecret(_ context.Context, _ *api.EtcdCluster, want *corev1.Secret) error {
+	_, err := f.record("UpdateSecret %s", want.Name)
+	return err
+}
 func (f *fakeActor) DeleteService(_ context.Context, _ *api.EtcdCluster, svc *corev1.Service) error {
 	_, err := f.record("DeleteService %s", svc.Name)
 	return err

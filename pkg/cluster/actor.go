@@ -95,6 +95,12 @@ type actor interface {
 	// first by a merge patch of the ports with a UID precondition (an apply would add the
 	// operator's beside it, under the same name).
 	ApplyService(ctx context.Context, c *api.EtcdCluster, want, have *corev1.Service) error
+	// CreateSecret creates one of the cluster's Secrets (tls.go); created is false, with no
+	// error, when one of that name exists already (the next pass reads it).
+	CreateSecret(ctx context.Context, c *api.EtcdCluster, want *corev1.Secret) (created bool, err error)
+	// UpdateSecret writes one of the cluster's Secrets as read and changed (its
+	// resourceVersion is the precondition); a conflict is returned.
+	UpdateSecret(ctx context.Context, c *api.EtcdCluster, want *corev1.Secret) error
 	// DeleteService deletes that very Service; gone or replaced is done.
 	DeleteService(ctx context.Context, c *api.EtcdCluster, svc *corev1.Service) error
 	// ApplyBudget applies the cluster's PodDisruptionBudget, as ApplyService; have is the
@@ -153,6 +159,8 @@ type realActor struct {
 	log      *logrus.Entry
 	// initImage is the operator's own image, from which joining member pods copy member-init.
 	initImage string
+	// conns says how to connect to a cluster's members.
+	conns conns
 }
 
 var _ actor = (*realActor)(nil)

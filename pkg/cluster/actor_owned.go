@@ -51,6 +51,27 @@ func (m *realActor) ApplyService(ctx context.Context, c *api.EtcdCluster, want, 
 	return nil
 }
 
+// The Secrets' data is never logged: it holds private keys.
+func (m *realActor) CreateSecret(ctx context.Context, c *api.EtcdCluster, want *corev1.Secret) (bool, error) {
+	_, err := m.kube.CoreV1().Secrets(c.Namespace).Create(ctx, want, metav1.CreateOptions{FieldManager: FieldManager})
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("creating secret %s: %w", want.Name, err)
+	}
+	m.clusterLog(c).WithField("secret", want.Name).Info("created secret")
+	return true, nil
+}
+
+func (m *realActor) UpdateSecret(ctx context.Context, c *api.EtcdCluster, want *corev1.Secret) error {
+	if _, err := m.kube.CoreV1().Secrets(c.Namespace).Update(ctx, want, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
+		return fmt.Errorf("updating secret %s: %w", want.Name, err)
+	}
+	m.clusterLog(c).WithField("secret", want.Name).Info("updated the certificates in secret")
+	return nil
+}
+
 func (m *realActor) DeleteService(ctx context.Context, c *api.EtcdCluster, svc *corev1.Service) error {
 	err := m.kube.CoreV1().Services(c.Namespace).Delete(ctx, svc.Name, uidPrecondition(svc.UID))
 	switch {

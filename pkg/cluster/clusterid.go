@@ -97,7 +97,11 @@ func (m *realActor) sameCluster(ctx context.Context, c *api.EtcdCluster, endpoin
 	if want == 0 || len(endpoints) == 0 {
 		return endpoints, nil
 	}
-	cli, err := m.etcd.New(endpoints, etcdConn(c))
+	conn, err := m.conns.For(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	cli, err := m.etcd.New(endpoints, conn)
 	if err != nil {
 		return nil, fmt.Errorf("opening etcd client: %w", err)
 	}

@@ -202,7 +202,11 @@ func (m *realActor) withClient(ctx context.Context, c *api.EtcdCluster, endpoint
 	if len(endpoints) == 0 {
 		return errors.New("no voting member answered")
 	}
-	cli, err := m.etcd.New(endpoints, etcdConn(c))
+	conn, err := m.conns.For(ctx, c)
+	if err != nil {
+		return err
+	}
+	cli, err := m.etcd.New(endpoints, conn)
 	if err != nil {
 		return fmt.Errorf("opening etcd client: %w", err)
 	}

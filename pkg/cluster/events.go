@@ -17,6 +17,8 @@ const (
 	EventMemberRemoved    EventReason = "MemberRemoved"
 	EventLeaderMoved      EventReason = "LeaderMoved"
 	EventServiceCreated   EventReason = "ServiceCreated"
+	// EventCAIssued: the operator made one of the cluster's CAs (tls.go).
+	EventCAIssued EventReason = "CAIssued"
 	EventBudgetCreated    EventReason = "DisruptionBudgetCreated"
 	EventBudgetConflict   EventReason = "DisruptionBudgetConflict"
 	// EventForeignObject: an object with the name of one of the cluster's objects is not

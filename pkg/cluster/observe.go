@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"errors"
 	"context"
 	"fmt"
 	"sort"
@@ -60,6 +61,8 @@ type observation struct {
 	// restoreProblem why it cannot be found.
 	restore        *member.Restore
 	restoreProblem string
+	// tls is what ensureTLS found of the cluster's certificates.
+	tls plan.TLSView
 }
 
 // observe reads the caches and asks every running member for its status and the member list.
@@ -116,7 +119,16 @@ func (r *Reconciler) observeEtcd(ctx context.Context, c *api.EtcdCluster, o *obs
 		all = append(all, e)
 	}
 	sort.Strings(all)
-	cli, err := r.deps.Etcd.New(all, etcdConn(c))
+	conn, err := r.conns.For(ctx, c)
+	if errors.Is(err, errNoClientCertificate) {
+		// Nothing answers a client without a certificate: the members stay unknown, and
+		// ensureTLS issues it.
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	cli, err := r.deps.Etcd.New(all, conn)
 	if err != nil {
 		return fmt.Errorf("opening etcd client: %w", err)
 	}
@@ -132,7 +144,7 @@ func (r *Reconciler) observeEtcd(ctx context.Context, c *api.EtcdCluster, o *obs
 	if len(voters) == 0 {
 		return nil
 	}
-	lcli, err := r.deps.Etcd.New(voters, etcdConn(c))
+	lcli, err := r.deps.Etcd.New(voters, conn)
 	if err != nil {
 		return fmt.Errorf("opening etcd client: %w", err)
 	}

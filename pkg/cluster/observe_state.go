@@ -32,6 +32,7 @@ func (o *observation) state(now time.Time) plan.State {
 		Recovery:           status.QuorumLoss(c),
 		Foreign:            o.foreign,
 		RefusedServices:    o.refusedServices,
+		TLS:                o.tls,
 		Now:                now,
 		Bounds:             o.bounds.WithDefaults(),
 		TargetVersion:      o.memberVersion(),

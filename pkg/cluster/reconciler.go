@@ -66,6 +66,10 @@ type Deps struct {
 	EndpointSlices discoverylisters.EndpointSliceLister
 	Budgets        policylisters.PodDisruptionBudgetLister
 	Claims         corelisters.PersistentVolumeClaimLister
+	// Secrets lists the Secrets the operator keeps for clusters' certificates (tls.go).
+	Secrets corelisters.SecretLister
+	// MinLifetime is the shortest leafLifetime honoured; zero means DefaultMinLifetime.
+	MinLifetime time.Duration
 	// NetworkPolicies lists the clusters' NetworkPolicies (spec.networkPolicy).
 	NetworkPolicies networkinglisters.NetworkPolicyLister
 	// OperatorPeer is the operator's pods, let in to the members' client port by a
@@ -103,6 +107,8 @@ type Reconciler struct {
 	conflicts reportedConflicts
 	// now is the clock a pass reads its time from.
 	now func() time.Time
+	// conns says how to connect to a cluster's members (conn.go).
+	conns conns
 }
 
 // NewReconciler returns a Reconciler over the given dependencies.
@@ -110,8 +116,9 @@ func NewReconciler(d Deps) *Reconciler {
 	if d.Log == nil {
 		d.Log = logrus.NewEntry(logrus.StandardLogger())
 	}
-	return &Reconciler{deps: d, now: time.Now, control: &realActor{kube: d.KubeClient, etcdAPI: d.EtcdClusterClient,
-		etcd: d.Etcd, recorder: d.Recorder, log: d.Log, initImage: d.MemberInitImage}}
+	cs := conns{secrets: d.Secrets, kube: d.KubeClient}
+	return &Reconciler{deps: d, now: time.Now, conns: cs, control: &realActor{kube: d.KubeClient, etcdAPI: d.EtcdClusterClient,
+		etcd: d.Etcd, recorder: d.Recorder, log: d.Log, initImage: d.MemberInitImage, conns: cs}}
 }
 
 func (r *Reconciler) log(c *api.EtcdCluster) *logrus.Entry {
@@ -223,6 +230,11 @@ func (r *Reconciler) observeOwned(ctx context.Context, c *api.EtcdCluster) (obs 
 	obs.refusedServices = refused
 	if !c.Spec.Paused {
 		if err := r.ensureMemberServices(ctx, c, obs); err != nil {
+			return nil, false, err
+		}
+	}
+	if !c.Spec.Paused {
+		if err := r.ensureTLS(ctx, c, obs); err != nil {
 			return nil, false, err
 		}
 	}

@@ -84,7 +84,7 @@ func etcdContainer(c *api.EtcdCluster, t Template, policy *api.PodPolicy, versio
 		ImagePullPolicy: corev1.PullIfNotPresent,
 		Command:         []string{EtcdBinary},
 		Args:            etcdArgs(c, t, version),
-		Env:             userEnv(policy.Env),
+		Env:             append(etcdctlEnv(c, t.Ordinal), userEnv(policy.Env)...),
 		Ports:           ports,
 		Resources:       resources(policy.Resources),
 		VolumeMounts:    mounts,

@@ -48,6 +48,18 @@ const (
 // demands one.
 const MetricsPort int32 = 2381
 
+// TLSKeys are the keys of a member's Secret its pod needs, by the cluster's spec.tls.
+func TLSKeys(c *api.EtcdCluster) []string {
+	var keys []string
+	if PeerTLS(c) {
+		keys = append(keys, KeyPeerCert, KeyPeerKey, KeyPeerCA)
+	}
+	if ClientTLS(c) {
+		keys = append(keys, KeyServerCert, KeyServerKey, KeyServerCA, KeyClientCA, KeyClientCert, KeyClientKey)
+	}
+	return keys
+}
+
 // tlsSecretMode lets the pod's fsGroup read the member's Secret and no one else: etcd runs as
 // a user that is not the files' owner (root), and the private keys must not be readable by
 // other users of the node's filesystem. Every member pod has an fsGroup (podSecurityContext),

@@ -23,6 +23,7 @@ const (
 	FlagRolloutStuckAfter    = "rollout-stuck-after"
 	FlagNoQuorumAfter        = "no-quorum-after"
 	FlagClusterTakeoverAfter = "cluster-takeover-after"
+	FlagTLSMinLifetime       = "tls-min-lifetime"
 )
 
 // boundLimit is a bound's production value and the range its flag accepts: below it,
@@ -42,6 +43,9 @@ var boundLimits = []boundLimit{
 	// The holder renews the cluster's Lease a third of the way through, on a pass: a pass
 	// comes every few seconds, so a minute leaves room for a slow one.
 	{FlagClusterTakeoverAfter, cluster.DefaultTakeoverAfter, time.Minute, time.Hour},
+	// Only tests go below an hour, to see leaves renewed within a run: a leaf renewed every
+	// few minutes in production would only add churn.
+	{FlagTLSMinLifetime, cluster.DefaultMinLifetime, 30 * time.Second, cluster.DefaultMinLifetime},
 }
 
 // addBoundFlags binds the bounds to fs, defaults the production values.
@@ -55,6 +59,8 @@ func (o *Options) addBoundFlags(fs *flag.FlagSet) {
 		"how long members may answer without a leader (an election) before status says the cluster has no quorum (NoQuorum)")
 	fs.DurationVar(&o.TakeoverAfter, FlagClusterTakeoverAfter, cluster.DefaultTakeoverAfter,
 		"how long a cluster's Lease held by another installation of the operator must go unrenewed before this one takes the cluster over")
+	fs.DurationVar(&o.TLSMinLifetime, FlagTLSMinLifetime, cluster.DefaultMinLifetime,
+		"the shortest spec.tls.leafLifetime honoured (a shorter one is raised to it); lowered only by tests, to see certificates renewed")
 }
 
 // boundValues are the bounds set, by flag.
@@ -64,6 +70,7 @@ func (o *Options) boundValues() map[string]time.Duration {
 		FlagRolloutStuckAfter:    o.Bounds.Comeback,
 		FlagNoQuorumAfter:        o.Bounds.Election,
 		FlagClusterTakeoverAfter: o.TakeoverAfter,
+		FlagTLSMinLifetime:       o.TLSMinLifetime,
 	}
 }
 

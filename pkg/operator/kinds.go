@@ -83,6 +83,7 @@ func clusterKind(inf *controller.Informers, syncer controller.Syncer) controller
 			{Informer: kube.Policy().V1().PodDisruptionBudgets().Informer(), KeyOf: byOwner},
 			{Informer: kube.Networking().V1().NetworkPolicies().Informer(), KeyOf: byOwner},
 			{Informer: kube.Core().V1().PersistentVolumeClaims().Informer(), KeyOf: byLabel},
+			{Informer: kube.Core().V1().Secrets().Informer(), KeyOf: byOwner},
 		},
 	}
 }
@@ -103,6 +104,8 @@ func newClusterReconciler(o *Options, cl *clients, inf *controller.Informers, re
 		NetworkPolicies:   kube.Networking().V1().NetworkPolicies().Lister(),
 		OperatorPeer:      member.OperatorPeer(o.LeaseNamespace),
 		Claims:            kube.Core().V1().PersistentVolumeClaims().Lister(),
+		Secrets:           kube.Core().V1().Secrets().Lister(),
+		MinLifetime:       o.TLSMinLifetime,
 		Recorder:          recorder,
 		Etcd:              etcdutil.NewFactory(0, 0),
 		DNS:               clusterDNS(o, log),

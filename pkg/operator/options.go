@@ -70,6 +70,8 @@ type Options struct {
 	// unrenewed before this one takes the cluster over (bounds.go).
 	Bounds        plan.Bounds
 	TakeoverAfter time.Duration
+	// TLSMinLifetime is the shortest spec.tls.leafLifetime honoured (--tls-min-lifetime).
+	TLSMinLifetime time.Duration
 }
 
 // AddFlags binds the options to fs, with defaults taken from the environment where the

@@ -1,0 +1,218 @@
+package cluster
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/member"
+	"github.com/etcd-operator/etcd-operator/pkg/pki"
+)
+
+var tlsEpoch = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+
+func withTLS(c *api.EtcdCluster, peer, client *api.TLSSource) *api.EtcdCluster {
+	c = c.DeepCopy()
+	c.Spec.TLS = &api.TLSSpec{Peer: peer, Client: client}
+	return c
+}
+
+// tlsPassAt runs ensureTLS once at the given time, with the fixture's actions cleared first.
+func tlsPassAt(t *testing.T, f *fixture, c *api.EtcdCluster, at time.Time) *observation {
+	t.Helper()
+	f.kube.ClearActions()
+	f.r.now = func() time.Time { return at }
+	o := &observation{cluster: c, pods: map[int]*corev1.Pod{}}
+	if err := f.r.ensureTLS(context.Background(), c, o); err != nil {
+		t.Fatalf("ensureTLS: %v", err)
+	}
+	return o
+}
+
+func (f *fixture) secretData(name string) map[string][]byte {
+	f.t.Helper()
+	s, err := f.kube.CoreV1().Secrets("ns").Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		f.t.Fatalf("secret %s: %v", name, err)
+	}
+	return s.Data
+}
+
+func (f *fixture) secretWrites() []string {
+	var out []string
+	for _, verb := range []string{"create", "update"} {
+		for _, a := range f.actions(verb, "secrets") {
+			switch a := a.(type) {
+			case interface{ GetObject() runtime.Object }:
+				out = append(out, verb+" "+a.GetObject().(*corev1.Secret).Name)
+			}
+		}
+	}
+	return out
+}
+
+// The operator issues a cluster's CAs and every member's certificates once, keeps them while
+// they are good, and renews the leaves at two thirds of their life without touching the CAs.
+func TestTLSIssuesKeepsAndRenews(t *testing.T) {
+	c := withTLS(newCluster(3), &api.TLSSource{}, &api.TLSSource{})
+	f := newFixture(t, c)
+
+	o := tlsPassAt(t, f, c, tlsEpoch)
+	if p := o.tls.Problem; p != nil || len(o.tls.Unready) != 0 {
+		t.Fatalf("problem %+v, unready %v after the first pass; want none", p, o.tls.Unready)
+	}
+	if got := len(f.secretWrites()); got != 6 {
+		t.Fatalf("writes %v, want the two CAs, the client Secret and three members' Secrets", f.secretWrites())
+	}
+	peerCA, clientCA := f.secretData("demo-peer-ca"), f.secretData("demo-client-ca")
+	m0 := f.secretData(member.TLSSecretName("demo", 0))
+	if _, p := pki.Check(m0[member.KeyPeerCert], m0[member.KeyPeerKey], peerCA["tls.crt"],
+		[]string{"demo-0.ns.svc"}, pki.ServerAuth|pki.ClientAuth, tlsEpoch); p != nil {
+		t.Errorf("member 0's peer certificate: %s", p.Message)
+	}
+	if _, p := pki.Check(m0[member.KeyServerCert], m0[member.KeyServerKey], clientCA["tls.crt"],
+		[]string{"demo-0.ns.svc", "demo-client.ns.svc", "localhost", "127.0.0.1"}, pki.ServerAuth, tlsEpoch); p != nil {
+		t.Errorf("member 0's client-port certificate: %s", p.Message)
+	}
+	cert, p := pki.Check(m0[member.KeyClientCert], m0[member.KeyClientKey], clientCA["tls.crt"], nil, pki.ClientAuth, tlsEpoch)
+	if p != nil || len(cert.DNSNames)+len(cert.IPAddresses) != 0 {
+		t.Errorf("member 0's client certificate: %v, names %v %v; want one of the client CA without names", p, cert.DNSNames, cert.IPAddresses)
+	}
+	user := f.secretData("demo-client-tls")
+	if _, p := pki.Check(user["tls.crt"], user["tls.key"], clientCA["tls.crt"], nil, pki.ClientAuth, tlsEpoch); p != nil {
+		t.Errorf("demo-client-tls: %s", p.Message)
+	}
+	if st := o.tls.Status; st == nil || st.ClientSecretName != "demo-client-tls" || st.PeerCAExpiry == nil || st.ClientCAExpiry == nil || st.LeafExpiry == nil {
+		t.Errorf("status.tls %+v, want the client Secret and every expiry", st)
+	}
+
+	tlsPassAt(t, f, c, tlsEpoch.Add(time.Hour))
+	if w := f.secretWrites(); len(w) != 0 {
+		t.Errorf("second pass wrote %v, want nothing while the certificates are good", w)
+	}
+
+	tlsPassAt(t, f, c, tlsEpoch.Add(61*24*time.Hour))
+	w := strings.Join(f.secretWrites(), ",")
+	if w != "update demo-client-tls,update demo-0-tls,update demo-1-tls,update demo-2-tls" {
+		t.Errorf("writes at two thirds of the leaves' life: %s, want the client Secret's and the members' renewed, the CAs left", w)
+	}
+	renewed := f.secretData(member.TLSSecretName("demo", 0))
+	if string(renewed[member.KeyPeerCert]) == string(m0[member.KeyPeerCert]) || string(renewed[member.KeyPeerCA]) != string(m0[member.KeyPeerCA]) {
+		t.Error("member 0's peer certificate was not renewed, or its CA changed")
+	}
+}
+
+// userSecret is a Secret in cert-manager's layout, a leaf of ca for names valid from
+// notBefore for life.
+func userSecret(t *testing.T, name string, ca pki.KeyPair, names []string, notBefore time.Time, life time.Duration) *corev1.Secret {
+	t.Helper()
+	leaf, err := pki.Issue(ca, pki.Request{CommonName: "etcd", DNSNames: names, Usages: pki.ServerAuth | pki.ClientAuth, Lifetime: life}, notBefore)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}, Type: corev1.SecretTypeTLS,
+		Data: map[string][]byte{"tls.crt": leaf.CertPEM, "tls.key": leaf.KeyPEM, "ca.crt": ca.CertPEM}}
+}
+
+// A Secret spec.tls names is checked before anything is copied from it: one that cannot be
+// used is the cluster's problem, names the Secret and why, and no member Secret is written
+// from it; members that have their certificates keep them and stay ready.
+func TestTLSUserSecretChecked(t *testing.T) {
+	ca, err := pki.NewCA("user CA", 10*365*24*time.Hour, tlsEpoch.Add(-200*24*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"demo-0.ns.svc", "demo-1.ns.svc", "demo-2.ns.svc"}
+	good := userSecret(t, "peers", ca, names, tlsEpoch.Add(-time.Hour), 90*24*time.Hour)
+	c := withTLS(newCluster(3), &api.TLSSource{SecretName: "peers"}, nil)
+	for _, tc := range []struct {
+		name   string
+		secret *corev1.Secret
+		want   string
+	}{
+		{"missing", nil, "Secret peers (spec.tls.peer.secretName) does not exist"},
+		{"expired", userSecret(t, "peers", ca, names, tlsEpoch.Add(-100*24*time.Hour), 90*24*time.Hour), "expired"},
+		{"a member's name missing", userSecret(t, "peers", ca, names[:2], tlsEpoch.Add(-time.Hour), 90*24*time.Hour), "demo-2.ns.svc"},
+		{"no key", func() *corev1.Secret { s := good.DeepCopy(); delete(s.Data, "tls.key"); return s }(), "tls.key"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := []runtime.Object{c}
+			if tc.secret != nil {
+				objs = append(objs, tc.secret)
+			}
+			f := newFixture(t, objs...)
+			o := tlsPassAt(t, f, c, tlsEpoch)
+			if p := o.tls.Problem; p == nil || p.Reason != api.ReasonTLSSecretInvalid || !strings.Contains(p.Message, "peers") || !strings.Contains(p.Message, tc.want) {
+				t.Errorf("problem %+v, want TLSSecretInvalid naming Secret peers and %q", p, tc.want)
+			} else if strings.Contains(p.Message, "PRIVATE KEY") {
+				t.Errorf("problem message holds key material: %s", p.Message)
+			}
+			if w := f.secretWrites(); len(w) != 0 {
+				t.Errorf("writes %v from a Secret that cannot be used", w)
+			}
+			if len(o.tls.Unready) != 3 {
+				t.Errorf("unready %v, want every member held back", o.tls.Unready)
+			}
+		})
+	}
+
+	// Members that have their certificates keep them, and are ready, while the Secret is bad.
+	f := newFixture(t, c, good)
+	tlsPassAt(t, f, c, tlsEpoch)
+	m0 := f.secretData(member.TLSSecretName("demo", 0))
+	if string(m0[member.KeyPeerCert]) != string(good.Data["tls.crt"]) || string(m0[member.KeyPeerCA]) != string(ca.CertPEM) {
+		t.Fatal("member 0's Secret does not hold the user's certificate and CA")
+	}
+	expired := userSecret(t, "peers", ca, names, tlsEpoch.Add(-100*24*time.Hour), 90*24*time.Hour)
+	if _, err := f.kube.CoreV1().Secrets("ns").Update(context.Background(), expired, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	o := tlsPassAt(t, f, c, tlsEpoch)
+	if o.tls.Problem == nil || len(o.tls.Unready) != 0 || len(f.secretWrites()) != 0 {
+		t.Errorf("problem %+v, unready %v, writes %v; want the problem said and the members' copies kept", o.tls.Problem, o.tls.Unready, f.secretWrites())
+	}
+
+	// Renewed (cert-manager writes a new leaf): copied to every member.
+	renewed := userSecret(t, "peers", ca, names, tlsEpoch, 90*24*time.Hour)
+	if _, err := f.kube.CoreV1().Secrets("ns").Update(context.Background(), renewed, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	o = tlsPassAt(t, f, c, tlsEpoch.Add(time.Minute))
+	if o.tls.Problem != nil || len(f.secretWrites()) != 3 {
+		t.Errorf("problem %+v, writes %v; want the renewed certificate copied to the three members", o.tls.Problem, f.secretWrites())
+	}
+	if got := f.secretData(member.TLSSecretName("demo", 2))[member.KeyPeerCert]; string(got) != string(renewed.Data["tls.crt"]) {
+		t.Error("member 2's Secret does not hold the renewed certificate")
+	}
+
+	// Near its end and not renewed: reported, nothing held back.
+	late := userSecret(t, "peers", ca, names, tlsEpoch.Add(-80*24*time.Hour), 90*24*time.Hour)
+	if _, err := f.kube.CoreV1().Secrets("ns").Update(context.Background(), late, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	o = tlsPassAt(t, f, c, tlsEpoch)
+	if o.tls.Problem != nil || !strings.Contains(o.tls.Expiring, "Secret peers") || len(o.tls.Unready) != 0 {
+		t.Errorf("problem %+v, expiring %q, unready %v; want only the expiry reported", o.tls.Problem, o.tls.Expiring, o.tls.Unready)
+	}
+}
+
+// A Secret with the name of one of the cluster's CAs that is not the cluster's is never used
+// nor replaced: members trust whatever CA it holds.
+func TestTLSForeignCASecret(t *testing.T) {
+	c := withTLS(newCluster(3), &api.TLSSource{}, nil)
+	other := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "demo-peer-ca", Namespace: "ns"}, Data: map[string][]byte{"tls.crt": []byte("x")}}
+	f := newFixture(t, c, other)
+	o := tlsPassAt(t, f, c, tlsEpoch)
+	if p := o.tls.Problem; p == nil || !strings.Contains(p.Message, "demo-peer-ca") || !strings.Contains(p.Message, "not this cluster's") {
+		t.Errorf("problem %+v, want the foreign Secret named", p)
+	}
+	if w := f.secretWrites(); len(w) != 0 {
+		t.Errorf("writes %v next to a foreign CA Secret", w)
+	}
+}
