@@ -7,6 +7,7 @@ import (
 	"flag"
 	"io"
 	"testing"
+	"time"
 
 	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
 	"github.com/etcd-operator/etcd-operator/pkg/operator"
@@ -21,6 +22,36 @@ import (
 // operatorBounds are the bounds the installed operator runs with: its Deployment's args,
 // parsed as the operator parses them, with the production value of each it does not set.
 func operatorBounds(t *testing.T, f *framework.Framework) plan.Bounds {
+	t.Helper()
+	_, o := operatorFlags(t, f)
+	b := o.Bounds.WithDefaults()
+	t.Logf("the operator runs with --%s=%s --%s=%s --%s=%s", operator.FlagPodStuckAfter, b.StuckAfter,
+		operator.FlagRolloutStuckAfter, b.Comeback, operator.FlagNoQuorumAfter, b.Election)
+	return b
+}
+
+// tlsMinLifetimeFlag is the operator's flag for the shortest spec.tls.leafLifetime it honours
+// (a shorter one is raised to it): an hour in production, less in test/e2e/deploy.
+const tlsMinLifetimeFlag = "tls-min-lifetime"
+
+// operatorTLSMinLifetime is the shortest spec.tls.leafLifetime the installed operator honours.
+func operatorTLSMinLifetime(t *testing.T, f *framework.Framework) time.Duration {
+	t.Helper()
+	fs, _ := operatorFlags(t, f)
+	fl := fs.Lookup(tlsMinLifetimeFlag)
+	if fl == nil {
+		t.Fatalf("the operator has no --%s", tlsMinLifetimeFlag)
+	}
+	d, ok := fl.Value.(flag.Getter).Get().(time.Duration)
+	if !ok {
+		t.Fatalf("--%s is not a duration", tlsMinLifetimeFlag)
+	}
+	t.Logf("the operator runs with --%s=%s", tlsMinLifetimeFlag, d)
+	return d
+}
+
+// operatorFlags parses the installed operator's args as the operator does.
+func operatorFlags(t *testing.T, f *framework.Framework) (*flag.FlagSet, *operator.Options) {
 	t.Helper()
 	out, err := f.Kubectl("-n", framework.OperatorNamespace, "get", "deployment", "etcd-operator", "-o", "json")
 	if err != nil {
@@ -48,8 +79,5 @@ func operatorBounds(t *testing.T, f *framework.Framework) plan.Bounds {
 	if err := fs.Parse(args); err != nil {
 		t.Fatalf("parsing the operator's args %q: %v", args, err)
 	}
-	b := o.Bounds.WithDefaults()
-	t.Logf("the operator runs with --%s=%s --%s=%s --%s=%s", operator.FlagPodStuckAfter, b.StuckAfter,
-		operator.FlagRolloutStuckAfter, b.Comeback, operator.FlagNoQuorumAfter, b.Election)
-	return b
+	return fs, &o
 }

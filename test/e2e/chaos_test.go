@@ -20,7 +20,9 @@ const chaosDuration = 3 * time.Minute
 // one of a random member's pod deleted, the operator's pod deleted, or spec.size changed
 // (3 to 5). Then the cluster must settle at its size with every acknowledged write. On
 // emptyDir such a run loses the cluster as soon as two deletions fall within one
-// replacement; on claims members restart in place.
+// replacement; on claims members restart in place. The cluster uses TLS on both ports, as a
+// production one would: every member restarted or added must find its certificates, and
+// the writer writes with the applications' client certificate.
 func TestChaos(t *testing.T) {
 	t.Parallel()
 	const name = "example"
@@ -32,7 +34,11 @@ func TestChaos(t *testing.T) {
 		}
 		duration = d
 	}
-	f, writer := runningExample(t)
+	f := framework.New(t)
+	requireOperator(t, f)
+	f.Apply(strings.TrimRight(exampleManifest(t), "\n") + "\n  tls: {peer: {}, client: {}}\n")
+	f.WaitClusterInSpec(name, 3, 3*time.Minute)
+	writer := f.StartWriter(name)
 	seed := time.Now().UnixNano()
 	t.Logf("chaos for %v, seed %d", duration, seed)
 	rng := rand.New(rand.NewPCG(uint64(seed), 0))

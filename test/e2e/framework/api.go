@@ -91,6 +91,7 @@ var apiPaths = map[string]string{
 	"pvc":           "/api/v1/namespaces/%s/persistentvolumeclaims/%s",
 	"networkpolicy": "/apis/networking.k8s.io/v1/namespaces/%s/networkpolicies/%s",
 	"etcdbackup":    "/apis/etcd.operator.dev/v1alpha1/namespaces/%s/etcdbackups/%s",
+	"secret":        "/api/v1/namespaces/%s/secrets/%s",
 }
 
 // apiGet reads path through the proxy. An object that does not exist is an error that says

@@ -26,8 +26,11 @@ func (m Member) Started() bool { return m.Name != "" && len(m.ClientURLs) > 0 }
 
 // Etcdctl runs etcdctl inside the etcd container of pod, against that member's
 // own client endpoint. The etcd image has no shell: etcdctl is exec'ed directly.
+// No endpoint is passed: etcdctl's default is the member's own plaintext port, and a member
+// with client TLS sets ETCDCTL_ENDPOINTS, ETCDCTL_CACERT, ETCDCTL_CERT and ETCDCTL_KEY in its
+// container, which etcdctl refuses to run with when a flag names the same setting.
 func (f *Framework) Etcdctl(pod string, args ...string) (string, error) {
-	cmd := append([]string{"etcdctl", "--endpoints=http://127.0.0.1:2379", "--command-timeout=5s"}, args...)
+	cmd := append([]string{"etcdctl", "--command-timeout=5s"}, args...)
 	return f.Exec(pod, EtcdContainer, cmd...)
 }
 

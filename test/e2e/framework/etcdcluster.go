@@ -19,7 +19,8 @@ type EtcdCluster struct {
 		Generation int64  `json:"generation"`
 	} `json:"metadata"`
 	Spec struct {
-		Size int `json:"size"`
+		Size int      `json:"size"`
+		TLS  *TLSSpec `json:"tls"`
 	} `json:"spec"`
 	Status struct {
 		ObservedGeneration int64  `json:"observedGeneration"`
@@ -46,8 +47,36 @@ type EtcdCluster struct {
 			Version    string `json:"version"`
 			PodCurrent bool   `json:"podCurrent"`
 		} `json:"members"`
+		TLS *TLSStatus `json:"tls"`
 	} `json:"status"`
 }
+
+// TLSSpec is the part of spec.tls the tests read: which ports use TLS, and whose
+// certificates (a Secret's name, or "" when the operator issues them).
+type TLSSpec struct {
+	Peer *struct {
+		SecretName string `json:"secretName"`
+	} `json:"peer"`
+	Client *struct {
+		SecretName string `json:"secretName"`
+	} `json:"client"`
+	LeafLifetime string `json:"leafLifetime"`
+}
+
+// TLSStatus is status.tls: the Secret with the applications' client certificate, and when
+// the CAs and the first of the members' leaves expire.
+type TLSStatus struct {
+	ClientSecretName string     `json:"clientSecretName"`
+	PeerCAExpiry     *time.Time `json:"peerCAExpiry"`
+	ClientCAExpiry   *time.Time `json:"clientCAExpiry"`
+	LeafExpiry       *time.Time `json:"leafExpiry"`
+}
+
+// ClientTLS reports whether the cluster's client port uses TLS (spec.tls.client is set).
+func (c *EtcdCluster) ClientTLS() bool { return c.Spec.TLS != nil && c.Spec.TLS.Client != nil }
+
+// PeerTLS reports whether the cluster's members talk to each other over TLS (spec.tls.peer).
+func (c *EtcdCluster) PeerTLS() bool { return c.Spec.TLS != nil && c.Spec.TLS.Peer != nil }
 
 // Condition returns the status ("True", "False", or "" when absent) of a condition.
 func (c *EtcdCluster) Condition(t string) string {
@@ -242,10 +271,36 @@ func (f *Framework) CheckAgreement(name string, n int) {
 	})
 }
 
-// ClientEtcdctl runs etcdctl inside pod against the cluster's client Service, the way an
-// application in the cluster reaches etcd.
+// ClientEtcdctl runs etcdctl against the cluster's client Service, the way an application in
+// the cluster reaches etcd: inside pod (a member's), or, for a cluster whose client port uses
+// TLS, inside the cluster's client pod (ClientPod), with the client certificate the operator
+// keeps for applications. A member's pod cannot reach the Service there: its etcdctl is bound
+// to its own member by the container's ETCDCTL_ variables, which no flag may override.
 func (f *Framework) ClientEtcdctl(cluster, pod string, args ...string) (string, error) {
-	ep := fmt.Sprintf("--endpoints=http://%s-client.%s.svc:2379", cluster, f.Namespace)
-	cmd := append([]string{"etcdctl", ep, "--command-timeout=5s"}, args...)
-	return f.Exec(pod, EtcdContainer, cmd...)
+	c, err := f.GetEtcdCluster(cluster)
+	if err != nil {
+		return "", err
+	}
+	if !c.ClientTLS() {
+		ep := fmt.Sprintf("--endpoints=http://%s:2379", f.ClientServiceHost(cluster))
+		cmd := append([]string{"etcdctl", ep, "--command-timeout=5s"}, args...)
+		return f.Exec(pod, EtcdContainer, cmd...)
+	}
+	secret := ClientSecretName(cluster)
+	cmd := append([]string{"etcdctl", "--endpoints=https://" + f.ClientServiceHost(cluster) + ":2379",
+		"--cacert=" + SecretFile(secret, SecretCA), "--cert=" + SecretFile(secret, SecretCert),
+		"--key=" + SecretFile(secret, SecretKey), "--command-timeout=5s"}, args...)
+	return f.Exec(f.ClientPod(cluster), EtcdctlContainer, cmd...)
+}
+
+// ClientServiceHost is the full name of the cluster's client Service, which the certificate
+// its members serve to clients names.
+func (f *Framework) ClientServiceHost(cluster string) string {
+	return fmt.Sprintf("%s-client.%s.svc", cluster, f.Namespace)
+}
+
+// MemberHost is the name of the member with the given ordinal (its own Service's), which its
+// peers dial and its certificates name.
+func (f *Framework) MemberHost(cluster string, ordinal int) string {
+	return fmt.Sprintf("%s-%d.%s.svc", cluster, ordinal, f.Namespace)
 }

@@ -4,7 +4,8 @@
 // conditions with deadlines (polling, never a fixed sleep as synchronization),
 // and dumps operator logs, events and pod states when a test fails.
 //
-// It only needs kubectl on PATH (or in $KUBECTL) and the Go standard library.
+// It only needs kubectl on PATH (or in $KUBECTL), the Go standard library, and the
+// project's pkg/pki for the certificates of the TLS tests.
 package framework
 
 import (
@@ -40,6 +41,8 @@ type Framework struct {
 	kubectl   string
 	// writers counts the writers started, so that each gets a pod of its own.
 	writers int
+	// clientPods are the client pods started (ClientPod), by cluster.
+	clientPods map[string]string
 }
 
 // New checks that a cluster is reachable, creates a fresh namespace for t and

@@ -43,6 +43,32 @@ done
 echo DONE
 `
 
+// tlsWriterScript is writerScript for a cluster whose client port uses TLS: busybox's wget
+// cannot present a client certificate, so each put is an etcdctl process (in the etcd image,
+// with busybox's sh: etcdctlPodSpec), with the client certificate the operator keeps for
+// applications. It dials the client Service by its full name, which the members' certificate
+// names and the pod's hosts file maps to the Service's address (no DNS lookup per put). Each
+// put costs about 15 ms of CPU, mostly the process's start (measured on the suite's machine):
+// unpaced, the writer alone would take most of a core of the suite's two, so it pauses a
+// tenth of a second between puts. The pause sets the pace only; nothing waits on it.
+const tlsWriterScript = `
+i=0
+while [ ! -e /work/stop ]; do
+  if timeout 5 etcdctl --endpoints="$ENDPOINT" --cacert="$SECRET_DIR/ca.crt" --cert="$SECRET_DIR/tls.crt" \
+      --key="$SECRET_DIR/tls.key" --dial-timeout=2s --command-timeout=2s \
+      put "$(printf 'ack/%08d' $i)" "v$i" >/dev/null 2>&1; then
+    verb=ACK
+  else
+    verb=FAIL
+  fi
+  read t _ </proc/uptime
+  echo "$verb $i $t"
+  i=$((i+1))
+  sleep 0.1
+done
+echo DONE
+`
+
 // Writer is the acknowledged-write checker: a pod that writes to a cluster through its
 // client Service, as an application does, and records every put etcd acknowledged; Verify
 // reads them all back, linearizably, once the disturbance is over.
@@ -51,6 +77,9 @@ type Writer struct {
 	cluster string
 	// Pod is the writer pod's name.
 	Pod string
+	// container and stop: the writer's container, and the command that stops it.
+	container string
+	stop      []string
 }
 
 // WriteLog is what the writer did.
@@ -75,14 +104,34 @@ func (log WriteLog) LongestWait(since WriteLog) float64 {
 	return longest
 }
 
+// MostConsecutiveFailures is the longest run of puts that failed one after another: 1 when
+// every failed put was followed by an acknowledged one, as with a single retry.
+func (log WriteLog) MostConsecutiveFailures() int {
+	most, next := 0, 0
+	for _, i := range log.Acked {
+		most, next = max(most, i-next), i+1
+	}
+	// The puts after the last acknowledged one failed too.
+	if total := len(log.Acked) + log.Failed; total > next {
+		most = max(most, total-next)
+	}
+	return most
+}
+
 // StartWriter starts writing to cluster and waits until the first put is acknowledged. The
-// writer pod is kept off the nodes named in avoid (a node a test will stop or drain).
+// writer pod is kept off the nodes named in avoid (a node a test will stop or drain). A
+// cluster whose client port uses TLS is written to with the client certificate the operator
+// keeps for applications (ClientSecretName), over TLS verified by the client Service's name.
 func (f *Framework) StartWriter(cluster string, avoid ...string) *Writer {
 	f.t.Helper()
-	w := &Writer{f: f, cluster: cluster, Pod: "writer-" + cluster}
+	w := &Writer{f: f, cluster: cluster, Pod: "writer-" + cluster, stop: []string{"touch", "/work/stop"}}
 	if f.writers++; f.writers > 1 {
 		// A writer started after an earlier one has stopped gets a pod of its own.
 		w.Pod = fmt.Sprintf("writer-%s-%d", cluster, f.writers)
+	}
+	c, err := f.GetEtcdCluster(cluster)
+	if err != nil {
+		f.t.Fatal(err)
 	}
 	// The Service's address rather than its name: a lookup per put (several, with the pod's
 	// search path) would load cluster DNS, which the members and the operator depend on.
@@ -90,7 +139,32 @@ func (f *Framework) StartWriter(cluster string, avoid ...string) *Writer {
 	if ip == "" {
 		f.t.Fatalf("service %s-client has no cluster IP", cluster)
 	}
-	f.Apply(fmt.Sprintf(`apiVersion: v1
+	if c.ClientTLS() {
+		host := f.ClientServiceHost(cluster)
+		w.container, w.stop = EtcdctlContainer, []string{"/tools/touch", "/work/stop"}
+		f.Apply(etcdctlPodSpec{
+			name: w.Pod, app: "e2e-writer", command: []string{"/tools/sh", "-c", tlsWriterScript},
+			env: [][2]string{
+				{"ENDPOINT", "https://" + net.JoinHostPort(host, "2379")},
+				{"SECRET_DIR", secretDir(ClientSecretName(cluster))},
+			},
+			secrets: []string{ClientSecretName(cluster)},
+			hostIP:  ip, hostName: host, work: true, avoid: avoid,
+		}.manifest())
+	} else {
+		f.Apply(plainWriterPod(w.Pod, ip, avoid))
+	}
+	f.Eventually("writer "+w.Pod+" has an acknowledged put", 2*time.Minute, func() (bool, error) {
+		log, err := w.log()
+		return err == nil && len(log.Acked) > 0, nil
+	})
+	return w
+}
+
+// plainWriterPod is the writer pod for a cluster whose client port is plaintext: writerScript
+// in busybox's image, writing to the client Service's address ip.
+func plainWriterPod(pod, ip string, avoid []string) string {
+	return fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata:
   name: %s
@@ -114,12 +188,7 @@ spec:
       allowPrivilegeEscalation: false
       capabilities: {drop: [ALL]}
   volumes: [{name: work, emptyDir: {}}]
-`, w.Pod, avoidNodes(avoid), WriterImage, writerScript, net.JoinHostPort(ip, "2379")))
-	f.Eventually("writer "+w.Pod+" has an acknowledged put", 2*time.Minute, func() (bool, error) {
-		log, err := w.log()
-		return err == nil && len(log.Acked) > 0, nil
-	})
-	return w
+`, pod, avoidNodes(avoid), WriterImage, writerScript, net.JoinHostPort(ip, "2379"))
 }
 
 // avoidNodes is a pod spec's affinity that keeps it off the named nodes ("" for none).
@@ -156,7 +225,7 @@ func (w *Writer) WaitAcked(n int, timeout time.Duration) {
 // Stop stops the writer and returns what it did.
 func (w *Writer) Stop() WriteLog {
 	w.f.t.Helper()
-	if _, err := w.f.NS("exec", w.Pod, "--", "touch", "/work/stop"); err != nil {
+	if _, err := w.f.Exec(w.Pod, w.container, w.stop...); err != nil {
 		// The writer exits as soon as it sees the file, and its exit can cut the exec short
 		// (exit status 137) after the touch took effect: its log says whether it stopped.
 		w.f.t.Logf("stopping writer %s: %v; waiting for its DONE", w.Pod, err)

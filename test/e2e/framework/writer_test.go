@@ -34,3 +34,26 @@ func TestLongestWait(t *testing.T) {
 		}
 	}
 }
+
+func TestMostConsecutiveFailures(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		log  string
+		want int
+	}{
+		{"none failed", "ACK 0 1\nACK 1 2\n", 0},
+		{"each failure retried once", "FAIL 0 1\nACK 1 2\nFAIL 2 3\nACK 3 4\nFAIL 4 5\n", 1},
+		{"a run in the middle", "ACK 0 1\nFAIL 1 2\nFAIL 2 3\nFAIL 3 4\nACK 4 5\nFAIL 5 6\n", 3},
+		{"a run at the start", "FAIL 0 1\nFAIL 1 2\nACK 2 3\n", 2},
+		{"a run at the end", "ACK 0 1\nFAIL 1 2\nFAIL 2 3\nDONE\n", 2},
+		{"nothing acknowledged", "FAIL 0 1\nFAIL 1 2\n", 2},
+	} {
+		log, err := parseWriteLog(tc.log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := log.MostConsecutiveFailures(); got != tc.want {
+			t.Errorf("%s: MostConsecutiveFailures = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
