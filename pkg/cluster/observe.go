@@ -1,9 +1,10 @@
 package cluster
 
 import (
-	"errors"
 	"context"
+	"errors"
 	"fmt"
+	"github.com/sirupsen/logrus"
 	"sort"
 	"sync"
 	"time"
@@ -133,7 +134,7 @@ func (r *Reconciler) observeEtcd(ctx context.Context, c *api.EtcdCluster, o *obs
 		return fmt.Errorf("opening etcd client: %w", err)
 	}
 	defer cli.Close()
-	o.statuses = memberStatuses(ctx, cli, endpoints)
+	o.statuses = memberStatuses(ctx, cli, endpoints, r.log(c))
 	o.dropForeignEndpoints()
 
 	o.leader = leaderOf(o.statuses)
@@ -199,7 +200,7 @@ func (o *observation) voterEndpoints(exclude uint64) []string {
 }
 
 // memberStatuses asks every member for its status in parallel.
-func memberStatuses(ctx context.Context, cli etcdutil.Client, endpoints map[int]string) map[int]etcdutil.Status {
+func memberStatuses(ctx context.Context, cli etcdutil.Client, endpoints map[int]string, log *logrus.Entry) map[int]etcdutil.Status {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	out := map[int]etcdutil.Status{}
@@ -211,6 +212,9 @@ func memberStatuses(ctx context.Context, cli etcdutil.Client, endpoints map[int]
 			defer cancel()
 			st, err := cli.Status(sctx, ep)
 			if err != nil {
+				// Said only at debug: a member pod whose etcd has not started does not answer
+				// on every pass, which status reports.
+				log.WithError(err).WithField("endpoint", ep).Debug("member did not answer")
 				return
 			}
 			mu.Lock()
