@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -41,7 +42,15 @@ func specTLS(t *testing.T, out string) string {
 	if err := json.Unmarshal([]byte(out), &obj); err != nil {
 		t.Fatalf("decoding %s: %v", out, err)
 	}
-	return string(obj.Spec.TLS)
+	if len(obj.Spec.TLS) == 0 {
+		return ""
+	}
+	// kubectl indents its JSON; compacted, it compares with the literals the tests expect.
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, obj.Spec.TLS); err != nil {
+		t.Fatalf("compacting spec.tls %s: %v", obj.Spec.TLS, err)
+	}
+	return compact.String()
 }
 
 // waitDefaulting waits until a server-side dry run of creating manifest (an EtcdCluster without
