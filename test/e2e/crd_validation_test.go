@@ -128,7 +128,8 @@ func TestCRDAcceptsExamples(t *testing.T) {
 	f := framework.New(t)
 	installCRD(t, f)
 	for _, example := range []string{"../../example/etcdcluster.yaml", "../../example/etcdcluster-storage.yaml", "../../example/etcdcluster-podpolicy.yaml",
-		"../../example/etcdbackup-volume.yaml", "../../example/etcdcluster-restore.yaml", "../../example/etcdbackupschedule.yaml"} {
+		"../../example/etcdbackup-volume.yaml", "../../example/etcdcluster-restore.yaml", "../../example/etcdbackupschedule.yaml",
+		"../../example/etcdcluster-tls.yaml"} {
 		// The examples name their namespace (default), or none (the backup ones): no -n, so
 		// default.
 		if out, err := f.Kubectl("apply", "--dry-run=server", "-f", example); err != nil {

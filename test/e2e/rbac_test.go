@@ -42,6 +42,9 @@ func TestRBACInstalledIsLeastPrivilege(t *testing.T) {
 		// get: a member pod, claim or Service the label-filtered caches cannot show.
 		{"get", "pods", "", "yes"},
 		{"create", "leases.coordination.k8s.io", "", "yes"},
+		// The certificates of clusters with spec.tls: made, renewed, and a user's Secret read.
+		{"get", "secrets", "", "yes"},
+		{"update", "secrets", "", "yes"},
 
 		{"delete", "leases.coordination.k8s.io", "", "no"},
 		{"update", "services", "", "no"},
@@ -50,7 +53,8 @@ func TestRBACInstalledIsLeastPrivilege(t *testing.T) {
 		{"delete", "etcdclusters.etcd.operator.dev", "", "no"},
 		{"delete", "poddisruptionbudgets.policy", "", "no"},
 		{"create", "events.events.k8s.io", "", "no"},
-		{"get", "secrets", "", "no"},
+		{"delete", "secrets", "", "no"},
+		{"patch", "secrets", "", "no"},
 		{"create", "pods", "exec", "no"},
 	} {
 		args := []string{"auth", "can-i", tc.verb, tc.resource, "-n", f.Namespace, as}

@@ -102,6 +102,12 @@ func TestNewClustersGetPeerTLS(t *testing.T) {
 // other tests run under.
 const e2eTLSGroup = "e2e-tls-default.etcd.operator.dev"
 
+// e2eTLSKind and e2eTLSPlural name the EtcdCluster copy in e2eTLSGroup.
+const (
+	e2eTLSKind   = "TLSDefaultProbe"
+	e2eTLSPlural = "tlsdefaultprobes"
+)
+
 // TestExistingClustersKeepNoTLS: a cluster created before the policy existed (as by an
 // operator before this one) keeps having no spec.tls through kubectl annotate and apply once
 // the policy is in force, while a cluster created then gets it. The policy is written by
@@ -132,14 +138,21 @@ func TestExistingClustersKeepNoTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	copyCRD.Spec.Group = e2eTLSGroup
+	// A kind and plural of its own: kubectl resolves "etcdcluster" by name alone, and a second
+	// etcdclusters resource, even gone, would stay in its discovery cache and take the other
+	// tests' kubectl commands.
+	copyCRD.Spec.Names.Kind, copyCRD.Spec.Names.ListKind = e2eTLSKind, e2eTLSKind+"List"
+	copyCRD.Spec.Names.Plural, copyCRD.Spec.Names.Singular = e2eTLSPlural, strings.ToLower(e2eTLSKind)
 	copyCRD.Name = copyCRD.Spec.Names.Plural + "." + e2eTLSGroup
 	copyCRD.Spec.Names.ShortNames = nil
+	copyCRD.Spec.Names.Categories = nil
 	policy, binding, err := crd.DecodePolicy(deploy.TLSDefaultPolicy)
 	if err != nil {
 		t.Fatal(err)
 	}
 	policy.Name, binding.Name, binding.Spec.PolicyName = "e2e-tls-default", "e2e-tls-default", "e2e-tls-default"
 	policy.Spec.MatchConstraints.ResourceRules[0].APIGroups = []string{e2eTLSGroup}
+	policy.Spec.MatchConstraints.ResourceRules[0].Resources = []string{e2eTLSPlural}
 	var policyYAML []byte
 	for _, o := range []any{policy, binding} {
 		b, err := yaml.Marshal(o)
@@ -188,9 +201,10 @@ func TestExistingClustersKeepNoTLS(t *testing.T) {
 		t.Fatalf("creating the throwaway CRD: %v", err)
 	}
 
-	resource := "etcdclusters." + e2eTLSGroup
+	resource := e2eTLSPlural + "." + e2eTLSGroup
 	manifest := func(name, spec string) string {
-		return strings.Replace(cluster(name, spec), "etcd.operator.dev/v1alpha1", e2eTLSGroup+"/v1alpha1", 1)
+		m := strings.Replace(cluster(name, spec), "etcd.operator.dev/v1alpha1", e2eTLSGroup+"/v1alpha1", 1)
+		return strings.Replace(m, "kind: EtcdCluster", "kind: "+e2eTLSKind, 1)
 	}
 	getTLS := func(name string) string {
 		t.Helper()
