@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 )
@@ -44,10 +45,19 @@ type Member struct {
 	Etcd *embed.Etcd
 
 	token     string
+	tls       TLS
 	configure func(*embed.Config)
 	group     *group
 	stopOnce  sync.Once
 	stopped   atomic.Bool
+}
+
+// TLS is what a member serves its URLs with: etcd's own description of the files it reads
+// (--peer-cert-file, --trusted-ca-file and the like). A side whose CertFile is empty serves
+// plaintext, as a member without TLS does on both.
+type TLS struct {
+	Peer   transport.TLSInfo
+	Client transport.TLSInfo
 }
 
 // group is the members started as one cluster, new or joined, for stopping them together.
@@ -91,13 +101,26 @@ func (m *Member) isLeader() bool {
 // adds the member to a cluster by its PeerURL first and starts it afterwards with Join.
 func Reserve(t testing.TB, name string) *Member {
 	t.Helper()
+	return reserve(t, name, TLS{})
+}
+
+func reserve(t testing.TB, name string, tls TLS) *Member {
+	t.Helper()
 	host := loopbackHost(t)
 	return &Member{
 		Name:      name,
-		PeerURL:   "http://" + freeAddr(t, host),
-		ClientURL: "http://" + freeAddr(t, host),
+		PeerURL:   scheme(tls.Peer) + "://" + freeAddr(t, host),
+		ClientURL: scheme(tls.Client) + "://" + freeAddr(t, host),
 		Dir:       t.TempDir(),
+		tls:       tls,
 	}
+}
+
+func scheme(info transport.TLSInfo) string {
+	if info.Empty() {
+		return "http"
+	}
+	return "https"
 }
 
 // StartCluster starts a new cluster of n voting members and returns once every member has
@@ -111,12 +134,25 @@ func StartCluster(t testing.TB, n int) []*Member {
 // before it starts (a backend quota, say); configure may be nil.
 func StartClusterWith(t testing.TB, n int, configure func(*embed.Config)) []*Member {
 	t.Helper()
+	return StartTLSCluster(t, n, nil, configure)
+}
+
+// StartTLSCluster is StartClusterWith for members that serve TLS: tlsOf gives each member's
+// by its name (a member's certificates name it), and its URLs are https where it has TLS.
+// A nil tlsOf starts members without TLS. A restarted member reads the files again.
+func StartTLSCluster(t testing.TB, n int, tlsOf func(name string) TLS, configure func(*embed.Config)) []*Member {
+	t.Helper()
 	token := "etcdtest-" + randomHex(t, 8)
 	members := make([]*Member, n)
 	g := &group{}
 	t.Cleanup(g.stop)
 	for i := range members {
-		members[i] = Reserve(t, fmt.Sprintf("m%d", i))
+		name := fmt.Sprintf("m%d", i)
+		var tls TLS
+		if tlsOf != nil {
+			tls = tlsOf(name)
+		}
+		members[i] = reserve(t, name, tls)
 		members[i].token = token
 		members[i].configure = configure
 		g.add(members[i])
@@ -206,6 +242,8 @@ func (m *Member) start(t testing.TB, state string, cluster []*Member, forceNewCl
 	cfg.InitialCluster = strings.Join(initial, ",")
 	cfg.ClusterState = state
 	cfg.ForceNewCluster = forceNewCluster
+	cfg.PeerTLSInfo = m.tls.Peer
+	cfg.ClientTLSInfo = m.tls.Client
 	if m.token != "" {
 		cfg.InitialClusterToken = m.token
 	}
