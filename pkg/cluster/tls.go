@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -97,6 +98,13 @@ func (r *Reconciler) ensureTLS(ctx context.Context, c *api.EtcdCluster, o *obser
 	if client != nil && client.clientIssuer != nil {
 		if err := t.ensureClientSecret(ctx, client); err != nil {
 			return err
+		}
+	}
+	if usable {
+		if changed, err := t.trustMoved(ctx, peer, client); err != nil {
+			return err
+		} else if changed {
+			usable = false
 		}
 	}
 	for _, ord := range t.ordinals {
@@ -280,6 +288,14 @@ func (t *tlsPass) ensureCA(ctx context.Context, name, port string) (*pki.KeyPair
 		return nil, err
 	}
 	if have == nil {
+		if issued, err := t.membersHold(ctx, port); err != nil || issued != "" {
+			if issued != "" {
+				// A new CA would be one the running members do not trust.
+				t.fail("Secret %s, which held the cluster's %s CA, is gone while Secret %s holds certificates it issued; the operator does not make another CA the members would not trust: restore the Secret (docs/tls.md)",
+					name, port, issued)
+			}
+			return nil, err
+		}
 		ca, err := pki.NewCA(fmt.Sprintf("%s %s CA (%s)", t.c.Name, port, t.c.Namespace), t.r.caLifetime(t.c), t.now)
 		if err != nil {
 			return nil, fmt.Errorf("making the %s CA: %w", port, err)
@@ -311,6 +327,26 @@ func (t *tlsPass) ensureCA(ctx context.Context, name, port string) (*pki.KeyPair
 			port, name, ca.Cert.NotAfter.UTC().Format(time.RFC3339))
 	}
 	return &ca, nil
+}
+
+// membersHold names a member Secret of the cluster's that holds certificates of the port's
+// CA; "" when none does.
+func (t *tlsPass) membersHold(ctx context.Context, port string) (string, error) {
+	key := member.KeyPeerCA
+	if port == "client" {
+		key = member.KeyClientCA
+	}
+	for _, ord := range t.ordinals {
+		name := member.TLSSecretName(t.c.Name, ord)
+		have, err := t.r.secret(ctx, t.c.Namespace, name)
+		if err != nil {
+			return "", err
+		}
+		if have != nil && metav1.IsControlledBy(have, t.c) && len(have.Data[key]) > 0 {
+			return name, nil
+		}
+	}
+	return "", nil
 }
 
 // secret is a Secret of the cluster's, owned by it.
@@ -397,6 +433,63 @@ func (t *tlsPass) ensureMember(ctx context.Context, ord int, peer, client *portS
 		return false, err
 	}
 	return true, nil
+}
+
+// trustMoved reports whether the CAs the members' Secrets trust and verify by would change:
+// etcd reads the CAs it trusts only when it starts, so members that run would refuse a
+// certificate of another CA, and a member given the new CA alone would refuse theirs. It is
+// the pass's Problem; no member Secret is written, and members without one are held back.
+func (t *tlsPass) trustMoved(ctx context.Context, peer, client *portSource) (bool, error) {
+	want := map[string][]byte{}
+	if peer != nil {
+		want[member.KeyPeerCA] = peer.trust
+	}
+	if client != nil {
+		want[member.KeyClientCA], want[member.KeyServerCA] = client.trust, client.servedCA
+	}
+	for _, ord := range t.ordinals {
+		name := member.TLSSecretName(t.c.Name, ord)
+		have, err := t.r.secret(ctx, t.c.Namespace, name)
+		if err != nil {
+			return false, err
+		}
+		if have == nil || !metav1.IsControlledBy(have, t.c) {
+			continue
+		}
+		if key, changed := trustChanged(have.Data, want); changed {
+			t.fail("the CA members trust changed (%s of Secret %s differs from what %s holds now); this operator version does not move a running cluster to another CA: put back the CA members trust (docs/tls.md)",
+				key, name, t.sourceSecret())
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// trustKeys are the keys of a member's Secret that say which CAs it trusts and verifies by.
+var trustKeys = []string{member.KeyPeerCA, member.KeyClientCA, member.KeyServerCA}
+
+// trustChanged reports the first key of trustKeys whose value old holds and want changes.
+func trustChanged(old, want map[string][]byte) (string, bool) {
+	for _, k := range trustKeys {
+		if len(old[k]) > 0 && len(want[k]) > 0 && !bytes.Equal(old[k], want[k]) {
+			return k, true
+		}
+	}
+	return "", false
+}
+
+// sourceSecret names the user's Secrets spec.tls names, for messages.
+func (t *tlsPass) sourceSecret() string {
+	var names []string
+	for _, s := range []*api.TLSSource{t.c.Spec.TLS.Peer, t.c.Spec.TLS.Client} {
+		if s != nil && s.SecretName != "" && !slices.Contains(names, s.SecretName) {
+			names = append(names, s.SecretName)
+		}
+	}
+	if len(names) == 0 {
+		return "the operator's CA Secret"
+	}
+	return "Secret " + strings.Join(names, " / ")
 }
 
 // serving fills in a port's serving key pair: the user's, copied, or one of the operator's CA

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -214,5 +215,64 @@ func TestTLSForeignCASecret(t *testing.T) {
 	}
 	if w := f.secretWrites(); len(w) != 0 {
 		t.Errorf("writes %v next to a foreign CA Secret", w)
+	}
+}
+
+// A user's Secret whose CA changes is not copied to members that run: etcd reads the CAs it
+// trusts only at start, so the members would stop trusting each other. The cluster says so
+// and keeps what it has; new members are held back.
+func TestTLSUserCAChangeNotCopied(t *testing.T) {
+	ca, err := pki.NewCA("user CA", 10*365*24*time.Hour, tlsEpoch.Add(-time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := pki.NewCA("next CA", 10*365*24*time.Hour, tlsEpoch.Add(-time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"demo-0.ns.svc", "demo-1.ns.svc", "demo-2.ns.svc", "demo-3.ns.svc"}
+	c := withTLS(newCluster(3), &api.TLSSource{SecretName: "peers"}, nil)
+	f := newFixture(t, c, userSecret(t, "peers", ca, names, tlsEpoch, 90*24*time.Hour))
+	tlsPassAt(t, f, c, tlsEpoch)
+	before := f.secretData(member.TLSSecretName("demo", 1))
+
+	moved := userSecret(t, "peers", next, names, tlsEpoch, 90*24*time.Hour)
+	if _, err := f.kube.CoreV1().Secrets("ns").Update(context.Background(), moved, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	grown := withTLS(newCluster(4), &api.TLSSource{SecretName: "peers"}, nil)
+	o := tlsPassAt(t, f, grown, tlsEpoch.Add(time.Minute))
+	if p := o.tls.Problem; p == nil || !strings.Contains(p.Message, "CA members trust changed") {
+		t.Errorf("problem %+v, want the CA change said", p)
+	}
+	if w := f.secretWrites(); len(w) != 0 {
+		t.Errorf("writes %v after the CA changed", w)
+	}
+	if after := f.secretData(member.TLSSecretName("demo", 1)); string(after[member.KeyPeerCert]) != string(before[member.KeyPeerCert]) {
+		t.Error("member 1's certificate changed")
+	}
+	if !slices.Equal(o.tls.Unready, []int{3}) {
+		t.Errorf("unready %v, want the new member 3 held back and the others ready", o.tls.Unready)
+	}
+}
+
+// The operator's CA Secret deleted while members hold its certificates: no other CA is made,
+// which the running members would not trust; the cluster says so.
+func TestTLSCADeletedIsNotRemade(t *testing.T) {
+	c := withTLS(newCluster(3), &api.TLSSource{}, nil)
+	f := newFixture(t, c)
+	tlsPassAt(t, f, c, tlsEpoch)
+	if err := f.kube.CoreV1().Secrets("ns").Delete(context.Background(), "demo-peer-ca", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	o := tlsPassAt(t, f, c, tlsEpoch.Add(time.Minute))
+	if p := o.tls.Problem; p == nil || !strings.Contains(p.Message, "demo-peer-ca") || !strings.Contains(p.Message, "is gone") {
+		t.Errorf("problem %+v, want the deleted CA Secret named", p)
+	}
+	if w := f.secretWrites(); len(w) != 0 {
+		t.Errorf("writes %v after the CA Secret was deleted", w)
+	}
+	if len(o.tls.Unready) != 0 {
+		t.Errorf("unready %v, want the members that have their certificates ready", o.tls.Unready)
 	}
 }
