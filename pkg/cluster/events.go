@@ -18,9 +18,9 @@ const (
 	EventLeaderMoved      EventReason = "LeaderMoved"
 	EventServiceCreated   EventReason = "ServiceCreated"
 	// EventCAIssued: the operator made one of the cluster's CAs (tls.go).
-	EventCAIssued EventReason = "CAIssued"
-	EventBudgetCreated    EventReason = "DisruptionBudgetCreated"
-	EventBudgetConflict   EventReason = "DisruptionBudgetConflict"
+	EventCAIssued       EventReason = "CAIssued"
+	EventBudgetCreated  EventReason = "DisruptionBudgetCreated"
+	EventBudgetConflict EventReason = "DisruptionBudgetConflict"
 	// EventForeignObject: an object with the name of one of the cluster's objects is not
 	// the cluster's; it is left alone.
 	EventForeignObject EventReason = "ForeignObject"
