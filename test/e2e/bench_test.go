@@ -4,7 +4,9 @@ package e2e
 
 import (
 	"bufio"
+	"crypto/x509"
 	"fmt"
+	"github.com/etcd-operator/etcd-operator/pkg/pki"
 	"os"
 	"sort"
 	"strconv"
@@ -108,14 +110,19 @@ func TestBenchFigures(t *testing.T) {
 
 	applies := map[string][]float64{}
 	for i := 0; i < rounds; i++ {
-		for _, storage := range []string{"claims", "emptyDir"} {
-			t.Run(fmt.Sprintf("operator-%s-round-%d", storage, i), func(t *testing.T) {
+		for _, storage := range []string{"claims", "emptyDir", benchClientTLS, benchPlaintext} {
+			t.Run(fmt.Sprintf("operator-%s-round-%d", strings.ReplaceAll(storage, " ", "-"), i), func(t *testing.T) {
 				f := framework.New(t)
 				requireOperator(t, f)
 				const name = "bench"
 				manifest := strings.Replace(exampleManifest(t), "name: example", "name: "+name, 1)
-				if storage == "emptyDir" {
+				switch storage {
+				case "emptyDir":
 					manifest = strings.TrimRight(manifest, "\n") + "\n  storage: {emptyDir: {}}\n"
+				case benchClientTLS:
+					manifest = strings.TrimRight(manifest, "\n") + "\n  tls: {peer: {}, client: {}}\n"
+				case benchPlaintext:
+					manifest = strings.TrimRight(manifest, "\n") + "\n  tls: {}\n"
 				}
 				start := time.Now()
 				f.Apply(manifest)
@@ -127,7 +134,7 @@ func TestBenchFigures(t *testing.T) {
 					t.Logf("apply -> Available took %v, more than %v: dumping the namespace", d.Round(time.Millisecond), slowApply)
 					f.Dump()
 				}
-				if i == 0 {
+				if i == 0 && (storage == "claims" || storage == "emptyDir") {
 					benchRepairs(t, f, name, storage)
 					benchRollouts(t, f, name, storage)
 				}
@@ -135,7 +142,7 @@ func TestBenchFigures(t *testing.T) {
 		}
 	}
 	medians := map[string]float64{}
-	for _, storage := range []string{"claims", "emptyDir"} {
+	for _, storage := range []string{"claims", "emptyDir", benchClientTLS, benchPlaintext} {
 		if a := applies[storage]; len(a) > 0 {
 			sort.Float64s(a)
 			medians[storage] = a[len(a)/2]
@@ -150,7 +157,64 @@ func TestBenchFigures(t *testing.T) {
 		figure(t, "operator: apply with claims over emptyDir (medians)", extra, "s")
 		figure(t, "operator: the same, less one claim's floor (a claim -> Ready over no volume)", extra-(onePod[true]-onePod[false]), "s")
 	}
+	if a, b := medians[benchClientTLS], medians["claims"]; a > 0 && b > 0 {
+		figure(t, "operator: client TLS over peer TLS alone (medians)", a-b, "s")
+	}
+	if a, b := medians["claims"], medians[benchPlaintext]; a > 0 && b > 0 {
+		figure(t, "operator: peer TLS over plaintext (medians)", a-b, "s")
+	}
+	t.Run("tls-renewal", benchTLSRenewal)
 	benchMemory(t)
+}
+
+// The variants of apply -> Available(3) beside claims (peer TLS, the default) and emptyDir:
+// with client TLS too, and in plaintext (spec.tls: {}), all on claims.
+const (
+	benchClientTLS = "claims, client TLS"
+	benchPlaintext = "claims, plaintext"
+)
+
+// benchTLSRenewal measures how long a renewed certificate takes from the user's Secret to the
+// members' Secrets (the operator's periodic look at a Secret it does not own) and to what
+// every member serves (the kubelet's refresh of the mounted Secret, then etcd's next
+// handshake).
+func benchTLSRenewal(t *testing.T) {
+	f := framework.New(t)
+	requireOperator(t, f)
+	const name = "renew"
+	ca := framework.NewTestCA(t, "bench CA")
+	serving := framework.Cert{CommonName: name, Names: userNames(f, name, 3), Usages: pki.ServerAuth | pki.ClientAuth}
+	f.ApplySecret("renew-client", framework.TLSSecretData(ca, framework.IssueCert(t, ca, serving)))
+	f.Apply(clusterManifest(name, "  size: 3\n  storage: {emptyDir: {}}\n  tls:\n    peer: {}\n    client: {secretName: renew-client}\n"))
+	f.WaitClusterInSpec(name, 3, 4*time.Minute)
+	forwards := map[string]*framework.Forward{}
+	for i := 0; i < 3; i++ {
+		forwards[fmt.Sprintf("%s-%d", name, i)] = f.PortForward(fmt.Sprintf("%s-%d", name, i), 2379)
+	}
+	renewed := framework.IssueCert(t, ca, serving)
+	start := time.Now()
+	f.ApplySecret("renew-client", framework.TLSSecretData(ca, renewed))
+	isRenewed := func(c *x509.Certificate) bool { return c.SerialNumber.Cmp(renewed.Cert.SerialNumber) == 0 }
+	waitFast(t, "the renewed certificate in every member's Secret", 2*time.Minute, func() (bool, error) {
+		for i := 0; i < 3; i++ {
+			c, err := f.SecretCertificate(memberTLSSecret(name, i), keyServerCert)
+			if err != nil || !isRenewed(c) {
+				return false, err
+			}
+		}
+		return true, nil
+	})
+	figure(t, "tls: renewed Secret -> every member's Secret", time.Since(start).Seconds(), "s")
+	waitFast(t, "every member serving the renewed certificate", servedBound, func() (bool, error) {
+		for _, fw := range forwards {
+			c, err := fw.ServedCertificate()
+			if err != nil || !isRenewed(c) {
+				return false, err
+			}
+		}
+		return true, nil
+	})
+	figure(t, "tls: renewed Secret -> served by every member", time.Since(start).Seconds(), "s")
 }
 
 // waitSettled waits until the cluster has been settled for as long as cluster DNS may keep a
