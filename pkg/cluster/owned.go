@@ -3,8 +3,6 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 	"sync"
 
@@ -52,19 +50,7 @@ func (r *Reconciler) ensureOwned(ctx context.Context, c *api.EtcdCluster) (forei
 // cluster's member Services of other ordinals are deleted, but only once etcd's member list
 // is known: a member that etcd still lists keeps its address until it is removed.
 func (r *Reconciler) ensureMemberServices(ctx context.Context, c *api.EtcdCluster, o *observation) error {
-	want := map[int]bool{}
-	for ord := 0; ord < int(c.Spec.Size); ord++ {
-		want[ord] = true
-	}
-	for ord := range o.pods {
-		want[ord] = true
-	}
-	for _, m := range o.members {
-		if ord, ok := o.memberOrdinal(m); ok {
-			want[ord] = true
-		}
-	}
-	for _, ord := range slices.Sorted(maps.Keys(want)) {
+	for _, ord := range wantedOrdinals(c, o) {
 		svc := member.MemberService(c, ord)
 		f, err := r.ensureService(ctx, c, svc)
 		if msg, refused := refusedByAPIServer(err); refused {

@@ -17,7 +17,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclientset "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/typed/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
@@ -166,13 +165,10 @@ func isRetriable(err error) bool {
 // merge returns a copy of current carrying desired's spec, labels and annotations, with
 // current's resourceVersion, and whether that copy differs from current.
 func merge(current, desired *apiextensionsv1.CustomResourceDefinition) (*apiextensionsv1.CustomResourceDefinition, bool) {
-	updated := current.DeepCopy()
-	changed := mergeMeta(updated, desired)
-	if !equality.Semantic.DeepEqual(current.Spec, desired.Spec) {
-		updated.Spec = *desired.Spec.DeepCopy()
-		changed = true
-	}
-	return updated, changed
+	return mergeObject(current, desired, (*apiextensionsv1.CustomResourceDefinition).DeepCopy,
+		func(c *apiextensionsv1.CustomResourceDefinition) *apiextensionsv1.CustomResourceDefinitionSpec {
+			return &c.Spec
+		})
 }
 
 func containsAll(have, want map[string]string) bool {

@@ -175,21 +175,27 @@ func ensureObject[T object](ctx context.Context, desired T,
 // mergePolicy returns a copy of current carrying desired's spec, labels and annotations, and
 // whether it differs from current.
 func mergePolicy(current, desired *admissionregistrationv1.MutatingAdmissionPolicy) (*admissionregistrationv1.MutatingAdmissionPolicy, bool) {
-	updated := current.DeepCopy()
-	changed := mergeMeta(updated, desired)
-	if !equality.Semantic.DeepEqual(current.Spec, desired.Spec) {
-		updated.Spec = *desired.Spec.DeepCopy()
-		changed = true
-	}
-	return updated, changed
+	return mergeObject(current, desired, (*admissionregistrationv1.MutatingAdmissionPolicy).DeepCopy,
+		func(p *admissionregistrationv1.MutatingAdmissionPolicy) *admissionregistrationv1.MutatingAdmissionPolicySpec {
+			return &p.Spec
+		})
 }
 
 // mergeBinding is mergePolicy for the binding.
 func mergeBinding(current, desired *admissionregistrationv1.MutatingAdmissionPolicyBinding) (*admissionregistrationv1.MutatingAdmissionPolicyBinding, bool) {
-	updated := current.DeepCopy()
+	return mergeObject(current, desired, (*admissionregistrationv1.MutatingAdmissionPolicyBinding).DeepCopy,
+		func(b *admissionregistrationv1.MutatingAdmissionPolicyBinding) *admissionregistrationv1.MutatingAdmissionPolicyBindingSpec {
+			return &b.Spec
+		})
+}
+
+// mergeObject returns a copy of current (deepCopy) carrying desired's spec (the field spec
+// points to), labels and annotations, and whether that copy differs from current.
+func mergeObject[T metav1.Object, S any](current, desired T, deepCopy func(T) T, spec func(T) *S) (T, bool) {
+	updated := deepCopy(current)
 	changed := mergeMeta(updated, desired)
-	if !equality.Semantic.DeepEqual(current.Spec, desired.Spec) {
-		updated.Spec = *desired.Spec.DeepCopy()
+	if !equality.Semantic.DeepEqual(*spec(current), *spec(desired)) {
+		*spec(updated) = *spec(deepCopy(desired))
 		changed = true
 	}
 	return updated, changed
