@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -50,7 +51,8 @@ func (r *Reconciler) ensureOwned(ctx context.Context, c *api.EtcdCluster) (forei
 // cluster's member Services of other ordinals are deleted, but only once etcd's member list
 // is known: a member that etcd still lists keeps its address until it is removed.
 func (r *Reconciler) ensureMemberServices(ctx context.Context, c *api.EtcdCluster, o *observation) error {
-	for _, ord := range wantedOrdinals(c, o) {
+	wanted := wantedOrdinals(c, o)
+	for _, ord := range wanted {
 		svc := member.MemberService(c, ord)
 		f, err := r.ensureService(ctx, c, svc)
 		if msg, refused := refusedByAPIServer(err); refused {
@@ -75,7 +77,7 @@ func (r *Reconciler) ensureMemberServices(ctx context.Context, c *api.EtcdCluste
 	}
 	for _, svc := range have {
 		ord, ok := member.MemberServiceOrdinal(c.Name, svc)
-		if !ok || want[ord] || !metav1.IsControlledBy(svc, c) {
+		if !ok || slices.Contains(wanted, ord) || !metav1.IsControlledBy(svc, c) {
 			continue
 		}
 		if err := r.control.DeleteService(ctx, c, svc); err != nil {
