@@ -61,13 +61,12 @@ func peerTLSArgs(c *api.EtcdCluster, version string) []string {
 }
 
 // skipPeerSANFlag is the name etcd of the given version gives the flag that skips the check of
-// a peer certificate's names against the peer's address: experimental up to 3.6, which
-// deprecates that name, and renamed in 3.7, which no longer knows the old one. 3.6 registers
-// the new name too, but its command line drops what it sets (the test parses with etcd 3.6's
-// own flags and sees it), so 3.6 keeps the experimental name, and a 3.6 -> 3.7 upgrade of a
-// peer-TLS cluster rolls members by a new pod rather than an image change.
+// a peer certificate's names against the peer's address: experimental in 3.5; 3.6.0 adds the
+// plain name (binding it to the same setting, and deprecating the other), which 3.7 alone
+// knows. The plain name from 3.6 on keeps a 3.6 <-> 3.7 upgrade or downgrade an in-place image
+// change; a 3.5 <-> 3.6 one rolls members by a new pod.
 func skipPeerSANFlag(version string) string {
-	if major, minor := majorMinor(version); major > 3 || (major == 3 && minor >= 7) {
+	if major, minor := majorMinor(version); major > 3 || (major == 3 && minor >= 6) {
 		return "--peer-skip-client-san-verification"
 	}
 	return "--experimental-peer-skip-client-san-verification"

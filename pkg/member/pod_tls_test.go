@@ -89,7 +89,7 @@ func checkPeerTLSArgs(t *testing.T, argv []string, on bool, version string) {
 		"--peer-trusted-ca-file": "/etc/etcd/tls/peer-ca.crt",
 	}
 	skip, other := "--experimental-peer-skip-client-san-verification", "--peer-skip-client-san-verification"
-	if version == "3.7.3" {
+	if version != "3.5.21" {
 		skip, other = other, skip
 	}
 	if !on {
@@ -230,8 +230,9 @@ func checkEtcdAccepts(t *testing.T, argv []string, peer, client bool) {
 		t.Fatalf("etcd 3.6 refuses the pod's flags: %v", err)
 	}
 	if peer != (cfg.PeerTLSInfo.CertFile == TLSDir+"/"+KeyPeerCert && cfg.PeerTLSInfo.KeyFile == TLSDir+"/"+KeyPeerKey &&
-		cfg.PeerTLSInfo.TrustedCAFile == TLSDir+"/"+KeyPeerCA && cfg.PeerTLSInfo.ClientCertAuth && cfg.ExperimentalPeerSkipClientSanVerification) {
-		t.Errorf("etcd 3.6 reads peer TLS %+v (skip SAN %v), want it %v", cfg.PeerTLSInfo, cfg.ExperimentalPeerSkipClientSanVerification, peer)
+		cfg.PeerTLSInfo.TrustedCAFile == TLSDir+"/"+KeyPeerCA && cfg.PeerTLSInfo.ClientCertAuth &&
+		(cfg.ExperimentalPeerSkipClientSanVerification || cfg.PeerTLSInfo.SkipClientSANVerify)) {
+		t.Errorf("etcd 3.6 reads peer TLS %+v (experimental skip SAN %v), want it %v", cfg.PeerTLSInfo, cfg.ExperimentalPeerSkipClientSanVerification, peer)
 	}
 	if client != (cfg.ClientTLSInfo.CertFile == TLSDir+"/"+KeyServerCert && cfg.ClientTLSInfo.KeyFile == TLSDir+"/"+KeyServerKey &&
 		cfg.ClientTLSInfo.TrustedCAFile == TLSDir+"/"+KeyClientCA && cfg.ClientTLSInfo.ClientCertAuth &&
