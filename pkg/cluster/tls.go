@@ -54,6 +54,8 @@ type tlsPass struct {
 	leafLife time.Duration
 	// ordinals are the members whose certificates are kept (wantedOrdinals).
 	ordinals []int
+	// running: the cluster has member pods, whose etcd trusts the CAs it started with.
+	running bool
 	// earliest is the first expiry of the leaves the members serve.
 	earliest time.Time
 }
@@ -70,6 +72,11 @@ type portSource struct {
 	// clientIssuer is the operator's client CA, which issues the SAN-less client certificates
 	// of member-init, the operator, backups and applications; nil for the peer port.
 	clientIssuer *pki.KeyPair
+	// frozen: the port's serving certificates and the CAs it trusts cannot change this pass
+	// (a user's Secret that fails its checks, a CA that moved, a CA Secret that is broken):
+	// the members keep what their Secrets hold for the port. The operator's client
+	// certificates are still renewed when clientIssuer is set.
+	frozen bool
 }
 
 // ensureTLS puts the cluster's certificates in place for every member ordinal the cluster may
@@ -80,7 +87,7 @@ func (r *Reconciler) ensureTLS(ctx context.Context, c *api.EtcdCluster, o *obser
 	if !member.PeerTLS(c) && !member.ClientTLS(c) {
 		return nil
 	}
-	t := &tlsPass{r: r, c: c, now: r.now(), leafLife: r.leafLifetime(c), ordinals: wantedOrdinals(c, o)}
+	t := &tlsPass{r: r, c: c, now: r.now(), leafLife: r.leafLifetime(c), ordinals: wantedOrdinals(c, o), running: len(o.pods) > 0}
 	t.view.Status = &api.TLSStatus{}
 	var peer, client *portSource
 	var err error
@@ -94,21 +101,17 @@ func (r *Reconciler) ensureTLS(ctx context.Context, c *api.EtcdCluster, o *obser
 			return err
 		}
 	}
-	usable := (peer != nil || !member.PeerTLS(c)) && (client != nil || !member.ClientTLS(c))
+	// Before anything is written: a port whose CAs would change is frozen.
+	if err := t.freezeMovedTrust(ctx, peer, client); err != nil {
+		return err
+	}
 	if client != nil && client.clientIssuer != nil {
 		if err := t.ensureClientSecret(ctx, client); err != nil {
 			return err
 		}
 	}
-	if usable {
-		if changed, err := t.trustMoved(ctx, peer, client); err != nil {
-			return err
-		} else if changed {
-			usable = false
-		}
-	}
 	for _, ord := range t.ordinals {
-		ready, err := t.ensureMember(ctx, ord, peer, client, usable)
+		ready, err := t.ensureMember(ctx, ord, peer, client)
 		if err != nil {
 			return err
 		}
@@ -195,8 +198,11 @@ func (t *tlsPass) source(ctx context.Context, from *api.TLSSource, caSecret, por
 	// and backups authenticate with its certificates, whoever issues the applications'.
 	if from.SecretName == "" || port == "client" {
 		var err error
-		if ca, err = t.ensureCA(ctx, caSecret, port); err != nil || ca == nil {
+		if ca, err = t.ensureCA(ctx, caSecret, port); err != nil {
 			return nil, err
+		}
+		if ca == nil {
+			return &portSource{frozen: true}, nil
 		}
 	}
 	if from.SecretName == "" {
@@ -206,11 +212,14 @@ func (t *tlsPass) source(ctx context.Context, from *api.TLSSource, caSecret, por
 		}
 		return out, nil
 	}
+	// A user's Secret that cannot be used freezes the port; the operator's client CA still
+	// renews the client certificates.
+	frozen := &portSource{frozen: true, clientIssuer: ca}
 	s, err := t.r.deps.KubeClient.CoreV1().Secrets(t.c.Namespace).Get(ctx, from.SecretName, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		t.fail("Secret %s (spec.tls.%s.secretName) does not exist", from.SecretName, port)
-		return nil, nil
+		return frozen, nil
 	case err != nil:
 		return nil, fmt.Errorf("getting secret %s: %w", from.SecretName, err)
 	}
@@ -218,7 +227,7 @@ func (t *tlsPass) source(ctx context.Context, from *api.TLSSource, caSecret, por
 	leaf, problem := pki.Check(cert, key, userCA, names, pki.ServerAuth|pki.ClientAuth, t.now)
 	if problem != nil {
 		t.fail("Secret %s (spec.tls.%s.secretName) cannot be used: %s", from.SecretName, port, problem.Message)
-		return nil, nil
+		return frozen, nil
 	}
 	t.leafServed(leaf.NotAfter)
 	if left := leaf.NotAfter.Sub(t.now); left < leaf.NotAfter.Sub(leaf.NotBefore)/expiringShare {
@@ -288,13 +297,20 @@ func (t *tlsPass) ensureCA(ctx context.Context, name, port string) (*pki.KeyPair
 		return nil, err
 	}
 	if have == nil {
-		if issued, err := t.membersHold(ctx, port); err != nil || issued != "" {
-			if issued != "" {
+		issued, err := t.membersHold(ctx, port)
+		if err != nil {
+			return nil, err
+		}
+		if issued == "" && t.running {
+			issued = "the running member pods"
+		}
+		if issued != "" {
+			{
 				// A new CA would be one the running members do not trust.
-				t.fail("Secret %s, which held the cluster's %s CA, is gone while Secret %s holds certificates it issued; the operator does not make another CA the members would not trust: restore the Secret (docs/tls.md)",
+				t.fail("Secret %s, which held the cluster's %s CA, is gone while %s hold certificates it issued; the operator does not make another CA the members would not trust: restore the Secret (docs/tls.md)",
 					name, port, issued)
 			}
-			return nil, err
+			return nil, nil
 		}
 		ca, err := pki.NewCA(fmt.Sprintf("%s %s CA (%s)", t.c.Name, port, t.c.Namespace), t.r.caLifetime(t.c), t.now)
 		if err != nil {
@@ -343,7 +359,7 @@ func (t *tlsPass) membersHold(ctx context.Context, port string) (string, error) 
 			return "", err
 		}
 		if have != nil && metav1.IsControlledBy(have, t.c) && len(have.Data[key]) > 0 {
-			return name, nil
+			return "Secret " + name, nil
 		}
 	}
 	return "", nil
@@ -372,10 +388,17 @@ func (t *tlsPass) ensureClientSecret(ctx context.Context, client *portSource) er
 		t.fail("Secret %s, where the cluster keeps a client certificate, is not this cluster's; the operator leaves it alone: delete or rename it", name)
 		return nil
 	}
-	data := map[string][]byte{caKey: client.servedCA}
 	var old map[string][]byte
 	if have != nil {
 		old = have.Data
+	}
+	data := map[string][]byte{caKey: client.servedCA}
+	if client.frozen {
+		// The CA that verifies the members stays the one they serve with.
+		if len(old[caKey]) == 0 {
+			return nil
+		}
+		data[caKey] = old[caKey]
 	}
 	if err := t.leaf(data, old, corev1.TLSCertKey, corev1.TLSPrivateKeyKey, client.clientIssuer,
 		pki.Request{CommonName: name, Usages: pki.ClientAuth}); err != nil {
@@ -385,9 +408,9 @@ func (t *tlsPass) ensureClientSecret(ctx context.Context, client *portSource) er
 }
 
 // ensureMember keeps member ord's own Secret, and says whether it holds every certificate its
-// pod mounts. usable is false when a source failed its checks: the Secret is then left as it
-// is, and is ready only if it already holds everything.
-func (t *tlsPass) ensureMember(ctx context.Context, ord int, peer, client *portSource, usable bool) (bool, error) {
+// pod mounts, none expired. The keys of a frozen port are kept as they are; the others are
+// issued, renewed or copied.
+func (t *tlsPass) ensureMember(ctx context.Context, ord int, peer, client *portSource) (bool, error) {
 	name := member.TLSSecretName(t.c.Name, ord)
 	have, err := t.r.secret(ctx, t.c.Namespace, name)
 	if err != nil {
@@ -402,20 +425,20 @@ func (t *tlsPass) ensureMember(ctx context.Context, ord int, peer, client *portS
 	if have != nil {
 		old = have.Data
 	}
-	if !usable {
-		return complete(t.c, old), nil
+	data := maps.Clone(old)
+	if data == nil {
+		data = map[string][]byte{}
 	}
-	data := map[string][]byte{}
 	self := member.Name(t.c.Name, ord)
 	names := member.MemberNames(t.c, ord)
-	if peer != nil {
+	if peer != nil && !peer.frozen {
 		data[member.KeyPeerCA] = peer.trust
 		if err := t.serving(data, old, member.KeyPeerCert, member.KeyPeerKey, peer,
 			pki.Request{CommonName: self, DNSNames: names, Usages: pki.ServerAuth | pki.ClientAuth}); err != nil {
 			return false, err
 		}
 	}
-	if client != nil {
+	if client != nil && !client.frozen {
 		data[member.KeyServerCA] = client.servedCA
 		data[member.KeyClientCA] = client.trust
 		serverNames := append(slices.Clone(names), member.ClientServiceNames(t.c)...)
@@ -424,45 +447,51 @@ func (t *tlsPass) ensureMember(ctx context.Context, ord int, peer, client *portS
 			pki.Request{CommonName: self, DNSNames: serverNames, IPs: loopback, Usages: pki.ServerAuth}); err != nil {
 			return false, err
 		}
+	}
+	if client != nil && client.clientIssuer != nil {
 		if err := t.leaf(data, old, member.KeyClientCert, member.KeyClientKey, client.clientIssuer,
 			pki.Request{CommonName: self, Usages: pki.ClientAuth}); err != nil {
 			return false, err
 		}
 	}
-	if err := t.write(ctx, name, corev1.SecretTypeOpaque, data, have); err != nil {
-		return false, err
+	if len(data) > 0 {
+		if err := t.write(ctx, name, corev1.SecretTypeOpaque, data, have); err != nil {
+			return false, err
+		}
 	}
-	return true, nil
+	return complete(t.c, data, t.now), nil
 }
 
-// trustMoved reports whether the CAs the members' Secrets trust and verify by would change:
-// etcd reads the CAs it trusts only when it starts, so members that run would refuse a
-// certificate of another CA, and a member given the new CA alone would refuse theirs. It is
-// the pass's Problem; no member Secret is written, and members without one are held back.
-func (t *tlsPass) trustMoved(ctx context.Context, peer, client *portSource) (bool, error) {
-	want := map[string][]byte{}
-	if peer != nil {
-		want[member.KeyPeerCA] = peer.trust
+// freezeMovedTrust freezes a port whose CAs would change for the members: etcd reads the CAs
+// it trusts only when it starts, so members that run would refuse a certificate of another
+// CA, and a member given the new CA alone would refuse theirs. It is the pass's Problem;
+// nothing of the port is written, and members without its certificates are held back.
+func (t *tlsPass) freezeMovedTrust(ctx context.Context, peer, client *portSource) error {
+	wants := map[*portSource]map[string][]byte{}
+	if peer != nil && !peer.frozen {
+		wants[peer] = map[string][]byte{member.KeyPeerCA: peer.trust}
 	}
-	if client != nil {
-		want[member.KeyClientCA], want[member.KeyServerCA] = client.trust, client.servedCA
+	if client != nil && !client.frozen {
+		wants[client] = map[string][]byte{member.KeyClientCA: client.trust, member.KeyServerCA: client.servedCA}
 	}
 	for _, ord := range t.ordinals {
 		name := member.TLSSecretName(t.c.Name, ord)
 		have, err := t.r.secret(ctx, t.c.Namespace, name)
 		if err != nil {
-			return false, err
+			return err
 		}
 		if have == nil || !metav1.IsControlledBy(have, t.c) {
 			continue
 		}
-		if key, changed := trustChanged(have.Data, want); changed {
-			t.fail("the CA members trust changed (%s of Secret %s differs from what %s holds now); this operator version does not move a running cluster to another CA: put back the CA members trust (docs/tls.md)",
-				key, name, t.sourceSecret())
-			return true, nil
+		for src, want := range wants {
+			if key, changed := trustChanged(have.Data, want); changed && !src.frozen {
+				t.fail("the CA members trust changed (%s of Secret %s differs from what %s holds now); this operator version does not move a running cluster to another CA: put back the CA members trust (docs/tls.md)",
+					key, name, t.sourceSecret())
+				src.frozen = true
+			}
 		}
 	}
-	return false, nil
+	return nil
 }
 
 // trustKeys are the keys of a member's Secret that say which CAs it trusts and verifies by.
@@ -542,10 +571,21 @@ func (t *tlsPass) write(ctx context.Context, name string, typ corev1.SecretType,
 	return t.r.control.UpdateSecret(ctx, t.c, want)
 }
 
-// complete reports whether a member's Secret data holds every key its pod mounts.
-func complete(c *api.EtcdCluster, data map[string][]byte) bool {
+// complete reports whether a member's Secret data holds every key its pod mounts, and
+// whether its certificates are still valid at now: a member started on an expired one would
+// be refused by its peers or clients.
+func complete(c *api.EtcdCluster, data map[string][]byte, now time.Time) bool {
 	for _, k := range member.TLSKeys(c) {
 		if len(data[k]) == 0 {
+			return false
+		}
+	}
+	for _, k := range []string{member.KeyPeerCert, member.KeyServerCert, member.KeyClientCert} {
+		if len(data[k]) == 0 {
+			continue
+		}
+		certs, err := pki.ParseCertificates(data[k])
+		if err != nil || len(certs) == 0 || !now.Before(certs[0].NotAfter) {
 			return false
 		}
 	}

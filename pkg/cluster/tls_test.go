@@ -276,3 +276,87 @@ func TestTLSCADeletedIsNotRemade(t *testing.T) {
 		t.Errorf("unready %v, want the members that have their certificates ready", o.tls.Unready)
 	}
 }
+
+// A problem with one port's certificates holds back neither the renewal of the other port's
+// nor that of the operator's client certificates, and never reaches <name>-client-tls's CA:
+// a user's client Secret gone, or moved to another CA, leaves the peer leaves and the client
+// certificates renewed, and the CA that verifies the members as it was.
+func TestTLSProblemOnOnePortRenewsTheRest(t *testing.T) {
+	ca, err := pki.NewCA("user CA", 10*365*24*time.Hour, tlsEpoch.Add(-time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := pki.NewCA("next CA", 10*365*24*time.Hour, tlsEpoch.Add(-time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"demo-client.ns.svc", "demo-0.ns.svc", "demo-1.ns.svc", "demo-2.ns.svc"}
+	c := withTLS(newCluster(3), &api.TLSSource{}, &api.TLSSource{SecretName: "clients"})
+	for _, tc := range []struct {
+		name    string
+		breakIt func(f *fixture)
+	}{
+		{"user Secret deleted", func(f *fixture) {
+			if err := f.kube.CoreV1().Secrets("ns").Delete(context.Background(), "clients", metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"user CA changed", func(f *fixture) {
+			moved := userSecret(t, "clients", next, names, tlsEpoch.Add(60*24*time.Hour), 90*24*time.Hour)
+			if _, err := f.kube.CoreV1().Secrets("ns").Update(context.Background(), moved, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, c, userSecret(t, "clients", ca, names, tlsEpoch, 900*24*time.Hour))
+			tlsPassAt(t, f, c, tlsEpoch)
+			before, clientTLS := f.secretData("demo-0-tls"), f.secretData("demo-client-tls")
+			tc.breakIt(f)
+			o := tlsPassAt(t, f, c, tlsEpoch.Add(61*24*time.Hour))
+			if o.tls.Problem == nil {
+				t.Error("no problem reported")
+			}
+			after, clientAfter := f.secretData("demo-0-tls"), f.secretData("demo-client-tls")
+			if string(after[member.KeyPeerCert]) == string(before[member.KeyPeerCert]) {
+				t.Error("the operator's peer leaf was not renewed")
+			}
+			if string(after[member.KeyClientCert]) == string(before[member.KeyClientCert]) {
+				t.Error("the member's client certificate was not renewed")
+			}
+			for _, k := range []string{member.KeyServerCert, member.KeyServerCA, member.KeyClientCA} {
+				if string(after[k]) != string(before[k]) {
+					t.Errorf("%s of the member's Secret changed", k)
+				}
+			}
+			if string(clientAfter["ca.crt"]) != string(clientTLS["ca.crt"]) {
+				t.Error("demo-client-tls's ca.crt changed: its holders would stop trusting the members")
+			}
+			if string(clientAfter["tls.crt"]) == string(clientTLS["tls.crt"]) {
+				t.Error("demo-client-tls's certificate was not renewed")
+			}
+			if len(o.tls.Unready) != 0 {
+				t.Errorf("unready %v, want the members that have their certificates ready", o.tls.Unready)
+			}
+		})
+	}
+}
+
+// With member pods running, a new CA is never made, even when every Secret that held the
+// old one's certificates is gone: the running etcds trust the CA they started with.
+func TestTLSNoNewCAUnderRunningMembers(t *testing.T) {
+	c := withTLS(newCluster(3), &api.TLSSource{}, nil)
+	f := newFixture(t, c)
+	f.kube.ClearActions()
+	f.r.now = func() time.Time { return tlsEpoch }
+	o := &observation{cluster: c, pods: map[int]*corev1.Pod{0: {}, 1: {}, 2: {}}}
+	if err := f.r.ensureTLS(context.Background(), c, o); err != nil {
+		t.Fatal(err)
+	}
+	if p := o.tls.Problem; p == nil || !strings.Contains(p.Message, "running member pods") {
+		t.Errorf("problem %+v, want the running members named", p)
+	}
+	if w := f.secretWrites(); len(w) != 0 {
+		t.Errorf("writes %v under running members", w)
+	}
+}
