@@ -360,3 +360,46 @@ func TestTLSNoNewCAUnderRunningMembers(t *testing.T) {
 		t.Errorf("writes %v under running members", w)
 	}
 }
+
+// Claims that hold members made with plaintext peer URLs (made before TLS, or with
+// spec.tls: {}) are not started in a cluster that asks for peer TLS, nor the other way round:
+// etcd keeps its peer URLs in its data. Claims of the same scheme, and claims without a member
+// yet, are started as usual.
+func TestTLSClaimsOfTheOtherPeerScheme(t *testing.T) {
+	claim := func(ord int, scheme string, marked bool) *corev1.PersistentVolumeClaim {
+		pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: member.ClaimName("demo", ord), Annotations: map[string]string{}}}
+		if scheme != "" {
+			pvc.Annotations[member.AnnotationPeerScheme] = scheme
+		}
+		if marked {
+			pvc.Annotations[member.AnnotationMemberID] = "1"
+		}
+		return pvc
+	}
+	tlsOn := withTLS(newCluster(3), &api.TLSSource{}, nil)
+	plain := withTLS(newCluster(3), nil, nil)
+	for _, tc := range []struct {
+		name    string
+		c       *api.EtcdCluster
+		claims  map[int]*corev1.PersistentVolumeClaim
+		unready []int
+	}{
+		{"claims from before TLS, peer TLS asked", tlsOn, map[int]*corev1.PersistentVolumeClaim{0: claim(0, "", true), 1: claim(1, "", true), 2: claim(2, "", false)}, []int{0, 1}},
+		{"https claims, plaintext asked", plain, map[int]*corev1.PersistentVolumeClaim{0: claim(0, "https", true)}, []int{0}},
+		{"https claims, peer TLS asked", tlsOn, map[int]*corev1.PersistentVolumeClaim{0: claim(0, "https", true)}, nil},
+		{"claims from before TLS, plaintext asked", plain, map[int]*corev1.PersistentVolumeClaim{0: claim(0, "", true)}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := &observation{cluster: tc.c, claims: tc.claims, pods: map[int]*corev1.Pod{}}
+			checkPeerSchemes(tc.c, o)
+			if !slices.Equal(o.tls.Unready, tc.unready) {
+				t.Errorf("unready %v, want %v", o.tls.Unready, tc.unready)
+			}
+			if (o.tls.Problem != nil) != (len(tc.unready) > 0) {
+				t.Errorf("problem %+v, want one only with members held back", o.tls.Problem)
+			} else if o.tls.Problem != nil && (o.tls.Problem.Reason != api.ReasonInvalidSpec || !strings.Contains(o.tls.Problem.Message, "data-demo-0")) {
+				t.Errorf("problem %+v, want InvalidSpec naming the claims", o.tls.Problem)
+			}
+		})
+	}
+}

@@ -113,8 +113,26 @@ func Claim(c *api.EtcdCluster, ordinal int) *corev1.PersistentVolumeClaim {
 	}
 	maps.Copy(pvc.Annotations, tmpl.Metadata.Annotations)
 	pvc.Annotations[AnnotationClaimTemplate] = templateHash(tmpl.Spec)
+	pvc.Annotations[AnnotationPeerScheme] = peerScheme(c)
 	return pvc
 }
+
+// AnnotationPeerScheme records on a claim the scheme of the peer URLs its member was made
+// with ("http" or "https"): etcd keeps its members' peer URLs in its data, so a member started
+// on the claim listens as its peers will dial it only with the same scheme. A claim without it
+// was made before TLS existed: "http".
+const AnnotationPeerScheme = "etcd.operator.dev/peer-scheme"
+
+// ClaimPeerScheme is the peer scheme the claim's data was made with (AnnotationPeerScheme).
+func ClaimPeerScheme(pvc *corev1.PersistentVolumeClaim) string {
+	if s := pvc.Annotations[AnnotationPeerScheme]; s != "" {
+		return s
+	}
+	return "http"
+}
+
+// PeerScheme is the scheme of the cluster's peer URLs by its spec.
+func PeerScheme(c *api.EtcdCluster) string { return peerScheme(c) }
 
 func claimSpec(s api.ClaimSpec) corev1.PersistentVolumeClaimSpec {
 	modes := s.AccessModes

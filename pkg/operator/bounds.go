@@ -44,8 +44,10 @@ var boundLimits = []boundLimit{
 	// comes every few seconds, so a minute leaves room for a slow one.
 	{FlagClusterTakeoverAfter, cluster.DefaultTakeoverAfter, time.Minute, time.Hour},
 	// Only tests go below an hour, to see leaves renewed within a run: a leaf renewed every
-	// few minutes in production would only add churn.
-	{FlagTLSMinLifetime, cluster.DefaultMinLifetime, 30 * time.Second, cluster.DefaultMinLifetime},
+	// few minutes in production would only add churn. Below five minutes a leaf would be due
+	// again as soon as it is issued (its validity starts five minutes back, for clock skew), and
+	// would expire before the kubelet refreshes the mounted Secret.
+	{FlagTLSMinLifetime, cluster.DefaultMinLifetime, 5 * time.Minute, cluster.DefaultMinLifetime},
 }
 
 // addBoundFlags binds the bounds to fs, defaults the production values.

@@ -45,10 +45,10 @@ func withCertificates(s State, d Decision) Decision {
 	default:
 		return d
 	}
-	why := "its certificates are not issued yet"
+	why, reason := "its certificates are not issued yet", api.ReasonTLSSecretInvalid
 	if s.TLS.Problem != nil {
-		why = s.TLS.Problem.Message
+		why, reason = s.TLS.Problem.Message, s.TLS.Problem.Reason
 	}
-	return Decision{Blocked: api.ReasonTLSSecretInvalid, Message: fmt.Sprintf(
+	return Decision{Blocked: reason, Message: fmt.Sprintf(
 		"the pod of member %s is not created: %s", naming.Name(s.Name, d.Action.Ordinal), why)}
 }

@@ -28,7 +28,7 @@ type TLSSpec struct {
 	// and at most 8760h.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:XValidation:rule="duration(self) <= duration('8760h')",message="leafLifetime must be at most 8760h (one year)"
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('30s')",message="leafLifetime must be at least 30s; the operator raises anything below its --tls-min-lifetime (1h unless lowered for tests) to it"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('5m')",message="leafLifetime must be at least 5m (a leaf is renewed at two thirds of its life, and the kubelet takes up to a minute and a half to refresh a mounted Secret); the operator raises anything below its --tls-min-lifetime (1h unless lowered for tests) to it"
 	// +optional
 	LeafLifetime *metav1.Duration `json:"leafLifetime,omitempty"`
 
@@ -36,7 +36,7 @@ type TLSSpec struct {
 	// 43800h (5 years); at most 87600h.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:XValidation:rule="duration(self) <= duration('87600h')",message="caLifetime must be at most 87600h (ten years)"
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('90s')",message="caLifetime must be at least 90s (three of the shortest leafLifetime)"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('15m')",message="caLifetime must be at least 15m (three of the shortest leafLifetime)"
 	// +optional
 	CALifetime *metav1.Duration `json:"caLifetime,omitempty"`
 }
