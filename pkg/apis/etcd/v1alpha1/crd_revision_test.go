@@ -30,7 +30,7 @@ var schemaDigests = map[int]string{
 	7:  "5fd1b0f97de4b71be444d806e065a738b602cb228136ef926f9277b57c537eda",
 	8:  "6e5b8adfb2f6fbaf03965d192811971715cc16251c32b883636f5d14ae9ef1d3",
 	9:  "5a7156a57096d6163b2c1ac69f97aa9925ae6f2e5f603ce6ec2a20a29bfcf44d",
-	10: "b97db1b456931477743564928d9ad645e338aacf702b5e00d96919dc1e12796c",
+	10: "e12472ea48eca0adc59edf6588c57bf75a34c72405951b72096e93059795de3b",
 }
 
 // backupSchemaDigests is schemaDigests for the EtcdBackup CRD (the marker on EtcdBackup).

@@ -68,7 +68,7 @@ func TestCRDValidatesTLSLifetimes(t *testing.T) {
 		{"ca equal to the leaf", "{leafLifetime: 2160h, caLifetime: 2160h}", caTooShort},
 		{"short leaf alone: ca default is far longer", "{leafLifetime: 1h}", ""},
 		{"short ca alone", "{caLifetime: 1h}", ""},
-		{"leaf in days", "{leafLifetime: 90d}", "spec.tls.leafLifetime"},
+		{"leaf in days", "{leafLifetime: 90d}", "spec.tls.leafLifetime: Invalid value: \"90d\": spec.tls.leafLifetime in body should match"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, errs := a.create(etcdCluster("  tls: "+tc.tls+"\n", ""))
@@ -161,5 +161,18 @@ func TestCRDDoesNotDefaultTLS(t *testing.T) {
 				t.Errorf("spec.tls = %v on the object read back, want none", tls)
 			}
 		})
+	}
+}
+
+// A lifetime that is not a Go duration is refused by its pattern, with no rule's type
+// conversion error beside it.
+func TestCRDTLSLifetimeNotADuration(t *testing.T) {
+	a := newAPIServer(t)
+	for _, field := range []string{"leafLifetime", "caLifetime"} {
+		_, errs := a.create(etcdCluster("  tls: {"+field+": 90d}\n", ""))
+		msg := errs.ToAggregate()
+		if msg == nil || !strings.Contains(msg.Error(), "should match") || strings.Contains(msg.Error(), "type conversion") {
+			t.Errorf("%s: 90d refused with %v; want the pattern's message alone", field, msg)
+		}
 	}
 }

@@ -6,7 +6,7 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 // spec.tls gets peer TLS (spec.tls.peer: {}) from the API server, by the MutatingAdmissionPolicy
 // the operator installs with its CRDs; spec.tls: {} asks for plaintext peers. Which ports use
 // TLS, and whose certificates, cannot change once the cluster exists.
-// +kubebuilder:validation:XValidation:rule="!has(self.leafLifetime) || !has(self.caLifetime) || duration(self.caLifetime).getSeconds() >= duration(self.leafLifetime).getSeconds() * 3",message="caLifetime must be at least three times leafLifetime: a CA must outlive every leaf it signs, renewals included"
+// +kubebuilder:validation:XValidation:rule="!has(self.leafLifetime) || !has(self.caLifetime) || !self.leafLifetime.matches('^([0-9]+([.][0-9]+)?(h|m|s|ms))+$') || !self.caLifetime.matches('^([0-9]+([.][0-9]+)?(h|m|s|ms))+$') || duration(self.caLifetime).getSeconds() >= duration(self.leafLifetime).getSeconds() * 3",message="caLifetime must be at least three times leafLifetime: a CA must outlive every leaf it signs, renewals included"
 type TLSSpec struct {
 	// Peer, when set, secures the peer port (2380): members talk to each other over TLS and
 	// must present a certificate signed by the cluster's peer CA (etcd's
@@ -27,16 +27,18 @@ type TLSSpec struct {
 	// 2160h (90 days); at least 1h (the operator's --tls-min-lifetime, lowered only in tests)
 	// and at most 8760h.
 	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:XValidation:rule="duration(self) <= duration('8760h')",message="leafLifetime must be at most 8760h (one year)"
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('5m')",message="leafLifetime must be at least 5m (a leaf is renewed at two thirds of its life, and the kubelet takes up to a minute and a half to refresh a mounted Secret); the operator raises anything below its --tls-min-lifetime (1h unless lowered for tests) to it"
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(h|m|s|ms))+$`
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(h|m|s|ms))+$') || duration(self) <= duration('8760h')",message="leafLifetime must be at most 8760h (one year)"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(h|m|s|ms))+$') || duration(self) >= duration('5m')",message="leafLifetime must be at least 5m (a leaf is renewed at two thirds of its life, and the kubelet takes up to a minute and a half to refresh a mounted Secret); the operator raises anything below its --tls-min-lifetime (1h unless lowered for tests) to it"
 	// +optional
 	LeafLifetime *metav1.Duration `json:"leafLifetime,omitempty"`
 
 	// CALifetime is how long the CAs the operator makes for this cluster are valid. Default
 	// 43800h (5 years); at most 87600h.
 	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:XValidation:rule="duration(self) <= duration('87600h')",message="caLifetime must be at most 87600h (ten years)"
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('15m')",message="caLifetime must be at least 15m (three of the shortest leafLifetime)"
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(h|m|s|ms))+$`
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(h|m|s|ms))+$') || duration(self) <= duration('87600h')",message="caLifetime must be at most 87600h (ten years)"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(h|m|s|ms))+$') || duration(self) >= duration('15m')",message="caLifetime must be at least 15m (three of the shortest leafLifetime)"
 	// +optional
 	CALifetime *metav1.Duration `json:"caLifetime,omitempty"`
 }
