@@ -343,7 +343,7 @@ func (t *tlsPass) ensureCA(ctx context.Context, name, port string) (*pki.KeyPair
 		if issued != "" {
 			{
 				// A new CA would be one the running members do not trust.
-				t.fail("Secret %s, which held the cluster's %s CA, is gone while %s hold certificates it issued; the operator does not make another CA the members would not trust: restore the Secret (docs/tls.md)",
+				t.fail("Secret %s, which held the cluster's %s CA, is gone, and certificates it issued are in use (%s); the operator does not make another CA the members would not trust: restore the Secret (docs/tls.md)",
 					name, port, issued)
 			}
 			return nil, nil

@@ -271,7 +271,7 @@ func phase(paused bool, s plan.State, d plan.Decision, inSpec bool) api.ClusterP
 		return api.PhaseRollingOut
 	case d.Progress != "":
 		return api.PhaseScaling
-	case plan.Alarmed(s):
+	case plan.Alarmed(s), s.TLS.Problem != nil, s.TLS.Expiring != "":
 		return api.PhaseDegraded
 	case inSpec:
 		return api.PhaseRunning
