@@ -130,4 +130,3 @@ func (t *tlsPass) sourceSecret() string {
 	}
 	return "Secret " + strings.Join(names, " / ")
 }
-

@@ -193,4 +193,3 @@ func (t *tlsPass) membersHold(ctx context.Context, port string) (string, error) 
 	}
 	return "", nil
 }
-
