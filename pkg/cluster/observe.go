@@ -64,6 +64,9 @@ type observation struct {
 	restoreProblem string
 	// tls is what ensureTLS found of the cluster's certificates.
 	tls plan.TLSView
+	// blind, when set, says why the members were not asked this pass (the operator's client
+	// certificate is missing): what etcd would answer is not known, not absent.
+	blind string
 }
 
 // observe reads the caches and asks every running member for its status and the member list.
@@ -122,8 +125,10 @@ func (r *Reconciler) observeEtcd(ctx context.Context, c *api.EtcdCluster, o *obs
 	sort.Strings(all)
 	conn, err := r.conns.For(ctx, c)
 	if errors.Is(err, errNoClientCertificate) {
-		// Nothing answers a client without a certificate: the members stay unknown, and
-		// ensureTLS issues it.
+		// Nothing answers a client without a certificate. The members are not unknown, they
+		// were not asked: the pass changes nothing (blind), and ensureTLS issues it again.
+		o.blind = fmt.Sprintf("the operator's client certificate (Secret %s) is missing or not this cluster's, so it asked the members nothing; "+
+			"no change is made until it is there", member.ClientTLSSecretName(c.Name))
 		return nil
 	}
 	if err != nil {

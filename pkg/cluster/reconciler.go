@@ -157,6 +157,10 @@ func (r *Reconciler) Sync(ctx context.Context, namespace, name string) (time.Dur
 	}
 	state := obs.state(r.now())
 	decision := plan.Plan(state)
+	if obs.blind != "" {
+		// The planner would take members that were not asked for members that did not answer.
+		decision = plan.Decision{Blocked: api.ReasonTLSSecretInvalid, Message: obs.blind}
+	}
 	if c.Spec.Paused {
 		decision = pausedDecision(state, decision)
 	}

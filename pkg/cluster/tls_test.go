@@ -8,6 +8,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -401,5 +403,31 @@ func TestTLSClaimsOfTheOtherPeerScheme(t *testing.T) {
 				t.Errorf("problem %+v, want InvalidSpec naming the claims", o.tls.Problem)
 			}
 		})
+	}
+}
+
+// Without its client certificate the operator cannot ask a client-TLS cluster's members
+// anything: a pass changes nothing then (a seed pod that failed is not taken for one that
+// never served), and says why.
+func TestTLSBlindPassChangesNothing(t *testing.T) {
+	c := withTLS(newCluster(3), &api.TLSSource{}, &api.TLSSource{})
+	headless := &discoveryv1.EndpointSlice{}
+	created := time.Now().Add(-time.Hour)
+	seed := memberPod(c, 0, "10.0.0.1", corev1.PodFailed, created, headless)
+	joiner := memberPod(c, 1, "10.0.0.2", corev1.PodRunning, created, headless)
+	f := newFixture(t, c, seed, joiner)
+	syncOnce(t, f)
+	for _, verb := range []string{"create", "delete"} {
+		if n := len(f.actions(verb, "pods")); n != 0 {
+			t.Errorf("%d pods %sd on a pass that asked the members nothing", n, verb)
+		}
+	}
+	got, err := f.client.EtcdV1alpha1().EtcdClusters("ns").Get(context.Background(), "demo", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := meta.FindStatusCondition(got.Status.Conditions, string(api.ConditionDegraded)); d == nil ||
+		d.Reason != string(api.ReasonTLSSecretInvalid) || !strings.Contains(d.Message, "demo-client-tls") {
+		t.Errorf("Degraded %+v, want TLSSecretInvalid naming demo-client-tls", d)
 	}
 }
