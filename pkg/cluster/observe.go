@@ -105,24 +105,30 @@ func (r *Reconciler) observe(ctx context.Context, c *api.EtcdCluster) (*observat
 	return o, r.observeEtcd(ctx, c, o)
 }
 
-// observeEtcd asks every running member pod for its member's status, then a voting member
-// that answered for the member list and the alarms. A member list that does not answer is
-// not an error: o.membersKnown stays false.
-func (r *Reconciler) observeEtcd(ctx context.Context, c *api.EtcdCluster, o *observation) error {
+// runningEndpoints are the client URLs of the running member pods, by ordinal and sorted.
+func runningEndpoints(c *api.EtcdCluster, o *observation) (map[int]string, []string) {
 	endpoints := map[int]string{}
 	for ord, p := range o.pods {
 		if p.Status.PodIP != "" && p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
 			endpoints[ord] = member.PodClientURL(c, p.Status.PodIP)
 		}
 	}
-	if len(endpoints) == 0 {
-		return nil
-	}
 	all := make([]string, 0, len(endpoints))
 	for _, e := range endpoints {
 		all = append(all, e)
 	}
 	sort.Strings(all)
+	return endpoints, all
+}
+
+// observeEtcd asks every running member pod for its member's status, then a voting member
+// that answered for the member list and the alarms. A member list that does not answer is
+// not an error: o.membersKnown stays false.
+func (r *Reconciler) observeEtcd(ctx context.Context, c *api.EtcdCluster, o *observation) error {
+	endpoints, all := runningEndpoints(c, o)
+	if len(endpoints) == 0 {
+		return nil
+	}
 	conn, err := r.conns.For(ctx, c)
 	if errors.Is(err, errNoClientCertificate) {
 		// Nothing answers a client without a certificate. The members are not unknown, they
