@@ -2,7 +2,6 @@ package v1alpha1
 
 import (
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -130,16 +129,6 @@ type EtcdClusterSpec struct {
 	// spec.tls; spec.tls: {} keeps both ports in plaintext.
 	// +optional
 	TLS *TLSSpec `json:"tls,omitempty"`
-}
-
-// NetworkPolicySpec says who may reach the members besides themselves and the operator.
-type NetworkPolicySpec struct {
-	// Clients may reach the client port: each a podSelector (pods of the cluster's namespace),
-	// a namespaceSelector (every pod of those namespaces), both (those pods of those
-	// namespaces), or an ipBlock. Left empty, only the members and the operator may.
-	// +kubebuilder:validation:MaxItems=32
-	// +optional
-	Clients []networkingv1.NetworkPolicyPeer `json:"clients,omitempty"`
 }
 
 // QuorumLossPolicy says who decides to recover a cluster that has lost quorum for good.
