@@ -34,18 +34,7 @@ func Compute(c *api.EtcdCluster, s plan.State, d plan.Decision) api.EtcdClusterS
 	st.Selector = member.ClusterSelector(c.Name).String()
 
 	electing := d.Progress == api.ReasonElectingLeader
-	if s.MembersKnown {
-		st.Size = int32(len(s.Members))
-		st.Members = statusMembers(s)
-		_, healthy := plan.VotingCounts(s.Members)
-		st.ReadyMembers = int32(healthy)
-	} else if !electing {
-		// Nobody answered: the last known members stay listed, none of them ready.
-		for i := range st.Members {
-			st.Members[i].Ready, st.Members[i].Leader = false, false
-		}
-		st.ReadyMembers = 0
-	}
+	setMembers(&st, s, electing)
 	if s.Version != "" {
 		st.CurrentVersion = s.Version
 	}
@@ -85,6 +74,24 @@ func Compute(c *api.EtcdCluster, s plan.State, d plan.Decision) api.EtcdClusterS
 		st.Phase = phase(c.Spec.Paused, s, d, inSpec)
 	}
 	return st
+}
+
+// setMembers puts in st the members etcd reports and how many are ready. Nobody answered: the
+// last known members stay listed, none of them ready, but during a short election, which
+// keeps what status said.
+func setMembers(st *api.EtcdClusterStatus, s plan.State, electing bool) {
+	switch {
+	case s.MembersKnown:
+		st.Size = int32(len(s.Members))
+		st.Members = statusMembers(s)
+		_, healthy := plan.VotingCounts(s.Members)
+		st.ReadyMembers = int32(healthy)
+	case !electing:
+		for i := range st.Members {
+			st.Members[i].Ready, st.Members[i].Leader = false, false
+		}
+		st.ReadyMembers = 0
+	}
 }
 
 // statusMembers lists the members etcd reports, by name.
