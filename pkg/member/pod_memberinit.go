@@ -102,7 +102,13 @@ func wrapInMemberInit(c *api.EtcdCluster, t Template, pod *corev1.Pod, initImage
 				FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + AnnotationMemberID + "']"},
 			}},
 		}}})
-	pod.Spec.InitContainers = []corev1.Container{{
+	pod.Spec.InitContainers = []corev1.Container{installContainer(initImage)}
+}
+
+// installContainer is the init container that copies member-init from the operator's image
+// initImage into the pod.
+func installContainer(initImage string) corev1.Container {
+	return corev1.Container{
 		Name:                     InstallContainerName,
 		Image:                    initImage,
 		ImagePullPolicy:          corev1.PullIfNotPresent,
@@ -117,5 +123,5 @@ func wrapInMemberInit(c *api.EtcdCluster, t Template, pod *corev1.Pod, initImage
 			},
 			Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")},
 		},
-	}}
+	}
 }
