@@ -111,6 +111,16 @@ func TestTLSIssuesKeepsAndRenews(t *testing.T) {
 	}
 }
 
+// userCA is a user's CA valid for ten years from notBefore.
+func userCA(t *testing.T, name string, notBefore time.Time) pki.KeyPair {
+	t.Helper()
+	ca, err := pki.NewCA(name, 10*365*24*time.Hour, notBefore)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ca
+}
+
 // userSecret is a Secret in cert-manager's layout, a leaf of ca for names valid from
 // notBefore for life.
 func userSecret(t *testing.T, name string, ca pki.KeyPair, names []string, notBefore time.Time, life time.Duration) *corev1.Secret {
@@ -127,10 +137,7 @@ func userSecret(t *testing.T, name string, ca pki.KeyPair, names []string, notBe
 // used is the cluster's problem, names the Secret and why, and no member Secret is written
 // from it; members that have their certificates keep them and stay ready.
 func TestTLSUserSecretChecked(t *testing.T) {
-	ca, err := pki.NewCA("user CA", 10*365*24*time.Hour, tlsEpoch.Add(-200*24*time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ca := userCA(t, "user CA", tlsEpoch.Add(-200*24*time.Hour))
 	names := []string{"demo-0.ns.svc", "demo-1.ns.svc", "demo-2.ns.svc"}
 	good := userSecret(t, "peers", ca, names, tlsEpoch.Add(-time.Hour), 90*24*time.Hour)
 	c := withTLS(newCluster(3), &api.TLSSource{SecretName: "peers"}, nil)
@@ -224,14 +231,8 @@ func TestTLSForeignCASecret(t *testing.T) {
 // trusts only at start, so the members would stop trusting each other. The cluster says so
 // and keeps what it has; new members are held back.
 func TestTLSUserCAChangeNotCopied(t *testing.T) {
-	ca, err := pki.NewCA("user CA", 10*365*24*time.Hour, tlsEpoch.Add(-time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
-	next, err := pki.NewCA("next CA", 10*365*24*time.Hour, tlsEpoch.Add(-time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ca := userCA(t, "user CA", tlsEpoch.Add(-time.Hour))
+	next := userCA(t, "next CA", tlsEpoch.Add(-time.Hour))
 	names := []string{"demo-0.ns.svc", "demo-1.ns.svc", "demo-2.ns.svc", "demo-3.ns.svc"}
 	c := withTLS(newCluster(3), &api.TLSSource{SecretName: "peers"}, nil)
 	f := newFixture(t, c, userSecret(t, "peers", ca, names, tlsEpoch, 90*24*time.Hour))
@@ -284,14 +285,8 @@ func TestTLSCADeletedIsNotRemade(t *testing.T) {
 // a user's client Secret gone, or moved to another CA, leaves the peer leaves and the client
 // certificates renewed, and the CA that verifies the members as it was.
 func TestTLSProblemOnOnePortRenewsTheRest(t *testing.T) {
-	ca, err := pki.NewCA("user CA", 10*365*24*time.Hour, tlsEpoch.Add(-time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
-	next, err := pki.NewCA("next CA", 10*365*24*time.Hour, tlsEpoch.Add(-time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ca := userCA(t, "user CA", tlsEpoch.Add(-time.Hour))
+	next := userCA(t, "next CA", tlsEpoch.Add(-time.Hour))
 	names := []string{"demo-client.ns.svc", "demo-0.ns.svc", "demo-1.ns.svc", "demo-2.ns.svc"}
 	c := withTLS(newCluster(3), &api.TLSSource{}, &api.TLSSource{SecretName: "clients"})
 	for _, tc := range []struct {
