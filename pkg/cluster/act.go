@@ -22,7 +22,8 @@ func (r *Reconciler) act(ctx context.Context, c *api.EtcdCluster, o *observation
 	case plan.ActionCreatePod:
 		res, err = r.control.CreatePod(ctx, c, member.Template{Ordinal: a.Ordinal, ClusterState: a.ClusterState,
 			InitialCluster: a.InitialCluster, Version: a.PodVersion, MemberID: a.MemberID,
-			PeerURLs: o.headlessPeerURLs(a.InitialCluster), Restore: o.restoreFor(a)}, why)
+			PeerURLs: o.headlessPeerURLs(a.InitialCluster), Restore: o.restoreFor(a),
+			Client: o.clientTarget, DialTLS: o.dialTLS}, why)
 	case plan.ActionDeletePod:
 		if p := o.pods[a.Ordinal]; p != nil {
 			res, err = r.control.DeletePod(ctx, c, p, why)
@@ -59,7 +60,7 @@ func (r *Reconciler) act(ctx context.Context, c *api.EtcdCluster, o *observation
 		if leader == nil || leader.Status.PodIP == "" {
 			return whileWaiting, nil
 		}
-		res, err = r.control.MoveLeader(ctx, c, member.PodClientURL(c, leader.Status.PodIP), a.Ordinal, a.Transferee)
+		res, err = r.control.MoveLeader(ctx, c, member.PodClientURL(leader.Status.PodIP, o.dialTLS), a.Ordinal, a.Transferee)
 	}
 	if err != nil {
 		return 0, err
@@ -83,7 +84,7 @@ func (r *Reconciler) actOnRollout(ctx context.Context, c *api.EtcdCluster, o *ob
 	case a.Kind == plan.ActionRollMember:
 		return r.rollMember(ctx, c, p, a.Evict, why)
 	case a.Kind == plan.ActionRestartInPlace:
-		return r.restartInPlace(ctx, c, p, a.PodVersion, why)
+		return r.restartInPlace(ctx, c, p, member.Target{Version: a.PodVersion, Client: o.clientTarget}, why)
 	default:
 		return r.patchPodMetadata(ctx, c, p)
 	}

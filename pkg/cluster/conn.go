@@ -19,12 +19,13 @@ import (
 )
 
 // conns says how the operator connects to the members of a cluster: in plaintext, or, when
-// the client port uses TLS, with the client certificate the cluster keeps in
+// the members' client ports serve TLS (dialTLS), with the client certificate the cluster keeps in
 // <name>-client-tls, verifying the members by the client Service's name (the operator dials
 // pod IPs, which no certificate names). Each client the operator opens to a cluster's members
 // takes its settings from here.
 type conns struct {
 	secrets corelisters.SecretLister
+	pods    corelisters.PodLister
 	kube    kubernetes.Interface
 }
 
@@ -32,9 +33,14 @@ type conns struct {
 // it), so its members cannot be asked anything.
 var errNoClientCertificate = errors.New("the cluster's client certificate is not issued yet")
 
-// For is how to connect to c's members.
+// For is how to connect to c's members: over TLS when their pods serve it (dialTLS). A
+// member's URL is member.PodClientURL with the config's TLS.
 func (s conns) For(ctx context.Context, c *api.EtcdCluster) (etcdutil.ConnConfig, error) {
-	if !member.ClientTLS(c) {
+	pods, err := memberPods(s.pods, c)
+	if err != nil {
+		return etcdutil.ConnConfig{}, fmt.Errorf("listing pods: %w", err)
+	}
+	if !dialTLS(c, clientModes(c, pods)) {
 		return etcdutil.ConnConfig{}, nil
 	}
 	name := member.ClientTLSSecretName(c.Name)

@@ -82,7 +82,7 @@ func crashLoopFixture(t *testing.T, trouble func(*corev1.Pod)) (*fixture, *remov
 		id := uint64(o + 1)
 		etcd.members = append(etcd.members, etcdutil.Member{ID: id, Name: p.Name, PeerURLs: []string{member.PeerURL(c, o)}})
 		if o < 2 {
-			etcd.status[member.PodClientURL(c, ip)] = etcdutil.Status{ID: id, Leader: 1, Version: "3.6.16"}
+			etcd.status[member.PodClientURL(ip, member.ClientTLS(c))] = etcdutil.Status{ID: id, Leader: 1, Version: "3.6.16"}
 		} else {
 			trouble(p)
 		}

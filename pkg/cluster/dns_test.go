@@ -58,7 +58,7 @@ type fakeEtcd struct {
 func newFakeEtcd(t *testing.T, c *api.EtcdCluster, seedIP string) *fakeEtcd {
 	return &fakeEtcd{t: t,
 		members: []etcdutil.Member{{ID: 1, Name: "demo-0", PeerURLs: []string{member.PeerURL(c, 0)}}},
-		status:  map[string]etcdutil.Status{member.PodClientURL(c, seedIP): {ID: 1, Leader: 1, Version: "3.6.16"}},
+		status:  map[string]etcdutil.Status{member.PodClientURL(seedIP, member.ClientTLS(c)): {ID: 1, Leader: 1, Version: "3.6.16"}},
 	}
 }
 

@@ -37,7 +37,7 @@ func threeMembers(t *testing.T, pod0 func(c *api.EtcdCluster) *corev1.Pod) (*fix
 		c.Status.Members = append(c.Status.Members, api.MemberStatus{Name: member.Name(c.Name, ord), ID: hexID(id), Ready: true})
 		etcd.members = append(etcd.members, etcdutil.Member{ID: id, Name: member.Name(c.Name, ord),
 			PeerURLs: []string{member.PeerURL(c, ord)}})
-		etcd.status[member.PodClientURL(c, ip)] = etcdutil.Status{ID: id, Leader: 3, Version: "3.6.16"}
+		etcd.status[member.PodClientURL(ip, member.ClientTLS(c))] = etcdutil.Status{ID: id, Leader: 3, Version: "3.6.16"}
 		p := memberPod(c, ord, ip, corev1.PodRunning, time.Now().Add(-time.Hour), slice)
 		if ord == 0 {
 			p = pod0(c)

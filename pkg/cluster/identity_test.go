@@ -72,7 +72,7 @@ func httpsObservation() *observation {
 		id := uint64(100 + ord)
 		o.statuses[ord] = etcdutil.Status{ID: id, Leader: 100, Version: c.Spec.Version, RaftTerm: 2}
 		o.members = append(o.members, etcdutil.Member{ID: id, Name: member.Name(c.Name, ord),
-			PeerURLs: []string{peerURLs[ord]}, ClientURLs: []string{member.PodClientURL(c, p.Status.PodIP)}})
+			PeerURLs: []string{peerURLs[ord]}, ClientURLs: []string{member.PodClientURL(p.Status.PodIP, member.ClientTLS(c))}})
 	}
 	return o
 }

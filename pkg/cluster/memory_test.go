@@ -48,7 +48,7 @@ func TestSyncClearedStatusKeepsTheRunningVersion(t *testing.T) {
 	c.Spec.Version = "3.7.3"
 	f := newFixture(t, c, pod, pvc, member.PeerService(c), member.ClientService(c))
 	etcd := newFakeEtcd(t, c, "10.0.0.1")
-	etcd.status[member.PodClientURL(c, "10.0.0.1")] = etcdutil.Status{ID: 1, Leader: 1, Version: "3.5.35", RaftIndex: 9, RaftAppliedIndex: 9}
+	etcd.status[member.PodClientURL("10.0.0.1", member.ClientTLS(c))] = etcdutil.Status{ID: 1, Leader: 1, Version: "3.5.35", RaftIndex: 9, RaftAppliedIndex: 9}
 	f.with(func(d *Deps) { d.Etcd = etcd })
 	if _, err := f.r.Sync(context.Background(), "ns", "demo"); err != nil {
 		t.Fatalf("Sync: %v", err)

@@ -62,6 +62,10 @@ type observation struct {
 	// restoreProblem why it cannot be found.
 	restore        *member.Restore
 	restoreProblem string
+	// dialTLS: the operator dials the members over TLS; clientTarget is how member pods serve
+	// their client port when built now (client_mode.go).
+	dialTLS      bool
+	clientTarget member.ClientMode
 	// tls is what ensureTLS found of the cluster's certificates.
 	tls plan.TLSView
 	// blind, when set, says why the members were not asked this pass (the operator's client
@@ -106,11 +110,11 @@ func (r *Reconciler) observe(ctx context.Context, c *api.EtcdCluster) (*observat
 }
 
 // runningEndpoints are the client URLs of the running member pods, by ordinal and sorted.
-func runningEndpoints(c *api.EtcdCluster, o *observation) (map[int]string, []string) {
+func runningEndpoints(o *observation) (map[int]string, []string) {
 	endpoints := map[int]string{}
 	for ord, p := range o.pods {
 		if p.Status.PodIP != "" && p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
-			endpoints[ord] = member.PodClientURL(c, p.Status.PodIP)
+			endpoints[ord] = member.PodClientURL(p.Status.PodIP, o.dialTLS)
 		}
 	}
 	all := make([]string, 0, len(endpoints))
@@ -125,7 +129,9 @@ func runningEndpoints(c *api.EtcdCluster, o *observation) (map[int]string, []str
 // that answered for the member list and the alarms. A member list that does not answer is
 // not an error: o.membersKnown stays false.
 func (r *Reconciler) observeEtcd(ctx context.Context, c *api.EtcdCluster, o *observation) error {
-	endpoints, all := runningEndpoints(c, o)
+	modes := clientModes(c, o.pods)
+	o.dialTLS, o.clientTarget = dialTLS(c, modes), clientTarget(c, modes)
+	endpoints, all := runningEndpoints(o)
 	if len(endpoints) == 0 {
 		return nil
 	}
@@ -200,7 +206,7 @@ func (o *observation) voterEndpoints(exclude uint64) []string {
 		if p == nil || st.IsLearner || (exclude != 0 && st.ID == exclude) {
 			continue
 		}
-		ep := member.PodClientURL(o.cluster, p.Status.PodIP)
+		ep := member.PodClientURL(p.Status.PodIP, o.dialTLS)
 		if st.ID == o.leader {
 			eps = append([]string{ep}, eps...)
 		} else {

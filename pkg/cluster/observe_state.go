@@ -65,14 +65,15 @@ func lastMembers(c *api.EtcdCluster) []plan.LastMember {
 }
 
 // podViews fills in the planner's view of every member pod, with how it compares to what the
-// spec builds now (s.TargetVersion).
+// spec builds now (s.TargetVersion, o.clientTarget).
 func (o *observation) podViews(s *plan.State) {
 	c := o.cluster
 	for ord, p := range o.pods {
 		pv := o.podView(ord, p)
-		pv.Outdated = !member.UpToDate(c, p, s.TargetVersion, o.initImage)
+		target := member.Target{Version: s.TargetVersion, Client: o.clientTarget}
+		pv.Outdated = !member.UpToDate(c, p, target, o.initImage)
 		if pv.Outdated {
-			_, _, pv.ImageOnly = member.ImageChange(c, p, s.TargetVersion, o.initImage)
+			_, _, pv.ImageOnly = member.ImageChange(c, p, target, o.initImage)
 		}
 		pv.StaleMetadata = !member.PolicyMetadataPatch(c, p).Empty()
 		s.Pods[ord] = pv

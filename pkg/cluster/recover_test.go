@@ -60,7 +60,7 @@ func survivorOfThree(t *testing.T, recoverFrom string) (*fixture, *api.EtcdClust
 	pvc.Status.Phase = corev1.ClaimBound
 	f := newFixture(t, c, pod, pvc, member.PeerService(c), member.ClientService(c))
 	f.with(func(d *Deps) {
-		d.Etcd = noQuorumEtcd{status: map[string]etcdutil.Status{member.PodClientURL(c, "10.0.0.1"): {ID: 1, RaftIndex: 42, RaftTerm: 3}}}
+		d.Etcd = noQuorumEtcd{status: map[string]etcdutil.Status{member.PodClientURL("10.0.0.1", member.ClientTLS(c)): {ID: 1, RaftIndex: 42, RaftTerm: 3}}}
 	})
 	return f, c, pod
 }

@@ -53,8 +53,8 @@ func (r *Reconciler) recordEvictionRefusal(ctx context.Context, c *api.EtcdClust
 // template hash and what tells the rollout when the kubelet has restarted the container. The
 // change is conditioned on the pod's UID and resourceVersion: a pod replaced or changed since
 // this pass observed it (its container restarted meanwhile, say) is left for the next pass.
-func (r *Reconciler) restartInPlace(ctx context.Context, c *api.EtcdCluster, p *corev1.Pod, version, why string) (Result, error) {
-	image, hash, ok := member.ImageChange(c, p, version, r.deps.MemberInitImage)
+func (r *Reconciler) restartInPlace(ctx context.Context, c *api.EtcdCluster, p *corev1.Pod, target member.Target, why string) (Result, error) {
+	image, hash, ok := member.ImageChange(c, p, target, r.deps.MemberInitImage)
 	if !ok {
 		return Result{}, nil
 	}

@@ -104,7 +104,7 @@ func TestRestartInPlace(t *testing.T) {
 	f.r.now = func() time.Time { return now }
 
 	c.Spec.Version = "3.7.3"
-	res, err := f.r.restartInPlace(context.Background(), c, p, "3.7.3", "test")
+	res, err := f.r.restartInPlace(context.Background(), c, p, member.Target{Version: "3.7.3"}, "test")
 	if err != nil || !res.Changed {
 		t.Fatalf("restart in place: %+v, %v", res, err)
 	}
@@ -118,7 +118,7 @@ func TestRestartInPlace(t *testing.T) {
 	if got.Spec.Containers[0].Command[0] != member.MemberInitPath || len(got.Spec.InitContainers) != 1 {
 		t.Errorf("the patch changed more than the image: %+v", got.Spec.Containers[0].Command)
 	}
-	if !member.UpToDate(c, got, "3.7.3", testInitImage) {
+	if !member.UpToDate(c, got, member.Target{Version: "3.7.3"}, testInitImage) {
 		t.Error("the patched pod is not up to date")
 	}
 	if got.Annotations[member.AnnotationRestartedFrom] != "containerd://old" || got.Annotations[member.AnnotationRestartedAt] != "2026-01-01T12:00:00Z" {
@@ -132,7 +132,7 @@ func TestRestartInPlace(t *testing.T) {
 	}
 
 	// Nothing left to change: no second patch.
-	if res, err := f.r.restartInPlace(context.Background(), c, got, "3.7.3", "test"); err != nil || res.Changed {
+	if res, err := f.r.restartInPlace(context.Background(), c, got, member.Target{Version: "3.7.3"}, "test"); err != nil || res.Changed {
 		t.Errorf("a second restart of an up-to-date pod: %+v, %v", res, err)
 	}
 }

@@ -213,7 +213,7 @@ func TestSyncRecordsDataRanOn(t *testing.T) {
 			pass := func(claim *corev1.PersistentVolumeClaim) *fixture {
 				f := newFixture(t, c, seed, claim)
 				etcd := newFakeEtcd(t, c, "10.0.0.1")
-				etcd.status[member.PodClientURL(c, "10.0.0.1")] = etcdutil.Status{ID: 1, Leader: 1, Version: tc.version, RaftIndex: 500, RaftAppliedIndex: 500}
+				etcd.status[member.PodClientURL("10.0.0.1", member.ClientTLS(c))] = etcdutil.Status{ID: 1, Leader: 1, Version: tc.version, RaftIndex: 500, RaftAppliedIndex: 500}
 				f.with(func(d *Deps) { d.Etcd = etcd })
 				if _, err := f.r.Sync(context.Background(), "ns", "demo"); err != nil {
 					t.Fatalf("Sync: %v", err)
@@ -273,9 +273,9 @@ func TestSyncClearsDataRanOn(t *testing.T) {
 			pvc.Annotations[member.AnnotationDataRanOn] = "3.7"
 			f := newFixture(t, c, seed, pvc)
 			etcd := newFakeEtcd(t, c, "10.0.0.1")
-			delete(etcd.status, member.PodClientURL(c, "10.0.0.1"))
+			delete(etcd.status, member.PodClientURL("10.0.0.1", member.ClientTLS(c)))
 			if tc.answer != "" {
-				etcd.status[member.PodClientURL(c, "10.0.0.1")] = etcdutil.Status{ID: 1, Leader: 1, Version: tc.answer, DowngradeTarget: tc.downgrade, RaftIndex: 500, RaftAppliedIndex: 500}
+				etcd.status[member.PodClientURL("10.0.0.1", member.ClientTLS(c))] = etcdutil.Status{ID: 1, Leader: 1, Version: tc.answer, DowngradeTarget: tc.downgrade, RaftIndex: 500, RaftAppliedIndex: 500}
 			}
 			f.with(func(d *Deps) { d.Etcd = etcd })
 			if _, err := f.r.Sync(context.Background(), "ns", "demo"); err != nil {

@@ -53,8 +53,11 @@ type tlsPass struct {
 	leafLife time.Duration
 	// ordinals are the members whose certificates are kept (wantedOrdinals).
 	ordinals []int
-	// running: the cluster has member pods, whose etcd trusts the CAs it started with.
-	running bool
+	// running says, by port ("peer", "client"), that member pods run whose etcd serves the
+	// port over TLS: it trusts the CAs it started with.
+	running map[string]bool
+	// client: the client port serves TLS, or some member pod still does (clientTLSInUse).
+	client bool
 	// earliest is the first expiry of the leaves the members serve.
 	earliest time.Time
 }
@@ -83,10 +86,15 @@ type portSource struct {
 // It never replaces a CA, and never writes a member's Secret from a user's Secret that fails
 // its checks: the members keep the copies they have.
 func (r *Reconciler) ensureTLS(ctx context.Context, c *api.EtcdCluster, o *observation) error {
-	if !member.PeerTLS(c) && !member.ClientTLS(c) {
+	modes := clientModes(c, o.pods)
+	if !member.PeerTLS(c) && !clientTLSInUse(c, modes) {
 		return nil
 	}
-	t := &tlsPass{r: r, c: c, now: r.now(), leafLife: r.leafLifetime(c), ordinals: wantedOrdinals(c, o), running: len(o.pods) > 0}
+	t := &tlsPass{r: r, c: c, now: r.now(), leafLife: r.leafLifetime(c), ordinals: wantedOrdinals(c, o),
+		client: clientTLSInUse(c, modes), running: map[string]bool{"peer": len(o.pods) > 0 && member.PeerTLS(c)}}
+	for _, m := range modes {
+		t.running["client"] = t.running["client"] || m.TLS()
+	}
 	t.view.Status = &api.TLSStatus{}
 	var peer, client *portSource
 	var err error
@@ -95,10 +103,15 @@ func (r *Reconciler) ensureTLS(ctx context.Context, c *api.EtcdCluster, o *obser
 			return err
 		}
 	}
-	if member.ClientTLS(c) {
+	switch {
+	case member.ClientTLS(c):
 		if client, err = t.source(ctx, c.Spec.TLS.Client, member.ClientCASecretName(c.Name), "client", t.clientNames()); err != nil {
 			return err
 		}
+	case t.client:
+		// Moving off client TLS: the members that still serve it keep the certificates their
+		// Secrets hold until their pods no longer mount them.
+		client = &portSource{frozen: true}
 	}
 	// Before anything is written: a port whose CAs would change is frozen.
 	if err := t.freezeMovedTrust(ctx, peer, client); err != nil {
@@ -318,8 +331,8 @@ func (t *tlsPass) write(ctx context.Context, name string, typ corev1.SecretType,
 // complete reports whether a member's Secret data holds every key its pod mounts, and
 // whether its certificates are still valid at now: a member started on an expired one would
 // be refused by its peers or clients.
-func complete(c *api.EtcdCluster, data map[string][]byte, now time.Time) bool {
-	for _, k := range member.TLSKeys(c) {
+func complete(c *api.EtcdCluster, client bool, data map[string][]byte, now time.Time) bool {
+	for _, k := range member.TLSKeys(c, client) {
 		if len(data[k]) == 0 {
 			return false
 		}

@@ -69,7 +69,7 @@ func (t *tlsPass) ensureMember(ctx context.Context, ord int, peer, client *portS
 			return false, err
 		}
 	}
-	return complete(t.c, data, t.now), nil
+	return complete(t.c, t.client, data, t.now), nil
 }
 
 // freezeMovedTrust freezes a port whose CAs would change for the members: etcd reads the CAs

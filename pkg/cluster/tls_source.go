@@ -130,7 +130,7 @@ func (t *tlsPass) ensureCA(ctx context.Context, name, port string) (*pki.KeyPair
 		if err != nil {
 			return nil, err
 		}
-		if issued == "" && t.running {
+		if issued == "" && t.running[port] {
 			issued = "the running member pods"
 		}
 		if issued != "" {

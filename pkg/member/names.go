@@ -115,20 +115,26 @@ func IsPeerURL(c *api.EtcdCluster, ordinal int, u string) bool {
 
 // ClientURLOf is the client URL on the host of a member's peer URL: a member reached by its
 // own Service for peers is reached by it for clients too, and one on the headless name keeps
-// that. The scheme is the client port's (https with client TLS), whatever the peers use.
+// that. The scheme is the client port's as spec.tls sets it (https with client TLS), whatever
+// the peers use.
 func ClientURLOf(c *api.EtcdCluster, peerURL string) string {
+	return clientURLOn(scheme(ClientTLS(c)), peerURL)
+}
+
+// clientURLOn is ClientURLOf with the given scheme.
+func clientURLOn(scheme, peerURL string) string {
 	u, err := url.Parse(peerURL)
 	if err != nil {
 		return peerURL
 	}
-	u.Scheme = clientScheme(c)
+	u.Scheme = scheme
 	u.Host = net.JoinHostPort(u.Hostname(), strconv.Itoa(int(ClientPort)))
 	return u.String()
 }
 
 // ServiceClientURL is the URL of the client Service.
 func ServiceClientURL(c *api.EtcdCluster) string {
-	return fmt.Sprintf("%s://%s:%d", clientScheme(c), ClientServiceHost(c), ClientPort)
+	return fmt.Sprintf("%s://%s:%d", scheme(ClientTLS(c)), ClientServiceHost(c), ClientPort)
 }
 
 // NameFromPeerURL recovers the member name from a peer URL the operator built. etcd
@@ -187,7 +193,7 @@ func MemberOrdinal(cluster, namespace string, m etcdutil.Member) (ordinal int, o
 }
 
 // PodClientURL is the URL the operator dials to reach a member: its pod IP, never DNS; https
-// with client TLS.
-func PodClientURL(c *api.EtcdCluster, podIP string) string {
-	return fmt.Sprintf("%s://%s", clientScheme(c), net.JoinHostPort(podIP, strconv.Itoa(int(ClientPort))))
+// when it dials with TLS (DialTLS).
+func PodClientURL(podIP string, tls bool) string {
+	return fmt.Sprintf("%s://%s", scheme(tls), net.JoinHostPort(podIP, strconv.Itoa(int(ClientPort))))
 }

@@ -12,6 +12,7 @@ import (
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 	"github.com/etcd-operator/etcd-operator/pkg/member/naming"
+	"github.com/etcd-operator/etcd-operator/pkg/memberinit"
 )
 
 // AnnotationClusterState records the --initial-cluster-state the pod's etcd starts with
@@ -52,6 +53,12 @@ type Template struct {
 	// one survivor of a quorum lost for good, and only until it has started so: a restart
 	// with the flag after others have joined would drop them again.
 	ForceNewCluster bool
+	// Client is how the pod serves its client port; empty means as spec.tls.client asks. It
+	// differs from the spec while a running cluster's client port moves on or off TLS.
+	Client ClientMode
+	// DialTLS: with Client ClientDual, member-init dials the other members over TLS. It is
+	// what the operator dialled the cluster with when it made the pod.
+	DialTLS bool
 	// Restore, for the seed of a new cluster (ClusterStateNew) only, is the snapshot its data
 	// dir is restored from before its first start.
 	Restore *Restore
@@ -128,7 +135,7 @@ func Pod(c *api.EtcdCluster, t Template, initImage string) *corev1.Pod {
 			PriorityClassName:            policy.PriorityClassName,
 		},
 	}
-	if PeerTLS(c) || ClientTLS(c) {
+	if PeerTLS(c) || t.clientMode(c).TLS() {
 		pod.Spec.Volumes = append(pod.Spec.Volumes, tlsVolume(c, t.Ordinal))
 	}
 	for _, tol := range policy.Tolerations {
@@ -141,7 +148,7 @@ func Pod(c *api.EtcdCluster, t Template, initImage string) *corev1.Pod {
 	// have started: the seed would bootstrap a new, empty cluster, any other member would
 	// crash raft.
 	_, livePath := probePaths(version)
-	wrapInMemberInit(c, t, pod, initImage, livePath, probePort(c))
+	wrapInMemberInit(c, t, pod, initImage, livePath, probePort(t.clientMode(c)))
 	// Last, over the finished spec: see AnnotationTemplateHash.
 	pod.Annotations[AnnotationTemplateHash] = specHash(&pod.Spec)
 	return pod
@@ -192,6 +199,10 @@ func ReadTemplate(cluster string, p *corev1.Pod) (t Template, ok bool) {
 		t.Version = versionOf(ctr.Image)
 		argv := etcdArgv(ctr)
 		scheme := listenedPeerScheme(argv)
+		t.Client = readClientMode(argv)
+		if o, err := memberinit.Parse(memberInitArgs(ctr)); err == nil && t.Client == ClientDual {
+			t.DialTLS = !o.TLS.IsZero()
+		}
 		for _, a := range argv {
 			if a == forceNewClusterFlag || a == forceNewClusterFlag+"=true" {
 				t.ForceNewCluster = true
@@ -231,6 +242,15 @@ func listenedPeerScheme(argv []string) string {
 		}
 	}
 	return "http"
+}
+
+// memberInitArgs are member-init's arguments in the container's command line (its flags, `--`
+// and etcd's command); none when the container does not run member-init.
+func memberInitArgs(ctr corev1.Container) []string {
+	if !slices.Equal(ctr.Command, []string{MemberInitPath}) || len(ctr.Args) == 0 || ctr.Args[0] != MemberInitCommand {
+		return nil
+	}
+	return ctr.Args[1:]
 }
 
 // etcdArgv is the command line etcd runs with in the container: member-init's command after

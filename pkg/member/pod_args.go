@@ -23,19 +23,20 @@ func etcdArgs(c *api.EtcdCluster, t Template, version string) []string {
 		initial = append(initial, Name(c.Name, o)+"="+t.peerURL(c, o))
 	}
 	self := t.peerURL(c, t.Ordinal)
+	mode := t.clientMode(c)
 	args := []string{
 		"--name=" + Name(c.Name, t.Ordinal),
 		"--data-dir=" + DataDir,
 		fmt.Sprintf("%s%s://0.0.0.0:%d", listenPeerFlag, peerScheme(c), PeerPort),
-		fmt.Sprintf("--listen-client-urls=%s://0.0.0.0:%d", clientScheme(c), ClientPort),
-		"--advertise-client-urls=" + ClientURLOf(c, self),
+		listenClientFlag + listenClientURLs(mode),
+		"--advertise-client-urls=" + clientURLOn(advertisedScheme(mode), self),
 		"--initial-advertise-peer-urls=" + self,
 		initialClusterFlag + strings.Join(initial, ","),
 		"--initial-cluster-state=" + string(t.ClusterState),
 		"--initial-cluster-token=" + ClusterToken(c),
 	}
 	args = append(args, peerTLSArgs(c, version)...)
-	args = append(args, clientTLSArgs(c)...)
+	args = append(args, clientTLSArgs(mode)...)
 	args = append(args, quotaArgs(&c.Spec)...)
 	if t.ForceNewCluster {
 		args = append(args, forceNewClusterFlag)
@@ -72,11 +73,43 @@ func skipPeerSANFlag(version string) string {
 	return "--experimental-peer-skip-client-san-verification"
 }
 
-// clientTLSArgs are etcd's flags for client TLS; none without it. Clients must present a
-// certificate the client port trusts (KeyClientCA). The health endpoints the kubelet probes
-// move to the plaintext metrics listener: a probe has no client certificate.
-func clientTLSArgs(c *api.EtcdCluster) []string {
-	if !ClientTLS(c) {
+// listenClientURLs is etcd's --listen-client-urls for the client mode: with ClientDual, the
+// same port twice, which etcd serves as one listener that takes plaintext and TLS.
+func listenClientURLs(m ClientMode) string {
+	plain, secure := fmt.Sprintf("http://0.0.0.0:%d", ClientPort), fmt.Sprintf("https://0.0.0.0:%d", ClientPort)
+	switch m {
+	case ClientSecure:
+		return secure
+	case ClientDual:
+		return plain + "," + secure
+	}
+	return plain
+}
+
+// readClientMode is the client mode of etcd's --listen-client-urls in argv, as
+// listenClientURLs writes it.
+func readClientMode(argv []string) ClientMode {
+	for _, a := range argv {
+		if v, found := strings.CutPrefix(a, listenClientFlag); found {
+			plain, secure := strings.Contains(v, "http://"), strings.Contains(v, "https://")
+			switch {
+			case plain && secure:
+				return ClientDual
+			case secure:
+				return ClientSecure
+			}
+			return ClientPlain
+		}
+	}
+	return ClientPlain
+}
+
+// clientTLSArgs are etcd's flags for a client port that serves TLS; none without it. Clients
+// must present a certificate the client port trusts (KeyClientCA); with ClientDual, those
+// that connect in plaintext need none. The health endpoints the kubelet probes move to the
+// plaintext metrics listener: a probe has no client certificate.
+func clientTLSArgs(m ClientMode) []string {
+	if !m.TLS() {
 		return nil
 	}
 	return []string{
@@ -96,12 +129,12 @@ func clientTLSArgs(c *api.EtcdCluster) []string {
 // client certificate, so that `kubectl exec <member> -- etcdctl ...` works with client TLS as
 // it does without: at 127.0.0.1, which the operator's server certificates name, or at the
 // member's Service name, which a user's certificate is required to carry.
-func etcdctlEnv(c *api.EtcdCluster, ordinal int) []corev1.EnvVar {
-	if !ClientTLS(c) {
+func etcdctlEnv(c *api.EtcdCluster, ordinal int, m ClientMode) []corev1.EnvVar {
+	if !m.TLS() {
 		return nil
 	}
 	host := "127.0.0.1"
-	if c.Spec.TLS.Client.SecretName != "" {
+	if ClientTLS(c) && c.Spec.TLS.Client.SecretName != "" {
 		host = Host(c.Name, c.Namespace, ordinal)
 	}
 	return []corev1.EnvVar{
@@ -115,6 +148,10 @@ func etcdctlEnv(c *api.EtcdCluster, ordinal int) []corev1.EnvVar {
 // initialClusterFlag is the prefix of etcd's --initial-cluster argument, which ReadTemplate
 // reads back.
 const initialClusterFlag = "--initial-cluster="
+
+// listenClientFlag is the prefix of etcd's --listen-client-urls argument, whose client mode
+// ReadTemplate reads back.
+const listenClientFlag = "--listen-client-urls="
 
 // listenPeerFlag is the prefix of etcd's --listen-peer-urls argument, whose scheme
 // ReadTemplate reads back.

@@ -51,14 +51,14 @@ func readRestore(p *corev1.Pod) *Restore {
 // as `member-init ... -- etcd <flags>`. member-init asks the other members named in
 // t.InitialCluster, answers the liveness probe while it waits, and execs etcd when the member
 // is listed, or at once when the data dir already holds the member. It answers the probe on
-// livePort, where the kubelet probes etcd. With client TLS it dials the members with the
-// pod's client certificate and verifies them by their names with the CA of their
+// livePort, where the kubelet probes etcd. Over TLS (Template.dialScheme) it dials the
+// members with the pod's client certificate and verifies them by their names with the CA of their
 // client-port certificates.
 func wrapInMemberInit(c *api.EtcdCluster, t Template, pod *corev1.Pod, initImage, livePath string, livePort int32) {
 	var endpoints []string
 	for _, o := range t.InitialCluster {
 		if o != t.Ordinal {
-			endpoints = append(endpoints, ClientURLOf(c, t.peerURL(c, o)))
+			endpoints = append(endpoints, clientURLOn(t.dialScheme(c), t.peerURL(c, o)))
 		}
 	}
 	etcd := &pod.Spec.Containers[0]
@@ -74,7 +74,7 @@ func wrapInMemberInit(c *api.EtcdCluster, t Template, pod *corev1.Pod, initImage
 		MemberIDFile: PodInfoDir + "/" + MemberIDFileName,
 		Exec:         append(slices.Clone(etcd.Command), etcd.Args...),
 	}
-	if ClientTLS(c) {
+	if t.dialScheme(c) == "https" {
 		wait.TLS = etcdutil.TLSFiles{
 			CertFile: TLSDir + "/" + KeyClientCert,
 			KeyFile:  TLSDir + "/" + KeyClientKey,

@@ -6,8 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-
-	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
 )
 
 // probePaths picks the health endpoints: /readyz and /livez exist from etcd 3.6 on; older
@@ -33,8 +31,8 @@ func majorMinor(version string) (int, int) {
 // probePort is where the kubelet probes a member's health: the client port, or, when that
 // demands a client certificate, the plaintext metrics port (which member-init answers on too
 // while it waits).
-func probePort(c *api.EtcdCluster) int32 {
-	if ClientTLS(c) {
+func probePort(m ClientMode) int32 {
+	if m.TLS() {
 		return MetricsPort
 	}
 	return ClientPort

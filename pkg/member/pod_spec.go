@@ -71,11 +71,12 @@ func etcdContainer(c *api.EtcdCluster, t Template, policy *api.PodPolicy, versio
 		{Name: "client", ContainerPort: ClientPort, Protocol: corev1.ProtocolTCP},
 		{Name: "peer", ContainerPort: PeerPort, Protocol: corev1.ProtocolTCP},
 	}
-	if ClientTLS(c) {
+	mode := t.clientMode(c)
+	if mode.TLS() {
 		ports = append(ports, corev1.ContainerPort{Name: "metrics", ContainerPort: MetricsPort, Protocol: corev1.ProtocolTCP})
 	}
 	mounts := []corev1.VolumeMount{{Name: DataVolumeName, MountPath: DataMountPath}}
-	if PeerTLS(c) || ClientTLS(c) {
+	if PeerTLS(c) || mode.TLS() {
 		mounts = append(mounts, corev1.VolumeMount{Name: TLSVolumeName, MountPath: TLSDir, ReadOnly: true})
 	}
 	return corev1.Container{
@@ -84,21 +85,21 @@ func etcdContainer(c *api.EtcdCluster, t Template, policy *api.PodPolicy, versio
 		ImagePullPolicy: corev1.PullIfNotPresent,
 		Command:         []string{EtcdBinary},
 		Args:            etcdArgs(c, t, version),
-		Env:             append(etcdctlEnv(c, t.Ordinal), userEnv(policy.Env)...),
+		Env:             append(etcdctlEnv(c, t.Ordinal, mode), userEnv(policy.Env)...),
 		Ports:           ports,
 		Resources:       resources(policy.Resources),
 		VolumeMounts:    mounts,
 		// Probed every second: a member's comeback (after a restart, and before a rollout's
 		// next member) waits for it.
 		ReadinessProbe: &corev1.Probe{
-			ProbeHandler:     httpProbe(readyPath, probePort(c)),
+			ProbeHandler:     httpProbe(readyPath, probePort(mode)),
 			PeriodSeconds:    1,
 			TimeoutSeconds:   2,
 			FailureThreshold: 3,
 		},
 		// Generous: restarting a slow but live member only makes it slower.
 		LivenessProbe: &corev1.Probe{
-			ProbeHandler:        httpProbe(livePath, probePort(c)),
+			ProbeHandler:        httpProbe(livePath, probePort(mode)),
 			InitialDelaySeconds: 10,
 			PeriodSeconds:       10,
 			TimeoutSeconds:      15,

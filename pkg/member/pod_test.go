@@ -311,7 +311,7 @@ func TestNames(t *testing.T) {
 	if _, ok := NameFromPeerURL("10.0.0.1:2380"); ok {
 		t.Error("a URL without scheme must not parse")
 	}
-	if got := PodClientURL(at("demo", "ns"), "fd00::5"); got != "http://[fd00::5]:2379" {
+	if got := PodClientURL("fd00::5", ClientTLS(at("demo", "ns"))); got != "http://[fd00::5]:2379" {
 		t.Errorf("PodClientURL v6 = %s", got)
 	}
 }
@@ -358,7 +358,7 @@ func TestPodOfMembersOnHeadlessNames(t *testing.T) {
 	if !ok || !maps.Equal(back.PeerURLs, headless) {
 		t.Errorf("read back peer URLs %v, want %v", back.PeerURLs, headless)
 	}
-	if !UpToDate(c, old, c.Spec.Version, "op:1") {
+	if !UpToDate(c, old, Target{Version: c.Spec.Version}, "op:1") {
 		t.Error("a pod of members on their headless names is out of date: it would be rolled for nothing")
 	}
 
@@ -379,7 +379,7 @@ func TestPodOfMembersOnHeadlessNames(t *testing.T) {
 	if len(back.PeerURLs) != 2 || back.PeerURLs[2] != "" {
 		t.Errorf("read back peer URLs %v, want the two headless ones only", back.PeerURLs)
 	}
-	if !UpToDate(c, mixed, c.Spec.Version, "op:1") {
+	if !UpToDate(c, mixed, Target{Version: c.Spec.Version}, "op:1") {
 		t.Error("a pod in a mixed cluster is out of date")
 	}
 }

@@ -73,7 +73,7 @@ func TestPodTLS(t *testing.T) {
 				if !ok || !slices.Equal(back.InitialCluster, tmpl.InitialCluster) || back.PeerURLs != nil {
 					t.Errorf("ReadTemplate = %+v, %v; want initial cluster %v, every member at its PeerURL", back, ok, tmpl.InitialCluster)
 				}
-				if !UpToDate(c, p, version, "op:1") {
+				if !UpToDate(c, p, Target{Version: version}, "op:1") {
 					t.Error("a pod just built is out of date: it would be rolled for nothing")
 				}
 			})
@@ -263,7 +263,7 @@ func TestTemplateRoundTripTLS(t *testing.T) {
 			(got.Restore == nil) != (tmpl.Restore == nil) || (got.Restore != nil && *got.Restore != *tmpl.Restore) {
 			t.Errorf("%s: ReadTemplate(Pod(%+v)) = %+v, %v", name, tmpl, got, ok)
 		}
-		if !UpToDate(c, p, tmpl.Version, "op:1") {
+		if !UpToDate(c, p, Target{Version: tmpl.Version}, "op:1") {
 			t.Errorf("%s: a pod just built is out of date", name)
 		}
 	}
@@ -318,7 +318,7 @@ func TestTLSNames(t *testing.T) {
 		if got := ServiceClientURL(c); got != tc.wantCl+"://demo-client.prod.svc:2379" {
 			t.Errorf("client %v: ServiceClientURL = %s", tc.client, got)
 		}
-		if got := PodClientURL(c, "10.0.0.7"); got != tc.wantCl+"://10.0.0.7:2379" {
+		if got := PodClientURL("10.0.0.7", ClientTLS(c)); got != tc.wantCl+"://10.0.0.7:2379" {
 			t.Errorf("client %v: PodClientURL = %s", tc.client, got)
 		}
 		if !IsPeerURL(c, 1, PeerURL(c, 1)) || !IsPeerURL(c, 1, HeadlessPeerURL(c, 1)) {

@@ -48,16 +48,63 @@ const (
 // demands one.
 const MetricsPort int32 = 2381
 
-// TLSKeys are the keys of a member's Secret its pod needs, by the cluster's spec.tls.
-func TLSKeys(c *api.EtcdCluster) []string {
+// TLSKeys are the keys of a member's Secret its pod needs: those of the peer port with peer
+// TLS, those of the client port when it serves TLS (client).
+func TLSKeys(c *api.EtcdCluster, client bool) []string {
 	var keys []string
 	if PeerTLS(c) {
 		keys = append(keys, KeyPeerCert, KeyPeerKey, KeyPeerCA)
 	}
-	if ClientTLS(c) {
+	if client {
 		keys = append(keys, KeyServerCert, KeyServerKey, KeyServerCA, KeyClientCA, KeyClientCert, KeyClientKey)
 	}
 	return keys
+}
+
+// ClientMode is how a member's client port is served. spec.tls.client says where a cluster is
+// going (ClientPlain or ClientSecure); ClientDual is the step between, for moving a running
+// cluster's client port on or off TLS without a moment where the operator, member-init or a
+// member's peers cannot reach it: etcd serves plaintext and TLS on the same port (it tells them
+// apart by the first bytes of each connection), and demands a client certificate on TLS only.
+type ClientMode string
+
+const (
+	ClientPlain  ClientMode = "http"
+	ClientDual   ClientMode = "http+https"
+	ClientSecure ClientMode = "https"
+)
+
+// TLS reports whether the port serves TLS, and so needs the client port's certificates.
+func (m ClientMode) TLS() bool { return m == ClientDual || m == ClientSecure }
+
+// SpecClientMode is the client mode spec.tls asks for.
+func SpecClientMode(c *api.EtcdCluster) ClientMode {
+	if ClientTLS(c) {
+		return ClientSecure
+	}
+	return ClientPlain
+}
+
+// clientMode is how the template's pod serves its client port: Template.Client, or else as
+// the spec asks.
+func (t Template) clientMode(c *api.EtcdCluster) ClientMode {
+	if t.Client != "" {
+		return t.Client
+	}
+	return SpecClientMode(c)
+}
+
+// dialScheme is the scheme member-init dials the other members' client ports with: the pod's
+// own client port's, and while that serves both (ClientDual), what the operator dialled the
+// cluster with when it made the pod (Template.DialTLS): the other members serve it then.
+func (t Template) dialScheme(c *api.EtcdCluster) string {
+	switch t.clientMode(c) {
+	case ClientSecure:
+		return "https"
+	case ClientDual:
+		return scheme(t.DialTLS)
+	}
+	return "http"
 }
 
 // tlsSecretMode lets the pod's fsGroup read the member's Secret and no one else: etcd runs as
@@ -121,8 +168,9 @@ func ClientServiceHost(c *api.EtcdCluster) string {
 // peerScheme is the scheme of the cluster's peer URLs.
 func peerScheme(c *api.EtcdCluster) string { return scheme(PeerTLS(c)) }
 
-// clientScheme is the scheme of the cluster's client URLs.
-func clientScheme(c *api.EtcdCluster) string { return scheme(ClientTLS(c)) }
+// advertisedScheme is the scheme of the client URLs a member advertises: https whenever its
+// client port serves TLS.
+func advertisedScheme(m ClientMode) string { return scheme(m.TLS()) }
 
 func scheme(tls bool) string {
 	if tls {

@@ -45,15 +45,22 @@ func RecordedHash(p *corev1.Pod) string {
 	return p.Annotations[AnnotationTemplateHash]
 }
 
+// Target is what member pods are built with now besides the spec and their own template: the
+// etcd version, and how the client port is served (empty: as the spec asks).
+type Target struct {
+	Version string
+	Client  ClientMode
+}
+
 // UpToDate reports whether pod p was built from what the cluster's spec builds now for the
 // same template (its ordinal, cluster state, initial cluster and member ID, read back from
-// the pod) at the given version and with the operator's image initImage.
-func UpToDate(c *api.EtcdCluster, p *corev1.Pod, version, initImage string) bool {
+// the pod) for the target, with the operator's image initImage.
+func UpToDate(c *api.EtcdCluster, p *corev1.Pod, target Target, initImage string) bool {
 	t, ok := ReadTemplate(c.Name, p)
 	if !ok {
 		return false
 	}
-	t.Version = version
+	t.Version, t.Client = target.Version, target.Client
 	want := Pod(c, t, initImage)
 	return RecordedHash(p) != "" && RecordedHash(p) == RecordedHash(want)
 }
@@ -169,12 +176,12 @@ const (
 // Kubernetes lets a running pod's container image change; the kubelet then restarts the
 // container in the same pod, on the same volumes (an emptyDir's data included) and address.
 // It returns the image and the pod's template hash once it runs it.
-func ImageChange(c *api.EtcdCluster, p *corev1.Pod, version, initImage string) (image, hash string, ok bool) {
+func ImageChange(c *api.EtcdCluster, p *corev1.Pod, target Target, initImage string) (image, hash string, ok bool) {
 	t, ok := ReadTemplate(c.Name, p)
 	if !ok || RecordedHash(p) == "" {
 		return "", "", false
 	}
-	t.Version = version
+	t.Version, t.Client = target.Version, target.Client
 	want := Pod(c, t, initImage)
 	have := etcdImage(&p.Spec)
 	image = etcdImage(&want.Spec)

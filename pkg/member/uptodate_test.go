@@ -43,7 +43,7 @@ func TestUpToDate(t *testing.T) {
 			if tc.change != nil {
 				tc.change(c)
 			}
-			if got := UpToDate(c, built, tc.version, tc.image); got != tc.want {
+			if got := UpToDate(c, built, Target{Version: tc.version}, tc.image); got != tc.want {
 				t.Errorf("UpToDate = %v, want %v", got, tc.want)
 			}
 		})
@@ -51,7 +51,7 @@ func TestUpToDate(t *testing.T) {
 
 	old := built.DeepCopy()
 	delete(old.Annotations, AnnotationTemplateHash)
-	if UpToDate(testCluster(), old, "3.6.16", "op:1") {
+	if UpToDate(testCluster(), old, Target{Version: "3.6.16"}, "op:1") {
 		t.Error("a pod without a recorded hash (earlier operator) is up to date")
 	}
 }
@@ -118,7 +118,7 @@ func TestImageChange(t *testing.T) {
 			if tc.change != nil {
 				tc.change(c)
 			}
-			image, hash, ok := ImageChange(c, built, tc.version, tc.image)
+			image, hash, ok := ImageChange(c, built, Target{Version: tc.version}, tc.image)
 			if ok != (tc.want != "") || image != tc.want {
 				t.Fatalf("ImageChange = %q, %v; want %q", image, ok, tc.want)
 			}
@@ -130,10 +130,10 @@ func TestImageChange(t *testing.T) {
 			patched := built.DeepCopy()
 			patched.Spec.Containers[0].Image = image
 			patched.Annotations[AnnotationTemplateHash] = hash
-			if !UpToDate(c, patched, tc.version, tc.image) {
+			if !UpToDate(c, patched, Target{Version: tc.version}, tc.image) {
 				t.Error("the pod with the new image and hash is not up to date")
 			}
-			if back, _, ok := ImageChange(testCluster(), patched, "3.6.16", "op:1"); !ok || back != built.Spec.Containers[0].Image {
+			if back, _, ok := ImageChange(testCluster(), patched, Target{Version: "3.6.16"}, "op:1"); !ok || back != built.Spec.Containers[0].Image {
 				t.Errorf("changing back: %q, %v", back, ok)
 			}
 		})
@@ -141,7 +141,7 @@ func TestImageChange(t *testing.T) {
 
 	old := built.DeepCopy()
 	delete(old.Annotations, AnnotationTemplateHash)
-	if _, _, ok := ImageChange(testCluster(), old, "3.6.17", "op:1"); ok {
+	if _, _, ok := ImageChange(testCluster(), old, Target{Version: "3.6.17"}, "op:1"); ok {
 		t.Error("a pod without a recorded hash (earlier operator) is changed in place")
 	}
 }

@@ -34,14 +34,15 @@ type TLSProblem struct {
 
 // withCertificates holds back a pod the decision would create for a member whose own Secret
 // is not ready: its etcd would be started without the certificates its peers and clients
-// expect. The members that run are left alone: a cluster whose Secret went bad keeps running
-// on the copies its members have.
+// expect; and a member pod the decision would roll, whose new pod would wait on them (a
+// client port moving onto TLS, say). The members that run are left alone: a cluster whose
+// Secret went bad keeps running on the copies its members have.
 func withCertificates(s State, d Decision) Decision {
 	if d.Action == nil || !slices.Contains(s.TLS.Unready, d.Action.Ordinal) {
 		return d
 	}
 	switch d.Action.Kind {
-	case ActionCreatePod, ActionForceNewCluster:
+	case ActionCreatePod, ActionForceNewCluster, ActionRollMember, ActionRestartInPlace:
 	default:
 		return d
 	}
@@ -49,6 +50,10 @@ func withCertificates(s State, d Decision) Decision {
 	if s.TLS.Problem != nil {
 		why, reason = s.TLS.Problem.Message, s.TLS.Problem.Reason
 	}
+	what := "created"
+	if d.Action.Kind == ActionRollMember || d.Action.Kind == ActionRestartInPlace {
+		what = "rolled"
+	}
 	return Decision{Blocked: reason, Message: fmt.Sprintf(
-		"the pod of member %s is not created: %s", naming.Name(s.Name, d.Action.Ordinal), why)}
+		"the pod of member %s is not %s: %s", naming.Name(s.Name, d.Action.Ordinal), what, why)}
 }

@@ -2,9 +2,11 @@ package plan_test
 
 import (
 	"testing"
+	"time"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
 	. "github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdutil/etcdfacts"
 	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan/plantest"
 )
 
@@ -51,6 +53,36 @@ func TestPlanWaitsForCertificates(t *testing.T) {
 		{
 			name:  "running members keep running on what they have",
 			state: healthy,
+		},
+	})
+}
+
+// A rollout never takes down a member whose new pod would wait on certificates its Secret does
+// not hold yet (the client port moving onto TLS, a user Secret gone bad meanwhile): the member
+// keeps serving on the pod it has. A member whose Secret is ready is rolled as usual.
+func TestRolloutWaitsForCertificates(t *testing.T) {
+	cur := "3.6.16"
+	all := []MemberView{plantest.Leader(0), plantest.Voter(1), plantest.Voter(2)}
+	statuses := map[int]etcdfacts.Status{0: plantest.Reporting(0, cur, 1000), 1: plantest.Reporting(1, cur, 1000), 2: plantest.Reporting(2, cur, 1000)}
+	outdated := plantest.Pods(plantest.Rolled(0, cur, true, time.Hour), plantest.Rolled(1, cur, true, time.Hour), plantest.Rolled(2, cur, true, time.Hour))
+	withTLS := func(unready ...int) State {
+		s := rolloutState(cur, true, all, outdated, statuses)
+		s.Version = cur
+		s.TLS = TLSView{Unready: unready}
+		return s
+	}
+	runPlanCases(t, []planCase{
+		{
+			name:    "the member next in line waits for its Secret",
+			state:   withTLS(2),
+			blocked: api.ReasonTLSSecretInvalid,
+			message: []string{"c-2", "not rolled", "not issued yet"},
+		},
+		{
+			name:     "a ready member is rolled",
+			state:    withTLS(),
+			want:     &Action{Kind: ActionRollMember, Ordinal: 2, MemberID: 102, Evict: true},
+			progress: api.ReasonRollingPods,
 		},
 	})
 }

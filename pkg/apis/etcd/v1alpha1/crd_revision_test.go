@@ -31,6 +31,7 @@ var schemaDigests = map[int]string{
 	8:  "6e5b8adfb2f6fbaf03965d192811971715cc16251c32b883636f5d14ae9ef1d3",
 	9:  "5a7156a57096d6163b2c1ac69f97aa9925ae6f2e5f603ce6ec2a20a29bfcf44d",
 	10: "e12472ea48eca0adc59edf6588c57bf75a34c72405951b72096e93059795de3b",
+	11: "50f480a721033d351cfd2fd46b153d05fe0a9db1421b00b32d2b5160622b14c1",
 }
 
 // backupSchemaDigests is schemaDigests for the EtcdBackup CRD (the marker on EtcdBackup).

@@ -13,11 +13,12 @@ import (
 // may change.
 
 const (
-	tlsImmutable = "spec.tls: Invalid value: spec.tls.peer and spec.tls.client cannot be added, changed or removed once the cluster exists"
-	notASecret   = "secretName must be a Secret name: lowercase letters, digits, '-' and '.'"
-	leafTooLong  = "leafLifetime must be at most 8760h (one year)"
-	caTooLong    = "caLifetime must be at most 87600h (ten years)"
-	caTooShort   = "spec.tls: Invalid value: caLifetime must be at least three times leafLifetime"
+	peerImmutable   = "spec.tls: Invalid value: spec.tls.peer cannot be added, changed or removed once the cluster exists"
+	clientImmutable = "spec.tls: Invalid value: spec.tls.client cannot change while it is set"
+	notASecret      = "secretName must be a Secret name: lowercase letters, digits, '-' and '.'"
+	leafTooLong     = "leafLifetime must be at most 8760h (one year)"
+	caTooLong       = "caLifetime must be at most 87600h (ten years)"
+	caTooShort      = "spec.tls: Invalid value: caLifetime must be at least three times leafLifetime"
 )
 
 func TestCRDValidatesTLSSecretName(t *testing.T) {
@@ -77,9 +78,10 @@ func TestCRDValidatesTLSLifetimes(t *testing.T) {
 	}
 }
 
-// TestCRDTLSCannotChange: once the cluster exists, spec.tls.peer and spec.tls.client cannot be
-// added, removed or pointed at other certificates, nor spec.tls itself added or removed; the
-// lifetimes, and everything else of a cluster with or without spec.tls, may change.
+// TestCRDTLSCannotChange: once the cluster exists, spec.tls.peer cannot be added, removed or
+// pointed at other certificates, nor spec.tls.client pointed at other certificates; the client
+// port may be moved on or off TLS (spec.tls.client added or removed), and the lifetimes, and
+// everything else of a cluster with or without spec.tls, may change.
 func TestCRDTLSCannotChange(t *testing.T) {
 	a := newAPIServer(t)
 	const size = "  size: 3\n"
@@ -91,19 +93,25 @@ func TestCRDTLSCannotChange(t *testing.T) {
 		{"peer TLS, unchanged", tls("{peer: {}}"), tls("{peer: {}}"), ""},
 		{"peer TLS, size changed", tls("{peer: {}}"), "  size: 5\n  tls: {peer: {}}\n", ""},
 
-		{"peer added to a cluster without spec.tls", size, tls("{peer: {}}"), tlsImmutable},
-		{"spec.tls {} added", size, tls("{}"), tlsImmutable},
-		{"lifetimes added to a cluster without spec.tls", size, tls("{leafLifetime: 720h}"), tlsImmutable},
-		{"spec.tls removed", tls("{peer: {}}"), size, tlsImmutable},
-		{"spec.tls {} removed", tls("{}"), size, tlsImmutable},
-		{"peer added", tls("{}"), tls("{peer: {}}"), tlsImmutable},
-		{"peer removed", tls("{peer: {}}"), tls("{}"), tlsImmutable},
-		{"peer to a Secret", tls("{peer: {}}"), tls("{peer: {secretName: peer-tls}}"), tlsImmutable},
-		{"peer to another Secret", tls("{peer: {secretName: a}}"), tls("{peer: {secretName: b}}"), tlsImmutable},
-		{"peer from a Secret to the operator's", tls("{peer: {secretName: a}}"), tls("{peer: {}}"), tlsImmutable},
-		{"client added", tls("{peer: {}}"), tls("{peer: {}, client: {}}"), tlsImmutable},
-		{"client removed", tls("{peer: {}, client: {}}"), tls("{peer: {}}"), tlsImmutable},
-		{"client to a Secret", tls("{client: {}}"), tls("{client: {secretName: client-tls}}"), tlsImmutable},
+		{"peer added to a cluster without spec.tls", size, tls("{peer: {}}"), peerImmutable},
+		{"spec.tls {} added", size, tls("{}"), ""},
+		{"lifetimes added to a cluster without spec.tls", size, tls("{leafLifetime: 720h}"), ""},
+		{"spec.tls removed", tls("{peer: {}}"), size, peerImmutable},
+		{"spec.tls {} removed", tls("{}"), size, ""},
+		{"peer added", tls("{}"), tls("{peer: {}}"), peerImmutable},
+		{"peer removed", tls("{peer: {}}"), tls("{}"), peerImmutable},
+		{"peer to a Secret", tls("{peer: {}}"), tls("{peer: {secretName: peer-tls}}"), peerImmutable},
+		{"peer to another Secret", tls("{peer: {secretName: a}}"), tls("{peer: {secretName: b}}"), peerImmutable},
+		{"peer from a Secret to the operator's", tls("{peer: {secretName: a}}"), tls("{peer: {}}"), peerImmutable},
+		{"peer removed as client is added", tls("{peer: {}}"), tls("{client: {}}"), peerImmutable},
+		{"client added", tls("{peer: {}}"), tls("{peer: {}, client: {}}"), ""},
+		{"client added with spec.tls", size, tls("{client: {}}"), ""},
+		{"client from a Secret added", tls("{peer: {}}"), tls("{peer: {}, client: {secretName: c}}"), ""},
+		{"client removed", tls("{peer: {}, client: {}}"), tls("{peer: {}}"), ""},
+		{"client removed with spec.tls", tls("{client: {secretName: c}}"), size, ""},
+		{"client to a Secret", tls("{client: {}}"), tls("{client: {secretName: client-tls}}"), clientImmutable},
+		{"client to another Secret", tls("{client: {secretName: a}}"), tls("{client: {secretName: b}}"), clientImmutable},
+		{"client from a Secret to the operator's", tls("{peer: {}, client: {secretName: a}}"), tls("{peer: {}, client: {}}"), clientImmutable},
 
 		{"leafLifetime added", tls("{peer: {}}"), tls("{peer: {}, leafLifetime: 720h}"), ""},
 		{"leafLifetime changed", tls("{peer: {}, leafLifetime: 720h}"), tls("{peer: {}, leafLifetime: 1440h}"), ""},
