@@ -6,8 +6,8 @@ import (
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
 	. "github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
-	"github.com/etcd-operator/etcd-operator/pkg/etcdutil/etcdfacts"
 	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan/plantest"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdutil/etcdfacts"
 )
 
 // A member whose own Secret does not hold its certificates gets no pod: its etcd would start
