@@ -40,6 +40,13 @@ func clientTarget(c *api.EtcdCluster, modes []member.ClientMode) member.ClientMo
 	return want
 }
 
+// servesClientTLS reports whether member pod p serves its client port over TLS (alone, or
+// beside plaintext).
+func servesClientTLS(c *api.EtcdCluster, p *corev1.Pod) bool {
+	t, ok := member.ReadTemplate(c.Name, p)
+	return ok && t.Client.TLS()
+}
+
 // dialTLS reports whether the operator dials the cluster's members over TLS: when no member
 // pod serves plaintext alone and one serves TLS; with no pods, as the spec asks. During a move
 // every pod serves what this picks (clientTarget never lets plaintext-only and TLS-only pods

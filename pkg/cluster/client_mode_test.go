@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -159,5 +160,30 @@ func TestClientTLSRemovedKeepsMemberCertificates(t *testing.T) {
 		if string(after[k]) != string(before[k]) {
 			t.Errorf("%s of member 1's Secret changed while the port moves off TLS", k)
 		}
+	}
+}
+
+// spec.tls.client added with a Secret that cannot be used, to a cluster whose members' Secrets
+// still hold client-port certificates from an earlier move off TLS: no member starts serving
+// TLS on those, the move waits (the members without TLS are not ready for it), and says why.
+// Members already serving TLS keep what they have.
+func TestClientMoveWaitsForItsSecret(t *testing.T) {
+	on := withTLS(newCluster(3), &api.TLSSource{}, &api.TLSSource{})
+	f := newFixture(t, on)
+	tlsPassAt(t, f, on, tlsEpoch)
+
+	c := withTLS(newCluster(3), &api.TLSSource{}, &api.TLSSource{SecretName: "missing"})
+	pods := podsServing(withTLS(newCluster(3), &api.TLSSource{}, nil), member.ClientPlain)
+	pods[0] = podsServing(c, member.ClientDual)[0]
+	f.kube.ClearActions()
+	o := &observation{cluster: c, pods: pods}
+	if err := f.r.ensureTLS(context.Background(), c, o); err != nil {
+		t.Fatal(err)
+	}
+	if p := o.tls.Problem; p == nil || !strings.Contains(p.Message, "missing") {
+		t.Errorf("problem %+v, want the missing Secret named", p)
+	}
+	if got := fmt.Sprint(o.tls.Unready); got != "[1 2]" {
+		t.Errorf("unready %s, want [1 2]: the members not serving TLS yet wait for the Secret", got)
 	}
 }

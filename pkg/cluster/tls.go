@@ -122,10 +122,18 @@ func (r *Reconciler) ensureTLS(ctx context.Context, c *api.EtcdCluster, o *obser
 			return err
 		}
 	}
+	// Moving onto client TLS with the port frozen (a Secret spec.tls.client names that fails
+	// its checks): the members' Secrets may hold client-port certificates from before (an
+	// earlier move off TLS keeps them), which the spec no longer names. No member starts
+	// serving TLS on them: the move waits for the Secret.
+	holdMove := member.ClientTLS(c) && client != nil && client.frozen && slices.Contains(modes, member.ClientPlain)
 	for _, ord := range t.ordinals {
 		ready, err := t.ensureMember(ctx, ord, peer, client)
 		if err != nil {
 			return err
+		}
+		if p := o.pods[ord]; holdMove && (p == nil || !servesClientTLS(c, p)) {
+			ready = false
 		}
 		if !ready {
 			t.view.Unready = append(t.view.Unready, ord)
