@@ -84,7 +84,7 @@ func (r *Reconciler) actOnRollout(ctx context.Context, c *api.EtcdCluster, o *ob
 	case a.Kind == plan.ActionRollMember:
 		return r.rollMember(ctx, c, p, a.Evict, why)
 	case a.Kind == plan.ActionRestartInPlace:
-		return r.restartInPlace(ctx, c, p, member.Target{Version: a.PodVersion, Client: o.clientTarget}, why)
+		return r.restartInPlace(ctx, c, p, member.Target{Version: a.PodVersion, Client: o.clientFor(p)}, why)
 	default:
 		return r.patchPodMetadata(ctx, c, p)
 	}

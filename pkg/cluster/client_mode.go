@@ -1,9 +1,10 @@
 package cluster
 
 import (
+	"slices"
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	corelisters "k8s.io/client-go/listers/core/v1"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
 	"github.com/etcd-operator/etcd-operator/pkg/member"
@@ -28,12 +29,24 @@ func clientModes(c *api.EtcdCluster, pods map[int]*corev1.Pod) []member.ClientMo
 }
 
 // clientTarget is the client mode member pods are built with now: the spec's once no pod
-// serves the other mode alone; until then both (member.ClientDual), which every pod reaches
-// first.
-func clientTarget(c *api.EtcdCluster, modes []member.ClientMode) member.ClientMode {
+// serves the other mode alone and, when some pod serves both, every member ordinal below
+// spec.size has a pod; until then both (member.ClientDual). So every member serves both before
+// any serves the spec's mode alone, a member whose pod is gone (rolled, or lost with its node)
+// included.
+func clientTarget(c *api.EtcdCluster, pods map[int]*corev1.Pod) member.ClientMode {
 	want := member.SpecClientMode(c)
-	for _, m := range modes {
-		if m != want && m != member.ClientDual {
+	dual := false
+	for _, m := range clientModes(c, pods) {
+		switch m {
+		case want:
+		case member.ClientDual:
+			dual = true
+		default:
+			return member.ClientDual
+		}
+	}
+	for ord := 0; dual && ord < int(c.Spec.Size); ord++ {
+		if pods[ord] == nil {
 			return member.ClientDual
 		}
 	}
@@ -77,20 +90,44 @@ func clientTLSInUse(c *api.EtcdCluster, modes []member.ClientMode) bool {
 	return false
 }
 
-// memberPods are the member pods of c in the cache, by ordinal (those c controls).
-func memberPods(pods corelisters.PodLister, c *api.EtcdCluster) (map[int]*corev1.Pod, error) {
-	out := map[int]*corev1.Pod{}
-	if pods == nil {
-		return out, nil
+// overTLS reports whether the endpoints (member.PodClientURL, as the pass built them) are
+// dialled over TLS.
+func overTLS(endpoints []string) bool {
+	return len(endpoints) > 0 && strings.HasPrefix(endpoints[0], "https://")
+}
+
+// holdClientMove holds a move onto client TLS that has not passed its first step (a pod still
+// serves plaintext alone) while the client port's certificates cannot be used (a Secret
+// spec.tls.client names that fails its checks, a broken CA): members keep the mode they serve,
+// and pods made meanwhile serve plaintext, as the members still do. Nothing is started on
+// certificates that the spec does not name, and a member lost meanwhile comes back.
+func (o *observation) holdClientMove(c *api.EtcdCluster, client *portSource) {
+	if member.ClientTLS(c) && client != nil && client.frozen && slices.Contains(clientModes(c, o.pods), member.ClientPlain) {
+		o.clientHeld, o.clientTarget = true, member.ClientPlain
 	}
-	list, err := pods.Pods(c.Namespace).List(member.ClusterSelector(c.Name))
-	if err != nil {
-		return nil, err
-	}
-	for _, p := range list {
-		if ord, ok := member.Ordinal(c.Name, p.Name); ok && metav1.IsControlledBy(p, c) {
-			out[ord] = p
+}
+
+// clientFor is the client mode member pod p is current in: the target, or while a move is held,
+// the mode p serves.
+func (o *observation) clientFor(p *corev1.Pod) member.ClientMode {
+	if o.clientHeld && p != nil {
+		if t, ok := member.ReadTemplate(o.cluster.Name, p); ok {
+			return t.Client
 		}
 	}
-	return out, nil
+	return o.clientTarget
+}
+
+// needsClientCerts reports whether the pod of member ord mounts the client port's
+// certificates, now or once it is rolled or made: its pod serves TLS, or the pod built now
+// would.
+func (o *observation) needsClientCerts(c *api.EtcdCluster, ord int) bool {
+	p := o.pods[ord]
+	if p != nil && servesClientTLS(c, p) {
+		return true
+	}
+	if o.clientHeld && p != nil {
+		return false
+	}
+	return o.clientTarget.TLS()
 }

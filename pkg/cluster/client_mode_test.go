@@ -2,12 +2,12 @@ package cluster
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
@@ -53,7 +53,7 @@ func TestClientModeSteps(t *testing.T) {
 					InitialCluster: []int{0, 1, 2}, Client: m}, testInitImage)
 			}
 			modes := clientModes(tc.c, pods)
-			if got := clientTarget(tc.c, modes); got != tc.target {
+			if got := clientTarget(tc.c, pods); got != tc.target {
 				t.Errorf("target %q, want %q", got, tc.target)
 			}
 			if got := dialTLS(tc.c, modes); got != tc.dial {
@@ -164,10 +164,11 @@ func TestClientTLSRemovedKeepsMemberCertificates(t *testing.T) {
 }
 
 // spec.tls.client added with a Secret that cannot be used, to a cluster whose members' Secrets
-// still hold client-port certificates from an earlier move off TLS: no member starts serving
-// TLS on those, the move waits (the members without TLS are not ready for it), and says why.
-// Members already serving TLS keep what they have.
-func TestClientMoveWaitsForItsSecret(t *testing.T) {
+// still hold client-port certificates from an earlier move off TLS: the move is held. Members
+// keep the mode they serve (no pod is out of date for it), pods made meanwhile serve
+// plaintext, as the members still do, and need no client certificates, so a member whose pod
+// is lost comes back; status says which Secret and why.
+func TestClientMoveHeldForItsSecret(t *testing.T) {
 	on := withTLS(newCluster(3), &api.TLSSource{}, &api.TLSSource{})
 	f := newFixture(t, on)
 	tlsPassAt(t, f, on, tlsEpoch)
@@ -175,15 +176,127 @@ func TestClientMoveWaitsForItsSecret(t *testing.T) {
 	c := withTLS(newCluster(3), &api.TLSSource{}, &api.TLSSource{SecretName: "missing"})
 	pods := podsServing(withTLS(newCluster(3), &api.TLSSource{}, nil), member.ClientPlain)
 	pods[0] = podsServing(c, member.ClientDual)[0]
+	delete(pods, 1) // lost with its node
 	f.kube.ClearActions()
-	o := &observation{cluster: c, pods: pods}
+	o := &observation{cluster: c, pods: pods, clientTarget: clientTarget(c, pods)}
 	if err := f.r.ensureTLS(context.Background(), c, o); err != nil {
 		t.Fatal(err)
 	}
 	if p := o.tls.Problem; p == nil || !strings.Contains(p.Message, "missing") {
 		t.Errorf("problem %+v, want the missing Secret named", p)
 	}
-	if got := fmt.Sprint(o.tls.Unready); got != "[1 2]" {
-		t.Errorf("unready %s, want [1 2]: the members not serving TLS yet wait for the Secret", got)
+	if !o.clientHeld || o.clientTarget != member.ClientPlain {
+		t.Errorf("held %v, pods made as %q; want the move held and new pods in plaintext", o.clientHeld, o.clientTarget)
 	}
+	if len(o.tls.Unready) != 0 {
+		t.Errorf("unready %v: member 1's pod, made in plaintext, needs no client certificates", o.tls.Unready)
+	}
+	for _, ord := range []int{0, 2} {
+		if !member.UpToDate(c, pods[ord], member.Target{Version: c.Spec.Version, Client: o.clientFor(pods[ord])}, testInitImage) {
+			t.Errorf("pod %d is out of date while the move is held: it would be rolled", ord)
+		}
+	}
+}
+
+// A member whose pod is gone while the others serve both (the last one rolled, or one lost
+// with its node) comes back serving both too: every member serves both before any serves the
+// spec's mode alone, on the way on and on the way off.
+func TestClientMoveWaitsForEveryMemberToServeBoth(t *testing.T) {
+	for _, c := range []*api.EtcdCluster{
+		withTLS(newCluster(3), &api.TLSSource{}, &api.TLSSource{}),
+		withTLS(newCluster(3), &api.TLSSource{}, nil),
+	} {
+		pods := podsServing(c, member.ClientDual)
+		delete(pods, 2)
+		if got := clientTarget(c, pods); got != member.ClientDual {
+			t.Errorf("spec client TLS %v: member 2 made as %q, want it serving both", member.ClientTLS(c), got)
+		}
+		pods = podsServing(c, member.SpecClientMode(c))
+		delete(pods, 2)
+		if got := clientTarget(c, pods); got != member.SpecClientMode(c) {
+			t.Errorf("spec client TLS %v, no move: member 2 made as %q", member.ClientTLS(c), got)
+		}
+	}
+}
+
+// Moving off client TLS, the client port's certificates are kept and renewed from the
+// operator's CA while member pods serve it: the operator's own (it dials them with it), the
+// members', and those of a member added meanwhile, which is not held back.
+func TestClientMoveOffKeepsRenewing(t *testing.T) {
+	on := withTLS(newCluster(3), &api.TLSSource{}, &api.TLSSource{})
+	f := newFixture(t, on)
+	tlsPassAt(t, f, on, tlsEpoch)
+	before := f.secretData(member.ClientTLSSecretName(on.Name))
+	ca := f.secretData(member.ClientCASecretName(on.Name))
+
+	off := withTLS(newCluster(4), &api.TLSSource{}, nil)
+	late := tlsEpoch.Add(80 * 24 * time.Hour) // past two thirds of the default leaf lifetime
+	f.r.now = func() time.Time { return late }
+	pods := podsServing(on, member.ClientDual)
+	o := &observation{cluster: off, pods: pods, clientTarget: clientTarget(off, pods)}
+	if err := f.r.ensureTLS(context.Background(), off, o); err != nil {
+		t.Fatal(err)
+	}
+	if o.tls.Problem != nil || len(o.tls.Unready) != 0 {
+		t.Fatalf("problem %+v, unready %v; want every member ready, member 3 included", o.tls.Problem, o.tls.Unready)
+	}
+	if after := f.secretData(member.ClientTLSSecretName(on.Name)); string(after["tls.crt"]) == string(before["tls.crt"]) {
+		t.Errorf("%s not renewed while the operator dials members with it", member.ClientTLSSecretName(on.Name))
+	}
+	if got := f.secretData(member.ClientCASecretName(on.Name)); string(got["tls.crt"]) != string(ca["tls.crt"]) {
+		t.Error("the client CA changed while members trust it")
+	}
+	for ord := range 4 {
+		data := f.secretData(member.TLSSecretName(on.Name, ord))
+		if string(data[member.KeyServerCA]) != string(ca["tls.crt"]) || len(data[member.KeyServerCert]) == 0 {
+			t.Errorf("member %d's Secret lacks the client port's certificates of the cluster's CA", ord)
+		}
+	}
+	if st := o.tls.Status; st == nil || st.LeafExpiry == nil || !st.LeafExpiry.After(late) {
+		t.Errorf("status %+v: want the leaves' expiry, after the renewal", st)
+	}
+}
+
+// After a move off, the client-port certificates left in the members' Secrets are trusted by
+// no running etcd: a move on again makes a new client CA if the old one's Secret is gone, and
+// a move on with other certificates (the operator's after a user's) takes them, rather than
+// freezing the port on the old trust.
+func TestClientMoveOnAgainReplacesWhatNoMemberServes(t *testing.T) {
+	t.Run("CA Secret deleted", func(t *testing.T) {
+		on := withTLS(newCluster(3), &api.TLSSource{}, &api.TLSSource{})
+		f := newFixture(t, on)
+		tlsPassAt(t, f, on, tlsEpoch)
+		if err := f.kube.CoreV1().Secrets("ns").Delete(context.Background(), member.ClientCASecretName(on.Name), metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		f.r.now = func() time.Time { return tlsEpoch.Add(time.Hour) }
+		o := &observation{cluster: on, pods: podsServing(withTLS(newCluster(3), &api.TLSSource{}, nil), member.ClientPlain)}
+		if err := f.r.ensureTLS(context.Background(), on, o); err != nil {
+			t.Fatal(err)
+		}
+		if o.tls.Problem != nil || len(o.tls.Unready) != 0 {
+			t.Errorf("problem %+v, unready %v, with every pod in plaintext", o.tls.Problem, o.tls.Unready)
+		}
+	})
+	t.Run("from a user's Secret to the operator's", func(t *testing.T) {
+		ca := userCA(t, "user CA", tlsEpoch.Add(-time.Hour))
+		names := []string{"demo-client.ns.svc", "demo-0.ns.svc", "demo-1.ns.svc", "demo-2.ns.svc"}
+		onUser := withTLS(newCluster(3), &api.TLSSource{}, &api.TLSSource{SecretName: "clients"})
+		f := newFixture(t, onUser, userSecret(t, "clients", ca, names, tlsEpoch, 900*24*time.Hour))
+		tlsPassAt(t, f, onUser, tlsEpoch)
+		userCert := f.secretData("demo-0-tls")[member.KeyServerCert]
+
+		onOp := withTLS(newCluster(3), &api.TLSSource{}, &api.TLSSource{})
+		f.r.now = func() time.Time { return tlsEpoch.Add(time.Hour) }
+		o := &observation{cluster: onOp, pods: podsServing(withTLS(newCluster(3), &api.TLSSource{}, nil), member.ClientPlain)}
+		if err := f.r.ensureTLS(context.Background(), onOp, o); err != nil {
+			t.Fatal(err)
+		}
+		if o.tls.Problem != nil {
+			t.Errorf("problem with every pod in plaintext: %s", o.tls.Problem.Message)
+		}
+		if string(f.secretData("demo-0-tls")[member.KeyServerCert]) == string(userCert) {
+			t.Error("member 0 keeps the user's old serving certificate")
+		}
+	})
 }

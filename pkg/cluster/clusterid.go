@@ -97,7 +97,7 @@ func (m *realActor) sameCluster(ctx context.Context, c *api.EtcdCluster, endpoin
 	if want == 0 || len(endpoints) == 0 {
 		return endpoints, nil
 	}
-	conn, err := m.conns.For(ctx, c)
+	conn, err := m.conns.For(ctx, c, overTLS(endpoints))
 	if err != nil {
 		return nil, err
 	}

@@ -25,7 +25,6 @@ import (
 // takes its settings from here.
 type conns struct {
 	secrets corelisters.SecretLister
-	pods    corelisters.PodLister
 	kube    kubernetes.Interface
 }
 
@@ -33,14 +32,11 @@ type conns struct {
 // it), so its members cannot be asked anything.
 var errNoClientCertificate = errors.New("the cluster's client certificate is not issued yet")
 
-// For is how to connect to c's members: over TLS when their pods serve it (dialTLS). A
-// member's URL is member.PodClientURL with the config's TLS.
-func (s conns) For(ctx context.Context, c *api.EtcdCluster) (etcdutil.ConnConfig, error) {
-	pods, err := memberPods(s.pods, c)
-	if err != nil {
-		return etcdutil.ConnConfig{}, fmt.Errorf("listing pods: %w", err)
-	}
-	if !dialTLS(c, clientModes(c, pods)) {
+// For is how to connect to c's members: over TLS (secure) when their pods serve it, as the
+// pass found (dialTLS), and with the scheme of the URLs it dials them at
+// (member.PodClientURL).
+func (s conns) For(ctx context.Context, c *api.EtcdCluster, secure bool) (etcdutil.ConnConfig, error) {
+	if !secure {
 		return etcdutil.ConnConfig{}, nil
 	}
 	name := member.ClientTLSSecretName(c.Name)

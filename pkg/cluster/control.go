@@ -202,7 +202,7 @@ func (m *realActor) withClient(ctx context.Context, c *api.EtcdCluster, endpoint
 	if len(endpoints) == 0 {
 		return errors.New("no voting member answered")
 	}
-	conn, err := m.conns.For(ctx, c)
+	conn, err := m.conns.For(ctx, c, overTLS(endpoints))
 	if err != nil {
 		return err
 	}

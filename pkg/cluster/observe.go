@@ -66,6 +66,9 @@ type observation struct {
 	// their client port when built now (client_mode.go).
 	dialTLS      bool
 	clientTarget member.ClientMode
+	// clientHeld: a move onto client TLS is held (holdClientMove); each member pod is current
+	// in the client mode it serves.
+	clientHeld bool
 	// tls is what ensureTLS found of the cluster's certificates.
 	tls plan.TLSView
 	// blind, when set, says why the members were not asked this pass (the operator's client
@@ -129,13 +132,12 @@ func runningEndpoints(o *observation) (map[int]string, []string) {
 // that answered for the member list and the alarms. A member list that does not answer is
 // not an error: o.membersKnown stays false.
 func (r *Reconciler) observeEtcd(ctx context.Context, c *api.EtcdCluster, o *observation) error {
-	modes := clientModes(c, o.pods)
-	o.dialTLS, o.clientTarget = dialTLS(c, modes), clientTarget(c, modes)
+	o.dialTLS, o.clientTarget = dialTLS(c, clientModes(c, o.pods)), clientTarget(c, o.pods)
 	endpoints, all := runningEndpoints(o)
 	if len(endpoints) == 0 {
 		return nil
 	}
-	conn, err := r.conns.For(ctx, c)
+	conn, err := r.conns.For(ctx, c, o.dialTLS)
 	if errors.Is(err, errNoClientCertificate) {
 		// Nothing answers a client without a certificate. The members are not unknown, they
 		// were not asked: the pass changes nothing (blind), and ensureTLS issues it again.

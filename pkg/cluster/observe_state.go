@@ -70,7 +70,7 @@ func (o *observation) podViews(s *plan.State) {
 	c := o.cluster
 	for ord, p := range o.pods {
 		pv := o.podView(ord, p)
-		target := member.Target{Version: s.TargetVersion, Client: o.clientTarget}
+		target := member.Target{Version: s.TargetVersion, Client: o.clientFor(p)}
 		pv.Outdated = !member.UpToDate(c, p, target, o.initImage)
 		if pv.Outdated {
 			_, _, pv.ImageOnly = member.ImageChange(c, p, target, o.initImage)

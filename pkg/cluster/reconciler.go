@@ -116,7 +116,7 @@ func NewReconciler(d Deps) *Reconciler {
 	if d.Log == nil {
 		d.Log = logrus.NewEntry(logrus.StandardLogger())
 	}
-	cs := conns{secrets: d.Secrets, pods: d.Pods, kube: d.KubeClient}
+	cs := conns{secrets: d.Secrets, kube: d.KubeClient}
 	return &Reconciler{deps: d, now: time.Now, conns: cs, control: &realActor{kube: d.KubeClient, etcdAPI: d.EtcdClusterClient,
 		etcd: d.Etcd, recorder: d.Recorder, log: d.Log, initImage: d.MemberInitImage, conns: cs}}
 }

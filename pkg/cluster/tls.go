@@ -58,6 +58,10 @@ type tlsPass struct {
 	running map[string]bool
 	// client: the client port serves TLS, or some member pod still does (clientTLSInUse).
 	client bool
+	// clientIdle: member pods run and none serves the client port over TLS, so no etcd trusts
+	// what member Secrets hold of it (left there by an earlier move off TLS): a move onto TLS
+	// may replace it.
+	clientIdle bool
 	// earliest is the first expiry of the leaves the members serve.
 	earliest time.Time
 }
@@ -95,6 +99,7 @@ func (r *Reconciler) ensureTLS(ctx context.Context, c *api.EtcdCluster, o *obser
 	for _, m := range modes {
 		t.running["client"] = t.running["client"] || m.TLS()
 	}
+	t.clientIdle = len(o.pods) > 0 && !t.running["client"]
 	t.view.Status = &api.TLSStatus{}
 	var peer, client *portSource
 	var err error
@@ -109,10 +114,11 @@ func (r *Reconciler) ensureTLS(ctx context.Context, c *api.EtcdCluster, o *obser
 			return err
 		}
 	case t.client:
-		// Moving off client TLS: the members that still serve it keep the certificates their
-		// Secrets hold until their pods no longer mount them.
-		client = &portSource{frozen: true}
+		if client, err = t.leavingSource(ctx); err != nil {
+			return err
+		}
 	}
+	o.holdClientMove(c, client)
 	// Before anything is written: a port whose CAs would change is frozen.
 	if err := t.freezeMovedTrust(ctx, peer, client); err != nil {
 		return err
@@ -122,18 +128,10 @@ func (r *Reconciler) ensureTLS(ctx context.Context, c *api.EtcdCluster, o *obser
 			return err
 		}
 	}
-	// Moving onto client TLS with the port frozen (a Secret spec.tls.client names that fails
-	// its checks): the members' Secrets may hold client-port certificates from before (an
-	// earlier move off TLS keeps them), which the spec no longer names. No member starts
-	// serving TLS on them: the move waits for the Secret.
-	holdMove := member.ClientTLS(c) && client != nil && client.frozen && slices.Contains(modes, member.ClientPlain)
 	for _, ord := range t.ordinals {
-		ready, err := t.ensureMember(ctx, ord, peer, client)
+		ready, err := t.ensureMember(ctx, ord, peer, client, o.needsClientCerts(c, ord))
 		if err != nil {
 			return err
-		}
-		if p := o.pods[ord]; holdMove && (p == nil || !servesClientTLS(c, p)) {
-			ready = false
 		}
 		if !ready {
 			t.view.Unready = append(t.view.Unready, ord)

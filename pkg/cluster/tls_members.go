@@ -18,9 +18,9 @@ import (
 // Each member's own Secret, which its pod mounts, kept in step with the ports' sources.
 
 // ensureMember keeps member ord's own Secret, and says whether it holds every certificate its
-// pod mounts, none expired. The keys of a frozen port are kept as they are; the others are
-// issued, renewed or copied.
-func (t *tlsPass) ensureMember(ctx context.Context, ord int, peer, client *portSource) (bool, error) {
+// pod mounts (the client port's when mountsClient), none expired. The keys of a frozen port
+// are kept as they are; the others are issued, renewed or copied.
+func (t *tlsPass) ensureMember(ctx context.Context, ord int, peer, client *portSource, mountsClient bool) (bool, error) {
 	name := member.TLSSecretName(t.c.Name, ord)
 	have, err := t.r.secret(ctx, t.c.Namespace, name)
 	if err != nil {
@@ -69,7 +69,7 @@ func (t *tlsPass) ensureMember(ctx context.Context, ord int, peer, client *portS
 			return false, err
 		}
 	}
-	return complete(t.c, t.client, data, t.now), nil
+	return complete(t.c, mountsClient, data, t.now), nil
 }
 
 // freezeMovedTrust freezes a port whose CAs would change for the members: etcd reads the CAs
@@ -81,7 +81,7 @@ func (t *tlsPass) freezeMovedTrust(ctx context.Context, peer, client *portSource
 	if peer != nil && !peer.frozen {
 		wants[peer] = map[string][]byte{member.KeyPeerCA: peer.trust}
 	}
-	if client != nil && !client.frozen {
+	if client != nil && !client.frozen && !t.clientIdle {
 		wants[client] = map[string][]byte{member.KeyClientCA: client.trust, member.KeyServerCA: client.servedCA}
 	}
 	for _, ord := range t.ordinals {

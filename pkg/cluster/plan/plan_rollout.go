@@ -102,7 +102,7 @@ func rolloutGate(s State, leader MemberView, reason api.ConditionReason, done in
 		p := s.Pods[m.Ordinal]
 		if bound := s.bounds().Comeback; !p.Outdated && s.Now.Sub(p.rolledAt()) > bound {
 			return Decision{Blocked: api.ReasonRolloutStuck, Message: fmt.Sprintf(
-				"the rollout is stopped: member %s did not come back on %s within %s (%s); no other member is touched. Set spec.version (or spec.pod) back to roll it back%s",
+				"the rollout is stopped: member %s did not come back on %s within %s (%s); no other member is touched. Set spec.version (or spec.pod, or spec.tls.client) back to roll it back%s",
 				naming.Name(s.Name, m.Ordinal), p.Version, bound, why, claimHint(s, m.Ordinal))}, true
 		}
 		return Decision{Progress: reason, Message: fmt.Sprintf("waiting for member %s before the next one is rolled: %s (%d of %d members done)",
