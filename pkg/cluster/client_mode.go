@@ -29,24 +29,15 @@ func clientModes(c *api.EtcdCluster, pods map[int]*corev1.Pod) []member.ClientMo
 }
 
 // clientTarget is the client mode member pods are built with now: the spec's once no pod
-// serves the other mode alone and, when some pod serves both, every member ordinal below
-// spec.size has a pod; until then both (member.ClientDual). So every member serves both before
-// any serves the spec's mode alone, a member whose pod is gone (rolled, or lost with its node)
-// included.
+// serves the other mode alone; until then both (member.ClientDual). Every member that runs
+// serves both before any serves the spec's mode alone. A member whose pod is gone when the
+// others serve both (the last one rolled in the first step) comes back in the spec's mode
+// directly: waiting for it to serve both first would roll it again and again, since the
+// second step rolls members by deleting their pods too.
 func clientTarget(c *api.EtcdCluster, pods map[int]*corev1.Pod) member.ClientMode {
 	want := member.SpecClientMode(c)
-	dual := false
 	for _, m := range clientModes(c, pods) {
-		switch m {
-		case want:
-		case member.ClientDual:
-			dual = true
-		default:
-			return member.ClientDual
-		}
-	}
-	for ord := 0; dual && ord < int(c.Spec.Size); ord++ {
-		if pods[ord] == nil {
+		if m != want && m != member.ClientDual {
 			return member.ClientDual
 		}
 	}
