@@ -23,7 +23,7 @@ BENCH_ROUNDS ?= 3
 # suite (docs/testing.md); E2E_DEPLOY_DIR=deploy runs the suite on the production bounds
 E2E_DEPLOY_DIR ?= test/e2e/deploy
 
-.PHONY: help up cluster image deploy down kubeconfig test unit verify e2e e2e-rollout bench
+.PHONY: help up cluster image deploy down kubeconfig test unit verify alerts-test e2e e2e-rollout bench
 
 help:
 	@echo "make up          start the cluster, build and load the operator image, deploy it and the example"
@@ -32,7 +32,8 @@ help:
 	@echo "make image       build the operator image $(IMAGE) and load it into the cluster"
 	@echo "make e2e         run the e2e suite against the running cluster"
 	@echo "make unit        go vet and go test -race ./pkg/... ./cmd/..."
-	@echo "make verify      hack/verify-codegen.sh (when present)"
+	@echo "make verify      hack/verify-codegen.sh (when present) and make alerts-test"
+	@echo "make alerts-test promtool check and test of deploy/monitoring/alerts.rules.yaml"
 	@echo "make e2e-rollout only the version-change and pod-rollout e2e tests (make e2e runs them too)"
 	@echo "make bench       measure speed and memory (StatefulSet floor vs the operator) on the running cluster; writes docs/bench.md"
 	@echo "make kubeconfig  print the kubeconfig path: export KUBECONFIG=\$$(make -s kubeconfig)"
@@ -64,9 +65,13 @@ unit:
 	go vet -tags e2e ./test/e2e/...
 	go test -race -count=1 $(UNIT_PKGS)
 
-verify:
+verify: alerts-test
 	@if [ -x hack/verify-codegen.sh ]; then hack/verify-codegen.sh; \
 	else echo "hack/verify-codegen.sh does not exist yet: nothing to verify"; fi
+
+# the alerts' unit tests (promtool test rules); installs Debian's prometheus package for promtool
+alerts-test:
+	hack/alerts-test.sh
 
 # ends with every test's wall time, slowest first (hack/test-times.sh), pass or fail
 e2e:

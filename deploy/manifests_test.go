@@ -31,7 +31,8 @@ func decodeFile(t *testing.T, path string, into any) {
 func TestKustomizationsListEveryManifest(t *testing.T) {
 	for dir, skip := range map[string][]string{
 		// networkpolicy/ is optional and applied by hand.
-		".":          {"kustomization.yaml", "namespaced", "networkpolicy"},
+		// monitoring/ needs the Prometheus operator's CRDs and is applied on its own.
+		".":          {"kustomization.yaml", "namespaced", "networkpolicy", "monitoring"},
 		"namespaced": {"kustomization.yaml"},
 	} {
 		var k struct {
@@ -192,5 +193,22 @@ func TestMetricsNetworkPolicy(t *testing.T) {
 	}
 	if _, ok := open["health"]; !ok || len(open) != 2 {
 		t.Errorf("open ports %v, want metrics and health only", open)
+	}
+}
+
+// TestMetricsService: the Service the ServiceMonitor scrapes selects the operator's pod and
+// sends its metrics port to the container's, in both variants.
+func TestMetricsService(t *testing.T) {
+	var d appsv1.Deployment
+	decodeFile(t, "deployment.yaml", &d)
+	for _, path := range []string{"service.yaml", "namespaced/service.yaml"} {
+		var svc corev1.Service
+		decodeFile(t, path, &svc)
+		if !equality.Semantic.DeepEqual(svc.Spec.Selector, d.Spec.Template.Labels) {
+			t.Errorf("%s selects %v, want the operator's pod %v", path, svc.Spec.Selector, d.Spec.Template.Labels)
+		}
+		if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Name != "metrics" || svc.Spec.Ports[0].TargetPort.String() != "metrics" {
+			t.Errorf("%s ports = %v, want metrics to the container's metrics port", path, svc.Spec.Ports)
+		}
 	}
 }

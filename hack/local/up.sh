@@ -16,7 +16,7 @@ SCRIPT_NAME=up
 PKGS="containerd:containerd runc:runc /usr/lib/cni/bridge:containernetworking-plugins iptables:iptables
 conntrack:conntrack socat:socat ethtool:ethtool ebtables:ebtables /bin/busybox:busybox-static jq:jq
 openssl:openssl gcc:gcc strip:binutils ip:iproute2 ss:iproute2 findmnt:util-linux setsid:util-linux
-sysctl:procps ps:procps"
+sysctl:procps ps:procps promtool:prometheus"
 missing=""
 for p in $PKGS; do
 	what=${p%%:*}
@@ -29,6 +29,12 @@ if [ -n "$missing" ]; then
 	ts "installing Debian packages:$missing"
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
+	# prometheus is there for promtool (make alerts-test): its own service is not wanted
+	case " $missing " in *" prometheus "*)
+		if command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then
+			systemctl disable --now prometheus >/dev/null 2>&1 || true
+		fi ;;
+	esac
 fi
 
 ############################################################ 2. binaries and images

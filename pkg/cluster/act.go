@@ -11,11 +11,12 @@ import (
 	"github.com/etcd-operator/etcd-operator/pkg/member"
 )
 
-// act hands the planned action to the actor, with what this pass observed: the
+// act hands the decision's action to the actor, with what this pass observed: the
 // pod to delete, the voting members to send a membership change to, the leader's address.
 // It returns how soon to look again: right away after a change, since etcd-side changes
 // raise no Kubernetes event, or later when the change could not be made yet.
-func (r *Reconciler) act(ctx context.Context, c *api.EtcdCluster, o *observation, a plan.Action, why string) (time.Duration, error) {
+func (r *Reconciler) act(ctx context.Context, c *api.EtcdCluster, o *observation, d plan.Decision) (time.Duration, error) {
+	a, why := *d.Action, d.Message
 	var res Result
 	var err error
 	switch a.Kind {
@@ -64,6 +65,12 @@ func (r *Reconciler) act(ctx context.Context, c *api.EtcdCluster, o *observation
 	}
 	if err != nil {
 		return 0, err
+	}
+	if res.Changed {
+		r.passes().ActionTaken(c.Namespace, c.Name, a.Kind)
+		if a.Kind == plan.ActionRemoveMember && d.Progress == api.ReasonReplacingMember {
+			r.passes().MemberReplaced(c.Namespace, c.Name)
+		}
 	}
 	if res.Refused != nil {
 		r.log(c).WithField("action", string(a.Kind)).WithError(res.Refused).Debug("etcd refused the change for now")

@@ -57,7 +57,7 @@ func TestActFlagsTheClaimsOfRemovedMembers(t *testing.T) {
 			}
 			f := &fakeActor{err: tc.err}
 			r := &Reconciler{deps: Deps{Log: quietLog()}, control: f}
-			_, err := r.act(context.Background(), c, o, tc.action, "why")
+			_, err := r.act(context.Background(), c, o, plan.Decision{Action: &tc.action, Message: "why"})
 			if (err != nil) != (tc.err != nil) {
 				t.Errorf("act: %v, want an error: %v", err, tc.err != nil)
 			}

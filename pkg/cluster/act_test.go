@@ -187,7 +187,7 @@ func TestActDispatch(t *testing.T) {
 	} {
 		f := &fakeActor{}
 		r := &Reconciler{deps: Deps{Log: quietLog()}, control: f}
-		requeue, err := r.act(context.Background(), c, observed(c), tc.action, "why")
+		requeue, err := r.act(context.Background(), c, observed(c), plan.Decision{Action: &tc.action, Message: "why"})
 		if err != nil || len(f.calls) != 1 || f.calls[0] != tc.want {
 			t.Errorf("%s: calls %q, err %v; want %q", tc.action.Kind, f.calls, err, tc.want)
 		}
@@ -203,12 +203,12 @@ func TestActRequeue(t *testing.T) {
 	c := newCluster(3)
 	f := &fakeActor{result: Result{RetryIn: time.Second, Refused: etcdutil.ErrUnhealthy}}
 	r := &Reconciler{deps: Deps{Log: quietLog()}, control: f}
-	if requeue, err := r.act(context.Background(), c, observed(c), plan.Action{Kind: plan.ActionAddLearner, Ordinal: 2}, ""); err != nil || requeue != time.Second {
+	if requeue, err := r.act(context.Background(), c, observed(c), plan.Decision{Action: &plan.Action{Kind: plan.ActionAddLearner, Ordinal: 2}}); err != nil || requeue != time.Second {
 		t.Errorf("refused add: requeue %v, err %v; want the control's 1s", requeue, err)
 	}
 	f = &fakeActor{err: errors.New("boom")}
 	r.control = f
-	if _, err := r.act(context.Background(), c, observed(c), plan.Action{Kind: plan.ActionPromote, Ordinal: 2}, ""); err == nil {
+	if _, err := r.act(context.Background(), c, observed(c), plan.Decision{Action: &plan.Action{Kind: plan.ActionPromote, Ordinal: 2}}); err == nil {
 		t.Error("a failed change must fail the pass")
 	}
 	o := observed(c)
@@ -216,10 +216,10 @@ func TestActRequeue(t *testing.T) {
 	o.pods[0].Status.PodIP = ""
 	f = &fakeActor{}
 	r.control = f
-	if _, err := r.act(context.Background(), c, o, plan.Action{Kind: plan.ActionDeletePod, Ordinal: 1}, ""); err != nil {
+	if _, err := r.act(context.Background(), c, o, plan.Decision{Action: &plan.Action{Kind: plan.ActionDeletePod, Ordinal: 1}}); err != nil {
 		t.Errorf("delete of a pod already gone: %v", err)
 	}
-	if requeue, _ := r.act(context.Background(), c, o, plan.Action{Kind: plan.ActionMoveLeader, Ordinal: 0, Transferee: 101}, ""); requeue != whileWaiting {
+	if requeue, _ := r.act(context.Background(), c, o, plan.Decision{Action: &plan.Action{Kind: plan.ActionMoveLeader, Ordinal: 0, Transferee: 101}}); requeue != whileWaiting {
 		t.Errorf("move leader without the leader's IP: requeue %v, want %v", requeue, whileWaiting)
 	}
 	if len(f.calls) != 0 {
@@ -254,7 +254,7 @@ func TestActMarksTheClaimOfAnAddedLearner(t *testing.T) {
 			}
 			f := &fakeActor{result: tc.result}
 			r := &Reconciler{deps: Deps{Log: quietLog()}, control: f}
-			if _, err := r.act(context.Background(), c, o, plan.Action{Kind: plan.ActionAddLearner, Ordinal: 2}, ""); err != nil {
+			if _, err := r.act(context.Background(), c, o, plan.Decision{Action: &plan.Action{Kind: plan.ActionAddLearner, Ordinal: 2}}); err != nil {
 				t.Fatalf("act: %v", err)
 			}
 			if fmt.Sprint(f.calls) != fmt.Sprint(tc.want) {

@@ -93,6 +93,8 @@ type Deps struct {
 	// Bounds are how long the planner lets a state last before it reports it or acts on it;
 	// a zero field is its production default (plan.DefaultBounds).
 	Bounds plan.Bounds
+	// Passes is told what each pass did, for the per-cluster metrics; nil records nothing.
+	Passes PassRecorder
 	Log    *logrus.Entry
 }
 
@@ -176,6 +178,9 @@ func (r *Reconciler) Sync(ctx context.Context, namespace, name string) (time.Dur
 			actErr = err
 		}
 	}
+	if actErr == nil {
+		r.passes().PassSucceeded(namespace, name, r.now())
+	}
 	return requeue, actErr
 }
 
@@ -188,7 +193,7 @@ func (r *Reconciler) takeDecision(ctx context.Context, c *api.EtcdCluster, obs *
 	var actErr error
 	switch {
 	case decision.Action != nil:
-		requeue, actErr = r.act(ctx, c, obs, *decision.Action, decision.Message)
+		requeue, actErr = r.act(ctx, c, obs, decision)
 		var evictRefused *evictionRefused
 		if msg, refused := refusedByAPIServer(actErr); refused {
 			log.WithField("action", string(decision.Action.Kind)).WithError(actErr).Warn("the API server refuses the change")

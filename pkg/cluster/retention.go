@@ -262,4 +262,6 @@ func (r *Reconciler) drivenElsewhere(ctx context.Context, c *api.EtcdCluster) (b
 func (r *Reconciler) forget(key string) {
 	r.served.set(key, nil)
 	r.conflicts.forget(key)
+	namespace, name, _ := strings.Cut(key, "/")
+	r.passes().Forget(namespace, name)
 }

@@ -143,7 +143,8 @@ func TestActRollMember(t *testing.T) {
 	fc := &fakeActor{result: Result{Changed: true}}
 	rec := record.NewFakeRecorder(10)
 	r := &Reconciler{deps: Deps{Log: quietLog(), Recorder: rec}, control: fc}
-	if _, err := r.act(context.Background(), c, observed(c), plan.Action{Kind: plan.ActionRollMember, Ordinal: 1, MemberID: 101}, "restarting member demo-1 on its data"); err != nil {
+	if _, err := r.act(context.Background(), c, observed(c), plan.Decision{Action: &plan.Action{Kind: plan.ActionRollMember, Ordinal: 1, MemberID: 101},
+		Message: "restarting member demo-1 on its data"}); err != nil {
 		t.Fatal(err)
 	}
 	if len(fc.calls) != 1 || fc.calls[0] != "DeletePod demo-1" {

@@ -113,8 +113,8 @@ func TestMetricsCarryNoSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.NewAddsMetric("etcdclusters").Inc()
-	m.NewDepthMetric("etcdclusters").Inc()
+	m.controller.NewAddsMetric("etcdclusters").Inc()
+	m.controller.NewDepthMetric("etcdclusters").Inc()
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)

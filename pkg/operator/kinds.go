@@ -1,6 +1,8 @@
 package operator
 
 import (
+	"fmt"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 	"k8s.io/client-go/tools/record"
@@ -8,6 +10,7 @@ import (
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
 	"github.com/etcd-operator/etcd-operator/pkg/backup"
 	"github.com/etcd-operator/etcd-operator/pkg/cluster"
+	"github.com/etcd-operator/etcd-operator/pkg/clustermetrics"
 	"github.com/etcd-operator/etcd-operator/pkg/controller"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 	"github.com/etcd-operator/etcd-operator/pkg/member"
@@ -47,11 +50,29 @@ var loopGauges = []controller.LoopGauge{{
 	Help: "EtcdBackupSchedules that currently have a control loop in this operator.",
 }}
 
-// newMetrics creates the controller's metrics, with the loop gauge of every kind the
-// operator runs, and registers them with reg.
-func newMetrics(reg prometheus.Registerer) (*controller.Metrics, error) {
-	return controller.NewMetrics(reg, loopGauges...)
+// metrics are the operator's own collectors: the controller's, and the per-cluster ones,
+// which export the clusters of the caches while this replica leads.
+type metrics struct {
+	controller *controller.Metrics
+	clusters   *clustermetrics.Collector
 }
+
+// newMetrics creates the controller's metrics, with the loop gauge of every kind the
+// operator runs, and the per-cluster collector, and registers them with reg.
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m, err := controller.NewMetrics(reg, loopGauges...)
+	if err != nil {
+		return nil, err
+	}
+	clusters := clustermetrics.NewCollector()
+	if err := reg.Register(clusters); err != nil {
+		return nil, fmt.Errorf("registering the per-cluster metrics: %w", err)
+	}
+	return &metrics{controller: m, clusters: clusters}, nil
+}
+
+// The cluster loops record what they did in the per-cluster metrics' counters.
+var _ cluster.PassRecorder = (*clustermetrics.Counters)(nil)
 
 // The cluster Reconciler is the EtcdCluster kind's Syncer: it reports a deleted cluster with
 // cluster.ErrGone, which is controller.ErrGone, on which the controller stops the cluster's
@@ -90,7 +111,8 @@ func clusterKind(inf *controller.Informers, syncer controller.Syncer) controller
 
 // newClusterReconciler wires the cluster Reconciler to the clients and to the listers of the
 // shared informers the controller's handlers watch.
-func newClusterReconciler(o *Options, cl *clients, inf *controller.Informers, recorder record.EventRecorder, log *logrus.Entry) *cluster.Reconciler {
+func newClusterReconciler(o *Options, cl *clients, inf *controller.Informers, recorder record.EventRecorder, passes cluster.PassRecorder,
+	log *logrus.Entry) *cluster.Reconciler {
 	kube := inf.Kube()
 	return cluster.NewReconciler(cluster.Deps{
 		KubeClient:        cl.kube,
@@ -113,6 +135,7 @@ func newClusterReconciler(o *Options, cl *clients, inf *controller.Informers, re
 		Installation:      installation(o),
 		TakeoverAfter:     o.TakeoverAfter,
 		Bounds:            o.Bounds,
+		Passes:            passes,
 		Log:               log.WithField("component", "cluster"),
 	})
 }

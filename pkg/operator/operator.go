@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/clustermetrics"
 	"github.com/etcd-operator/etcd-operator/pkg/controller"
 	"github.com/etcd-operator/etcd-operator/pkg/crd"
 	"github.com/etcd-operator/etcd-operator/pkg/dnsutil"
@@ -125,7 +126,7 @@ func newOperatorRegistry() *prometheus.Registry {
 // leading is what a replica does once it leads (or, without leader election, at once): it
 // installs the CRDs and the admission policy, then runs the controller. A replica reports
 // itself not ready until its caches have synced.
-func leading(o *Options, cl *clients, metrics *controller.Metrics, ready *readiness, log *logrus.Entry, start time.Time) func(context.Context) error {
+func leading(o *Options, cl *clients, metrics *metrics, ready *readiness, log *logrus.Entry, start time.Time) func(context.Context) error {
 	return func(ctx context.Context) error {
 		ready.leading(func() bool { return false })
 		if err := installCRDs(ctx, o, cl, crds, log, start); err != nil {
@@ -209,8 +210,9 @@ func newClients(kubeconfig string) (*clients, error) {
 
 // runController starts the informers and runs the controller until ctx is done. The
 // informers keep running until the controller has returned, so the passes that finish during
-// shutdown still read fresh caches.
-func runController(ctx context.Context, o *Options, cl *clients, metrics *controller.Metrics, ready *readiness, log *logrus.Entry) error {
+// shutdown still read fresh caches. While it runs, the per-cluster metrics read its caches and
+// its cluster loops' counters; a replica that stops leading exports no cluster.
+func runController(ctx context.Context, o *Options, cl *clients, metrics *metrics, ready *readiness, log *logrus.Entry) error {
 	informers := controller.NewInformers(cl.kube, cl.etcdClusters, o.Namespace, o.ResyncPeriod)
 
 	scheme := runtime.NewScheme()
@@ -222,13 +224,18 @@ func runController(ctx context.Context, o *Options, cl *clients, metrics *contro
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cl.kube.CoreV1().Events("")})
 	recorder := broadcaster.NewRecorder(scheme, corev1.EventSource{Component: componentName})
 
+	counters := clustermetrics.NewCounters()
+	etcdInformers := informers.Etcd().Etcd().V1alpha1()
+	metrics.clusters.SetSource(&clustermetrics.Source{Clusters: etcdInformers.EtcdClusters().Lister(),
+		Backups: etcdInformers.EtcdBackups().Lister(), Schedules: etcdInformers.EtcdBackupSchedules().Lister(), Counters: counters})
+	defer metrics.clusters.SetSource(nil)
 	ctrl, err := controller.New(controller.Config{
 		Kinds: []controller.Kind{
-			clusterKind(informers, newClusterReconciler(o, cl, informers, recorder, log)),
+			clusterKind(informers, newClusterReconciler(o, cl, informers, recorder, counters, log)),
 			backupKind(informers, newBackupReconciler(o, cl, informers, recorder, log)),
 			scheduleKind(informers, newScheduleReconciler(cl, informers, recorder, log)),
 		},
-		Metrics:       metrics,
+		Metrics:       metrics.controller,
 		Log:           log.WithField("component", "controller"),
 		Workers:       o.Workers,
 		ShutdownGrace: o.ShutdownGrace,

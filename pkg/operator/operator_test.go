@@ -2,7 +2,9 @@ package operator
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -75,6 +77,9 @@ func TestRunControllerWiresReconciler(t *testing.T) {
 	if err := ready.check(nil); err != nil {
 		t.Errorf("readiness of a leader that ran a pass = %v, want ready", err)
 	}
+	if got := desiredMembers(t, reg); got != "db/demo=3" {
+		t.Errorf("members desired while leading: %q, want db/demo=3", got)
+	}
 
 	cancel()
 	select {
@@ -85,4 +90,31 @@ func TestRunControllerWiresReconciler(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("runController did not return after cancel")
 	}
+	if got := desiredMembers(t, reg); got != "" {
+		t.Errorf("members desired once the controller stopped: %q, want no cluster", got)
+	}
+}
+
+// desiredMembers is what reg's etcd_operator_cluster_members_desired says, as
+// namespace/name=value, space-separated.
+func desiredMembers(t *testing.T, reg *prometheus.Registry) string {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, f := range families {
+		if f.GetName() != "etcd_operator_cluster_members_desired" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			out = append(out, fmt.Sprintf("%s/%s=%g", labels["namespace"], labels["name"], m.GetGauge().GetValue()))
+		}
+	}
+	return strings.Join(out, " ")
 }
