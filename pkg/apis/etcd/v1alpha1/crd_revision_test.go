@@ -31,17 +31,20 @@ var schemaDigests = map[int]string{
 	8:  "6e5b8adfb2f6fbaf03965d192811971715cc16251c32b883636f5d14ae9ef1d3",
 	9:  "5a7156a57096d6163b2c1ac69f97aa9925ae6f2e5f603ce6ec2a20a29bfcf44d",
 	10: "e12472ea48eca0adc59edf6588c57bf75a34c72405951b72096e93059795de3b",
+	11: "b00107667b6d9086468cf5b0aba478fc71373ce2c9df638651fbfe822dea33ea",
 }
 
 // backupSchemaDigests is schemaDigests for the EtcdBackup CRD (the marker on EtcdBackup).
 var backupSchemaDigests = map[int]string{
 	1: "44c8aae71b5ed248c90e176c3cfb43a1d5d20c6c6e9901a090153ec3088a8151",
+	2: "e36e74da89a8d40e8a99c22717470f0267506ee66eacd72deb9ab68f51f4faf8",
 }
 
 // scheduleSchemaDigests is schemaDigests for the EtcdBackupSchedule CRD (the marker on
 // EtcdBackupSchedule).
 var scheduleSchemaDigests = map[int]string{
 	1: "740ee5e1cdcc393b62c9a404dc7c973ff807d2e97a7a787001c39bb5f2e34db1",
+	2: "afc6a06105fffee90bc767c63b504d6f7aecc75e614290ea7df60c5645a4026d",
 }
 
 // TestCRDSchemaRevisionFollowsTheSchema fails when a CRD's schema changed and its revision
