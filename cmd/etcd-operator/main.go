@@ -22,6 +22,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 	"github.com/etcd-operator/etcd-operator/pkg/member"
 	"github.com/etcd-operator/etcd-operator/pkg/memberinit"
+	"github.com/etcd-operator/etcd-operator/pkg/objstore"
 	"github.com/etcd-operator/etcd-operator/pkg/operator"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
 )
@@ -125,14 +126,32 @@ func runBackup(ctx context.Context, args []string) error {
 		return err
 	}
 	entry := log.WithField("backup", a.Name)
+	var store *objstore.Store
+	if !a.S3.IsZero() {
+		if store, err = objstore.Open(a.S3); err != nil {
+			if werr := snapshot.ReportOf(snapshot.Result{}, err).Write(a.TerminationLog); werr != nil {
+				entry.WithError(werr).Warn("Cannot write the termination message")
+			}
+			return err
+		}
+	}
 	if len(a.Delete) > 0 {
-		err = snapshot.Delete(a.Root, a.Delete...)
+		if store != nil {
+			err = store.Delete(ctx, a.Delete...)
+		} else {
+			err = snapshot.Delete(a.Root, a.Delete...)
+		}
 		if werr := snapshot.ReportOf(snapshot.Result{}, err).Write(a.TerminationLog); werr != nil {
 			entry.WithError(werr).Warn("Cannot write the termination message")
 		}
 		return err
 	}
-	res, err := snapshot.Take(ctx, a.Options, etcdutil.NewFactory(0, 0), entry)
+	var res snapshot.Result
+	if store != nil {
+		res, err = snapshot.TakeS3(ctx, a.Options, store, etcdutil.NewFactory(0, 0), entry)
+	} else {
+		res, err = snapshot.Take(ctx, a.Options, etcdutil.NewFactory(0, 0), entry)
+	}
 	if werr := snapshot.ReportOf(res, err).Write(a.TerminationLog); werr != nil {
 		entry.WithError(werr).Warn("Cannot write the termination message")
 	}
