@@ -1,8 +1,9 @@
 // Command etcd-operator runs the etcd operator. In the member pods it creates, the same binary
 // is copied into the pod by `etcd-operator install` and runs as `etcd-operator member-init`,
 // which holds a joining member's etcd back until the member is added (and restores a new
-// cluster's seed from a snapshot). An EtcdBackup's pod runs it as `etcd-operator backup`. main
-// only wires: flags, logger, signals, Run.
+// cluster's seed from a snapshot). An EtcdBackup's pod runs it as `etcd-operator backup`, and
+// the init container of a seed restored from S3 as `etcd-operator fetch-snapshot`. main only
+// wires: flags, logger, signals, Run.
 package main
 
 import (
@@ -41,6 +42,8 @@ func main() {
 		err = runInstall(os.Args[2:])
 	case len(os.Args) > 1 && os.Args[1] == snapshot.Command:
 		err = runBackup(ctx, os.Args[2:])
+	case len(os.Args) > 1 && os.Args[1] == memberinit.FetchCommand:
+		err = runFetch(ctx, os.Args[2:])
 	default:
 		err = runOperator(ctx, os.Args[1:])
 	}
@@ -62,7 +65,7 @@ func runOperator(ctx context.Context, args []string) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q (subcommands: member-init, install, backup)", fs.Args())
+		return fmt.Errorf("unexpected arguments %q (subcommands: member-init, install, backup, fetch-snapshot)", fs.Args())
 	}
 	if err := o.Complete(); err != nil {
 		return err
@@ -160,4 +163,25 @@ func runBackup(ctx context.Context, args []string) error {
 	}
 	entry.WithFields(map[string]any{"location": res.Location, "revision": res.Revision, "bytes": res.SizeBytes}).Info("Snapshot written and verified")
 	return nil
+}
+
+// runFetch downloads a restored seed's snapshot from S3, in the seed pod's init container;
+// a refusal is its termination message, which the operator quotes in the cluster's status.
+func runFetch(ctx context.Context, args []string) error {
+	o, err := memberinit.ParseFetch(args)
+	if err != nil {
+		return err
+	}
+	st, err := objstore.Open(o.S3)
+	if err == nil {
+		err = memberinit.Fetch(ctx, o, st, os.Stdout)
+	} else {
+		err = fmt.Errorf("%w: %v", memberinit.ErrRestoreFailed, err)
+	}
+	if err != nil {
+		if werr := memberinit.WriteTermination(o.TerminationLog, err); werr != nil {
+			fmt.Fprintf(os.Stderr, "%s: %v\n", memberinit.FetchCommand, werr)
+		}
+	}
+	return err
 }
