@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,16 +13,17 @@ import (
 )
 
 // restoreSource finds the snapshot spec.bootstrap.fromBackup names: the location of a
-// Succeeded EtcdBackup of the cluster's namespace, or the destination and key given. It
+// Succeeded EtcdBackup of the cluster's namespace (with its SHA-256, which the seed checks an
+// S3 download against), or the destination and key given. It
 // returns why it cannot be found instead (the planner then creates no seed); nil and "" when
 // the cluster is not restored, or once it has started (fromBackup applies to the seed's first
 // start only, and the EtcdBackup may go afterwards).
-func (r *Reconciler) restoreSource(c *api.EtcdCluster) (*member.Restore, string) {
+func (r *Reconciler) restoreSource(ctx context.Context, c *api.EtcdCluster) (*member.Restore, string) {
 	if c.Spec.Bootstrap == nil || c.Spec.Bootstrap.FromBackup == nil || c.Status.Size > 0 {
 		return nil, ""
 	}
 	from := c.Spec.Bootstrap.FromBackup
-	dest, key := from.Destination, from.Key
+	dest, key, sha := from.Destination, from.Key, ""
 	if from.BackupName != "" {
 		if r.deps.Backups == nil {
 			return nil, "the operator does not read EtcdBackups"
@@ -35,13 +37,51 @@ func (r *Reconciler) restoreSource(c *api.EtcdCluster) (*member.Restore, string)
 		case b.Status.Phase != api.BackupSucceeded || b.Status.Location == "":
 			return nil, fmt.Sprintf("EtcdBackup %s has not succeeded (phase %q)", from.BackupName, b.Status.Phase)
 		}
-		dest, key = &b.Spec.Destination, b.Status.Location
+		dest, key, sha = &b.Spec.Destination, b.Status.Location, b.Status.SHA256
 	}
-	if dest == nil || dest.Volume == nil {
-		return nil, "fromBackup names no volume to restore from"
+	switch {
+	case dest != nil && dest.Volume != nil:
+		return &member.Restore{ClaimName: dest.Volume.ClaimName, Key: key,
+			BumpRevision: from.BumpRevision, MarkCompacted: from.MarkCompacted}, ""
+	case dest != nil && dest.S3 != nil:
+		if problem := r.s3SecretsProblem(ctx, c.Namespace, dest.S3); problem != "" {
+			return nil, problem
+		}
+		res := &member.Restore{Key: key, S3: member.S3SourceOf(dest.S3), BumpRevision: from.BumpRevision, MarkCompacted: from.MarkCompacted}
+		if from.BackupName != "" {
+			res.SHA256 = sha
+		}
+		return res, ""
 	}
-	return &member.Restore{ClaimName: dest.Volume.ClaimName, Key: key,
-		BumpRevision: from.BumpRevision, MarkCompacted: from.MarkCompacted}, ""
+	return nil, "fromBackup names no destination to restore from"
+}
+
+// s3SecretsProblem says what is missing of an S3 destination's Secrets in namespace, before
+// the seed is made: a pod whose Secret volume cannot be mounted waits without a word in its
+// container statuses.
+func (r *Reconciler) s3SecretsProblem(ctx context.Context, namespace string, d *api.S3Destination) string {
+	check := func(name string, keys ...string) string {
+		s, err := r.secret(ctx, namespace, name)
+		switch {
+		case err != nil:
+			return fmt.Sprintf("reading Secret %s: %v", name, err)
+		case s == nil:
+			return fmt.Sprintf("Secret %s does not exist in namespace %s", name, namespace)
+		}
+		for _, k := range keys {
+			if len(s.Data[k]) == 0 {
+				return fmt.Sprintf("Secret %s has no key %s", name, k)
+			}
+		}
+		return ""
+	}
+	if p := check(d.CredentialsSecret.Name, api.S3AccessKeyIDKey, api.S3SecretAccessKeyKey); p != "" {
+		return p
+	}
+	if d.CASecret != nil {
+		return check(d.CASecret.Name, api.S3CAKey)
+	}
+	return ""
 }
 
 // restoreFor is the restore of the pod a is to create: only a new cluster's seed has one.
