@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
@@ -44,7 +45,8 @@ func (r *Reconciler) restoreSource(ctx context.Context, c *api.EtcdCluster) (*me
 		return &member.Restore{ClaimName: dest.Volume.ClaimName, Key: key,
 			BumpRevision: from.BumpRevision, MarkCompacted: from.MarkCompacted}, ""
 	case dest != nil && dest.S3 != nil:
-		if problem := r.s3SecretsProblem(ctx, c.Namespace, dest.S3); problem != "" {
+		get := func(name string) (*corev1.Secret, error) { return r.secret(ctx, c.Namespace, name) }
+		if problem := member.S3SecretsProblem(dest.S3, c.Namespace, get); problem != "" {
 			return nil, problem
 		}
 		res := &member.Restore{Key: key, S3: member.S3SourceOf(dest.S3), BumpRevision: from.BumpRevision, MarkCompacted: from.MarkCompacted}
@@ -54,34 +56,6 @@ func (r *Reconciler) restoreSource(ctx context.Context, c *api.EtcdCluster) (*me
 		return res, ""
 	}
 	return nil, "fromBackup names no destination to restore from"
-}
-
-// s3SecretsProblem says what is missing of an S3 destination's Secrets in namespace, before
-// the seed is made: a pod whose Secret volume cannot be mounted waits without a word in its
-// container statuses.
-func (r *Reconciler) s3SecretsProblem(ctx context.Context, namespace string, d *api.S3Destination) string {
-	check := func(name string, keys ...string) string {
-		s, err := r.secret(ctx, namespace, name)
-		switch {
-		case err != nil:
-			return fmt.Sprintf("reading Secret %s: %v", name, err)
-		case s == nil:
-			return fmt.Sprintf("Secret %s does not exist in namespace %s", name, namespace)
-		}
-		for _, k := range keys {
-			if len(s.Data[k]) == 0 {
-				return fmt.Sprintf("Secret %s has no key %s", name, k)
-			}
-		}
-		return ""
-	}
-	if p := check(d.CredentialsSecret.Name, api.S3AccessKeyIDKey, api.S3SecretAccessKeyKey); p != "" {
-		return p
-	}
-	if d.CASecret != nil {
-		return check(d.CASecret.Name, api.S3CAKey)
-	}
-	return ""
 }
 
 // restoreFor is the restore of the pod a is to create: only a new cluster's seed has one.

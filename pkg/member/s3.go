@@ -1,6 +1,8 @@
 package member
 
 import (
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
@@ -81,4 +83,32 @@ func readS3Source(p *corev1.Pod, cfg objstore.Config) S3Source {
 		}
 	}
 	return s
+}
+
+// S3SecretsProblem says what is missing of d's Secrets, read with get (nil and no error when
+// there is no such Secret); empty when nothing is. A pod whose Secret volume cannot be
+// mounted waits without a word in its container statuses: the operator checks first.
+func S3SecretsProblem(d *api.S3Destination, namespace string, get func(name string) (*corev1.Secret, error)) string {
+	check := func(name string, keys ...string) string {
+		s, err := get(name)
+		switch {
+		case err != nil:
+			return fmt.Sprintf("reading Secret %s: %v", name, err)
+		case s == nil:
+			return fmt.Sprintf("Secret %s does not exist in namespace %s", name, namespace)
+		}
+		for _, k := range keys {
+			if len(s.Data[k]) == 0 {
+				return fmt.Sprintf("Secret %s has no key %s", name, k)
+			}
+		}
+		return ""
+	}
+	if p := check(d.CredentialsSecret.Name, api.S3AccessKeyIDKey, api.S3SecretAccessKeyKey); p != "" {
+		return p
+	}
+	if d.CASecret != nil {
+		return check(d.CASecret.Name, api.S3CAKey)
+	}
+	return ""
 }
