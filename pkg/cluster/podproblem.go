@@ -55,7 +55,8 @@ func podProblem(p *corev1.Pod) *plan.PodProblem {
 			if t := st.LastTerminationState.Terminated; w.Reason == plan.ReasonCrashLoop && t != nil && strings.TrimSpace(t.Message) != "" {
 				// Why it exited (an init container's refusal to fetch a snapshot, say) is
 				// what to act on; the back-off is not.
-				msg = fmt.Sprintf("container %s exited with code %d: %s", st.Name, t.ExitCode, clipHead(t.Message, maxProblemMessage-len(msg)))
+				msg = fmt.Sprintf("container %s exited with code %d: ", st.Name, t.ExitCode)
+				msg += clipHead(t.Message, maxProblemMessage-len(msg))
 			}
 			return &plan.PodProblem{Reason: w.Reason, Message: clip(msg), Since: notReadySince(p)}
 		}

@@ -154,6 +154,9 @@ func TestSeedRestoredFromS3(t *testing.T) {
 			if got.Restore == nil || *got.Restore != want {
 				t.Fatalf("seed's restore %+v, want %+v", got.Restore, want)
 			}
+			if !member.UpToDate(c, seed, c.Spec.Version, testInitImage) {
+				t.Error("the restored seed's pod is out of date as soon as it is made: it would be rolled")
+			}
 		})
 	}
 }

@@ -208,7 +208,7 @@ func newTransport(caFile string) (*http.Transport, error) {
 func (s *Store) Check(ctx context.Context) error {
 	ok, err := s.client.BucketExists(ctx, s.bucket)
 	if err != nil {
-		return s.wrap(err, "asking for bucket %s", s.bucket)
+		return s.wrap(err, "asking for the bucket")
 	}
 	if !ok {
 		return fmt.Errorf("%w: the store has no bucket %s", ErrBucketNotFound, s.bucket)
