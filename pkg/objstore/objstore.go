@@ -26,6 +26,7 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+	"golang.org/x/crypto/x509roots/fallback/bundle"
 )
 
 // Why a call to the store failed, when its answer says.
@@ -189,6 +190,11 @@ func newTransport(caFile string) (*http.Transport, error) {
 	// minio-go asks for no compression: a snapshot's size and hash are the bytes stored.
 	t.DisableCompression = true
 	if caFile == "" {
+		pool, err := publicRoots()
+		if err != nil {
+			return nil, err
+		}
+		t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 		return t, nil
 	}
 	pem, err := os.ReadFile(caFile)
@@ -201,6 +207,29 @@ func newTransport(caFile string) (*http.Transport, error) {
 	}
 	t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	return t, nil
+}
+
+// publicRoots are the system's certificate authorities or, where the system has none (the
+// operator's image has no CA bundle), the public ones Go's x509roots carries. They are read
+// here, in the pods that reach a store, rather than by importing x509roots/fallback, whose
+// init would parse them in every process of the binary, the operator's included.
+func publicRoots() (*x509.CertPool, error) {
+	if pool, err := x509.SystemCertPool(); err == nil && !pool.Equal(x509.NewCertPool()) {
+		return pool, nil
+	}
+	pool := x509.NewCertPool()
+	for r := range bundle.Roots() {
+		cert, err := x509.ParseCertificate(r.Certificate)
+		if err != nil {
+			return nil, fmt.Errorf("reading the public certificate authorities: %w", err)
+		}
+		if r.Constraint == nil {
+			pool.AddCert(cert)
+		} else {
+			pool.AddCertWithConstraint(cert, r.Constraint)
+		}
+	}
+	return pool, nil
 }
 
 // Check asks the store for the bucket: wrong credentials, a missing bucket or an endpoint
