@@ -63,7 +63,7 @@ func S3Access(s S3Source) (objstore.Config, []corev1.Volume, []corev1.VolumeMoun
 		cfg.CAFile = S3CADir + "/" + api.S3CAKey
 		vols = append(vols, corev1.Volume{Name: S3CAVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 			SecretName: s.CASecret, DefaultMode: ptr.To(s3SecretMode),
-			Items:      []corev1.KeyToPath{{Key: api.S3CAKey, Path: api.S3CAKey}}}}})
+			Items: []corev1.KeyToPath{{Key: api.S3CAKey, Path: api.S3CAKey}}}}})
 		mounts = append(mounts, corev1.VolumeMount{Name: S3CAVolume, MountPath: S3CADir, ReadOnly: true})
 	}
 	return cfg, vols, mounts
