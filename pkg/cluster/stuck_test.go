@@ -105,13 +105,13 @@ func TestPodProblem(t *testing.T) {
 			p := base()
 			p.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: member.FetchContainerName, RestartCount: 3,
 				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1,
-					Message: "restore-failed: restore from snapshot failed: snapshot nowhere/missing.db: opening nowhere/missing.db in bucket " +
-						"etcd-backups: object not found: NoSuchKey: The specified key does not exist."}},
+					Message: "restore-failed: restore from snapshot failed: snapshot nowhere/missing.db: bucket etcd-backups: " +
+						"opening nowhere/missing.db: object not found: NoSuchKey: The specified key does not exist."}},
 				State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: plan.ReasonCrashLoop,
 					Message: "back-off 40s restarting failed container=fetch-snapshot pod=broken-s3-0_e2e-testrestorefrommissings3object-abcdef(0123456789abcdef)"}}}}
 			return p
 		}(), plan.ReasonCrashLoop, "container fetch-snapshot exited with code 1: restore-failed: restore from snapshot failed: snapshot nowhere/missing.db: " +
-			"opening nowhere/missing.db in bucket etcd-backups: object not found: NoSuchKey",
+			"bucket etcd-backups: opening nowhere/missing.db: object not found: NoSuchKey",
 			notReady.Time, time.Time{}},
 		{"unschedulable", func() *corev1.Pod {
 			p := base()

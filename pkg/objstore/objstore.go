@@ -237,7 +237,7 @@ func publicRoots() (*x509.CertPool, error) {
 func (s *Store) Check(ctx context.Context) error {
 	ok, err := s.client.BucketExists(ctx, s.bucket)
 	if err != nil {
-		return s.wrap(err, "asking for the bucket")
+		return s.wrap(err, "checking access")
 	}
 	if !ok {
 		return fmt.Errorf("%w: the store has no bucket %s", ErrBucketNotFound, s.bucket)
@@ -333,9 +333,9 @@ func (s *Store) wrap(err error, format string, args ...any) error {
 		msg = strings.ReplaceAll(msg, secret, "***")
 	}
 	if sentinel == nil {
-		return fmt.Errorf("%s in bucket %s: %s", what, s.bucket, msg)
+		return fmt.Errorf("bucket %s: %s: %s", s.bucket, what, msg)
 	}
-	return fmt.Errorf("%s in bucket %s: %w: %s", what, s.bucket, sentinel, msg)
+	return fmt.Errorf("bucket %s: %s: %w: %s", s.bucket, what, sentinel, msg)
 }
 
 // classify reads the store's answer: its sentinel, nil when none fits, and the message to
