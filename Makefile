@@ -23,7 +23,7 @@ BENCH_ROUNDS ?= 3
 # suite (docs/testing.md); E2E_DEPLOY_DIR=deploy runs the suite on the production bounds
 E2E_DEPLOY_DIR ?= test/e2e/deploy
 
-.PHONY: help up cluster image deploy down kubeconfig test unit verify alerts-test e2e e2e-rollout bench
+.PHONY: help up cluster image deploy down kubeconfig test unit verify alerts-test e2e e2e-rollout bench s3
 
 help:
 	@echo "make up          start the cluster, build and load the operator image, deploy it and the example"
@@ -37,6 +37,7 @@ help:
 	@echo "make e2e-rollout only the version-change and pod-rollout e2e tests (make e2e runs them too)"
 	@echo "make bench       measure speed and memory (StatefulSet floor vs the operator) on the running cluster; writes docs/bench.md"
 	@echo "make kubeconfig  print the kubeconfig path: export KUBECONFIG=\$$(make -s kubeconfig)"
+	@echo "make s3          deploy an S3-compatible store (versitygw, namespace etcd-s3, bucket etcd-backups) for backups to S3"
 
 up: cluster image deploy
 
@@ -51,6 +52,10 @@ deploy:
 
 down:
 	hack/cluster.sh down
+
+# the S3-compatible store example/etcdbackup-s3.yaml and the e2e tests of S3 backups use
+s3:
+	hack/s3.sh
 
 kubeconfig:
 	@hack/cluster.sh kubeconfig

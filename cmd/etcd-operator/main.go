@@ -1,8 +1,9 @@
 // Command etcd-operator runs the etcd operator. In the member pods it creates, the same binary
 // is copied into the pod by `etcd-operator install` and runs as `etcd-operator member-init`,
 // which holds a joining member's etcd back until the member is added (and restores a new
-// cluster's seed from a snapshot). An EtcdBackup's pod runs it as `etcd-operator backup`. main
-// only wires: flags, logger, signals, Run.
+// cluster's seed from a snapshot). An EtcdBackup's pod runs it as `etcd-operator backup`, and
+// the init container of a seed restored from S3 as `etcd-operator fetch-snapshot`. main only
+// wires: flags, logger, signals, Run.
 package main
 
 import (
@@ -22,6 +23,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 	"github.com/etcd-operator/etcd-operator/pkg/member"
 	"github.com/etcd-operator/etcd-operator/pkg/memberinit"
+	"github.com/etcd-operator/etcd-operator/pkg/objstore"
 	"github.com/etcd-operator/etcd-operator/pkg/operator"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
 )
@@ -40,6 +42,8 @@ func main() {
 		err = runInstall(os.Args[2:])
 	case len(os.Args) > 1 && os.Args[1] == snapshot.Command:
 		err = runBackup(ctx, os.Args[2:])
+	case len(os.Args) > 1 && os.Args[1] == memberinit.FetchCommand:
+		err = runFetch(ctx, os.Args[2:])
 	default:
 		err = runOperator(ctx, os.Args[1:])
 	}
@@ -61,7 +65,7 @@ func runOperator(ctx context.Context, args []string) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q (subcommands: member-init, install, backup)", fs.Args())
+		return fmt.Errorf("unexpected arguments %q (subcommands: member-init, install, backup, fetch-snapshot)", fs.Args())
 	}
 	if err := o.Complete(); err != nil {
 		return err
@@ -125,14 +129,32 @@ func runBackup(ctx context.Context, args []string) error {
 		return err
 	}
 	entry := log.WithField("backup", a.Name)
+	var store *objstore.Store
+	if !a.S3.IsZero() {
+		if store, err = objstore.Open(a.S3); err != nil {
+			if werr := snapshot.ReportOf(snapshot.Result{}, err).Write(a.TerminationLog); werr != nil {
+				entry.WithError(werr).Warn("Cannot write the termination message")
+			}
+			return err
+		}
+	}
 	if len(a.Delete) > 0 {
-		err = snapshot.Delete(a.Root, a.Delete...)
+		if store != nil {
+			err = store.Delete(ctx, a.Delete...)
+		} else {
+			err = snapshot.Delete(a.Root, a.Delete...)
+		}
 		if werr := snapshot.ReportOf(snapshot.Result{}, err).Write(a.TerminationLog); werr != nil {
 			entry.WithError(werr).Warn("Cannot write the termination message")
 		}
 		return err
 	}
-	res, err := snapshot.Take(ctx, a.Options, etcdutil.NewFactory(0, 0), entry)
+	var res snapshot.Result
+	if store != nil {
+		res, err = snapshot.TakeS3(ctx, a.Options, store, etcdutil.NewFactory(0, 0), entry)
+	} else {
+		res, err = snapshot.Take(ctx, a.Options, etcdutil.NewFactory(0, 0), entry)
+	}
 	if werr := snapshot.ReportOf(res, err).Write(a.TerminationLog); werr != nil {
 		entry.WithError(werr).Warn("Cannot write the termination message")
 	}
@@ -141,4 +163,25 @@ func runBackup(ctx context.Context, args []string) error {
 	}
 	entry.WithFields(map[string]any{"location": res.Location, "revision": res.Revision, "bytes": res.SizeBytes}).Info("Snapshot written and verified")
 	return nil
+}
+
+// runFetch downloads a restored seed's snapshot from S3, in the seed pod's init container;
+// a refusal is its termination message, which the operator quotes in the cluster's status.
+func runFetch(ctx context.Context, args []string) error {
+	o, err := memberinit.ParseFetch(args)
+	if err != nil {
+		return err
+	}
+	st, err := objstore.Open(o.S3)
+	if err == nil {
+		err = memberinit.Fetch(ctx, o, st, os.Stdout)
+	} else {
+		err = fmt.Errorf("%w: %v", memberinit.ErrRestoreFailed, err)
+	}
+	if err != nil {
+		if werr := memberinit.WriteTermination(o.TerminationLog, err); werr != nil {
+			fmt.Fprintf(os.Stderr, "%s: %v\n", memberinit.FetchCommand, werr)
+		}
+	}
+	return err
 }

@@ -1,6 +1,6 @@
 // Package backup runs one EtcdBackup's pass: it takes the snapshot in a pod that runs the
 // operator's own binary (`etcd-operator backup`, package snapshot) with the destination's
-// claim mounted there alone, never through the operator's memory, reads the outcome the pod
+// claim, or its S3 credentials, mounted there alone, never through the operator's memory, reads the outcome the pod
 // reports as its termination message, and writes it to status. A backup is taken once: it
 // succeeds, or fails with a reason after at most maxAttempts pods. With deletionPolicy Delete,
 // a finalizer holds the EtcdBackup until a pod has deleted its snapshot.
@@ -89,7 +89,7 @@ func (r *Reconciler) Sync(ctx context.Context, namespace, name string) (time.Dur
 	if err != nil {
 		return 0, fmt.Errorf("getting backup from the cache: %w", err)
 	}
-	if b.Spec.Destination.Volume == nil {
+	if b.Spec.Destination.Volume == nil && b.Spec.Destination.S3 == nil {
 		return 0, nil // the CRD requires a destination; nothing this operator knows to do
 	}
 	pods, err := r.podsOf(b)

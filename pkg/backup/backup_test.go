@@ -11,6 +11,7 @@ import (
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -95,6 +96,8 @@ type world struct {
 	cluster *api.EtcdCluster
 	pods    []*corev1.Pod
 	claim   bool
+	// secrets are in the backup's namespace.
+	secrets []*corev1.Secret
 }
 
 // pass runs one pass over the world and returns what it wrote.
@@ -110,10 +113,14 @@ func pass(t *testing.T, w world) (*fakeWriter, time.Duration, error) {
 	for _, p := range w.pods {
 		_ = pods.Add(p)
 	}
-	kube := kubefake.NewClientset()
+	var objs []runtime.Object
 	if w.claim {
-		kube = kubefake.NewClientset(&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "backups", Namespace: "ns"}})
+		objs = append(objs, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "backups", Namespace: "ns"}})
 	}
+	for _, sec := range w.secrets {
+		objs = append(objs, sec)
+	}
+	kube := kubefake.NewClientset(objs...)
 	log := logrus.New()
 	log.SetOutput(io.Discard)
 	fw := &fakeWriter{}

@@ -13,11 +13,24 @@ import (
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
 	"github.com/etcd-operator/etcd-operator/pkg/controller"
+	"github.com/etcd-operator/etcd-operator/pkg/member"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
 )
 
 // whileDeleting is how often a pass looks at a backup whose snapshot is being deleted.
 const whileDeleting = 10 * time.Second
+
+// whileSecretMissing is how often a pass looks again at a backup whose S3 snapshot cannot be
+// deleted for want of its Secrets.
+const whileSecretMissing = 5 * time.Minute
+
+// bucketOf names b's bucket, for Events.
+func bucketOf(b *api.EtcdBackup) string {
+	if s3 := b.Spec.Destination.S3; s3 != nil {
+		return s3.Bucket
+	}
+	return ""
+}
 
 // finalize deletes the snapshot of a backup being deleted whose deletionPolicy is Delete: its
 // attempts' pods first (none may still write), then a pod deletes the snapshot (and an
@@ -47,16 +60,27 @@ func (r *Reconciler) finalize(ctx context.Context, b *api.EtcdBackup, pods []*co
 		}
 		return whileDeleting, r.deleteAll(ctx, attempts)
 	}
-	claim := b.Spec.Destination.Volume.ClaimName
-	if _, err := r.deps.KubeClient.CoreV1().PersistentVolumeClaims(b.Namespace).Get(ctx, claim, metav1.GetOptions{}); apierrors.IsNotFound(err) {
-		// The snapshot went with its claim.
-		return 0, r.w.SetFinalizer(ctx, b, false)
+	where := "bucket " + bucketOf(b)
+	if s3 := b.Spec.Destination.S3; s3 != nil {
+		if problem := member.S3SecretsProblem(s3, b.Namespace, r.secretGetter(ctx, b.Namespace)); problem != "" && deleter == nil {
+			// No pod could reach the store. Said once a pass, slowly: the user restores the
+			// Secret, or removes the finalizer to keep the object.
+			r.w.Event(b, corev1.EventTypeWarning, EventDeleteFailed, fmt.Sprintf("cannot delete %v from %s: %s", files, where, problem))
+			return whileSecretMissing, nil
+		}
+	} else {
+		claim := b.Spec.Destination.Volume.ClaimName
+		where = "claim " + claim
+		if _, err := r.deps.KubeClient.CoreV1().PersistentVolumeClaims(b.Namespace).Get(ctx, claim, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			// The snapshot went with its claim.
+			return 0, r.w.SetFinalizer(ctx, b, false)
+		}
 	}
 	switch {
 	case deleter == nil:
 		return whileDeleting, r.w.CreatePod(ctx, DeletePod(b, r.deps.Image, files))
 	case deleter.Status.Phase == corev1.PodSucceeded:
-		r.w.Event(b, corev1.EventTypeNormal, EventDeleted, fmt.Sprintf("deleted %v from claim %s", files, claim))
+		r.w.Event(b, corev1.EventTypeNormal, EventDeleted, fmt.Sprintf("deleted %v from %s", files, where))
 		return 0, r.w.SetFinalizer(ctx, b, false)
 	case deleter.Status.Phase == corev1.PodFailed && deleter.DeletionTimestamp == nil:
 		rep, _ := report(deleter)
@@ -70,8 +94,14 @@ func (r *Reconciler) finalize(ctx context.Context, b *api.EtcdBackup, pods []*co
 }
 
 // filesOf are the files of b on its claim, relative to its root: the snapshot status or a
-// succeeded attempt reports, then the temporary file an attempt may have left.
+// succeeded attempt reports, then the temporary file an attempt may have left. In S3, they
+// are the object's key and that of its SHA-256, which an attempt may have written whatever
+// status says.
 func filesOf(b *api.EtcdBackup, pods []*corev1.Pod) []string {
+	if b.Spec.Destination.S3 != nil {
+		key := snapshot.ObjectKey(ObjectPrefix(b), SnapshotName(b))
+		return []string{key, snapshot.SumKey(key)}
+	}
 	var files []string
 	if b.Status.Location != "" {
 		files = append(files, b.Status.Location)

@@ -2,6 +2,7 @@ package backup
 
 import (
 	"fmt"
+	"path"
 	"strconv"
 	"strings"
 
@@ -85,23 +86,27 @@ func endpoints(c *api.EtcdCluster) []snapshot.Endpoint {
 }
 
 // AttemptPod is the pod of one attempt of backup b of cluster c: the operator's image
-// running `etcd-operator backup`, with the destination's claim mounted there alone and, when
+// running `etcd-operator backup`, with the destination's claim, or its S3 credentials (and
+// CA), mounted there alone and, when
 // the cluster's client port uses TLS, the cluster's client Secret (read-only), whose
 // certificate it dials the members with. It needs no API credentials: it reports through its
 // termination message.
 func AttemptPod(b *api.EtcdBackup, c *api.EtcdCluster, attempt int, image string) *corev1.Pod {
-	args := snapshot.Args{Options: snapshot.Options{
-		Members: endpoints(c), Root: destinationMount, Path: b.Spec.Destination.Volume.Path, Name: SnapshotName(b),
-	}}
+	args := snapshot.Args{Options: snapshot.Options{Members: endpoints(c), Name: SnapshotName(b)}}
+	if s3 := b.Spec.Destination.S3; s3 != nil {
+		args.Path = ObjectPrefix(b)
+	} else {
+		args.Root, args.Path = destinationMount, b.Spec.Destination.Volume.Path
+	}
 	if !member.ClientTLS(c) {
-		return pod(b, AttemptPodName(b.Name, attempt), RoleTake, image, args.Render())
+		return pod(b, AttemptPodName(b.Name, attempt), RoleTake, image, args)
 	}
 	args.TLS = etcdutil.TLSFiles{
 		CertFile: clientTLSMount + "/" + corev1.TLSCertKey,
 		KeyFile:  clientTLSMount + "/" + corev1.TLSPrivateKeyKey,
 		CAFile:   clientTLSMount + "/" + member.KeyCA,
 	}
-	p := pod(b, AttemptPodName(b.Name, attempt), RoleTake, image, args.Render())
+	p := pod(b, AttemptPodName(b.Name, attempt), RoleTake, image, args)
 	p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: clientTLSVolume, VolumeSource: corev1.VolumeSource{
 		Secret: &corev1.SecretVolumeSource{SecretName: member.ClientTLSSecretName(c.Name), DefaultMode: ptr.To(clientTLSMode)}}})
 	ctr := &p.Spec.Containers[0]
@@ -113,13 +118,35 @@ func AttemptPod(b *api.EtcdBackup, c *api.EtcdCluster, attempt int, image string
 // Secret, and no other user of the node.
 const clientTLSMode int32 = 0o440
 
-// DeletePod is the pod that deletes the files rel (relative to the claim's root) of backup b.
+// DeletePod is the pod that deletes the files rel (relative to the claim's root), or the
+// objects of those keys, of backup b.
 func DeletePod(b *api.EtcdBackup, image string, rel []string) *corev1.Pod {
-	args := snapshot.Args{Options: snapshot.Options{Root: destinationMount}, Delete: rel}
-	return pod(b, DeletePodName(b.Name), RoleDelete, image, args.Render())
+	args := snapshot.Args{Delete: rel}
+	if b.Spec.Destination.S3 == nil {
+		args.Root = destinationMount
+	}
+	return pod(b, DeletePodName(b.Name), RoleDelete, image, args)
 }
 
-func pod(b *api.EtcdBackup, name, role, image string, args []string) *corev1.Pod {
+// ObjectPrefix is where the snapshot of backup b goes in its S3 bucket: the destination's
+// prefix, then the backup's namespace, so that backups of the same name in two namespaces
+// that share a bucket do not write the same object.
+func ObjectPrefix(b *api.EtcdBackup) string {
+	return strings.TrimPrefix(path.Join("/", b.Spec.Destination.S3.Prefix, b.Namespace), "/")
+}
+
+// pod is a backup's pod running the backup command with args, with the destination's claim,
+// or its S3 Secrets, mounted there alone.
+func pod(b *api.EtcdBackup, name, role, image string, args snapshot.Args) *corev1.Pod {
+	var vols []corev1.Volume
+	var mounts []corev1.VolumeMount
+	if s3 := b.Spec.Destination.S3; s3 != nil {
+		args.S3, vols, mounts = member.S3Access(member.S3SourceOf(s3))
+	} else {
+		vols = []corev1.Volume{{Name: destinationVolume, VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: b.Spec.Destination.Volume.ClaimName}}}}
+		mounts = []corev1.VolumeMount{{Name: destinationVolume, MountPath: destinationMount}}
+	}
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: b.Namespace,
@@ -141,8 +168,8 @@ func pod(b *api.EtcdBackup, name, role, image string, args []string) *corev1.Pod
 			Containers: []corev1.Container{{
 				Name: containerName, Image: image, ImagePullPolicy: corev1.PullIfNotPresent,
 				Command:      []string{operatorBinary, snapshot.Command},
-				Args:         args,
-				VolumeMounts: []corev1.VolumeMount{{Name: destinationVolume, MountPath: destinationMount}},
+				Args:         args.Render(),
+				VolumeMounts: mounts,
 				SecurityContext: &corev1.SecurityContext{
 					AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
 					Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
@@ -155,8 +182,7 @@ func pod(b *api.EtcdBackup, name, role, image string, args []string) *corev1.Pod
 				TerminationMessagePath:   snapshot.DefaultTerminationLog,
 				TerminationMessagePolicy: corev1.TerminationMessageReadFile,
 			}},
-			Volumes: []corev1.Volume{{Name: destinationVolume, VolumeSource: corev1.VolumeSource{
-				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: b.Spec.Destination.Volume.ClaimName}}}},
+			Volumes: vols,
 		},
 	}
 	return p

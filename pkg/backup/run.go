@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/member"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
 )
 
@@ -57,7 +58,8 @@ func (r *Reconciler) run(ctx context.Context, b *api.EtcdBackup, pods []*corev1.
 	return podStartTimeout - waited, r.progress(ctx, b, api.BackupPending, n)
 }
 
-// precheck fails a backup whose cluster or claim does not exist, before any pod is made.
+// precheck fails a backup whose cluster or claim does not exist, or whose S3 Secrets lack
+// what the pod needs, before any pod is made.
 func (r *Reconciler) precheck(ctx context.Context, b *api.EtcdBackup) (outcome, bool) {
 	c, err := r.deps.Clusters.EtcdClusters(b.Namespace).Get(b.Spec.ClusterName)
 	if apierrors.IsNotFound(err) {
@@ -68,6 +70,12 @@ func (r *Reconciler) precheck(ctx context.Context, b *api.EtcdBackup) (outcome, 
 		return outcome{phase: api.BackupFailed, reason: api.ReasonBackupNoQuorum,
 			message: fmt.Sprintf("EtcdCluster %s lists no voting member in its status", c.Name)}, true
 	}
+	if s3 := b.Spec.Destination.S3; s3 != nil {
+		if problem := member.S3SecretsProblem(s3, b.Namespace, r.secretGetter(ctx, b.Namespace)); problem != "" {
+			return outcome{phase: api.BackupFailed, reason: api.ReasonSecretNotFound, message: problem}, true
+		}
+		return outcome{}, false
+	}
 	claim := b.Spec.Destination.Volume.ClaimName
 	_, err = r.deps.KubeClient.CoreV1().PersistentVolumeClaims(b.Namespace).Get(ctx, claim, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -75,6 +83,18 @@ func (r *Reconciler) precheck(ctx context.Context, b *api.EtcdBackup) (outcome, 
 			message: fmt.Sprintf("PersistentVolumeClaim %s does not exist in namespace %s", claim, b.Namespace)}, true
 	}
 	return outcome{}, false
+}
+
+// secretGetter reads the Secrets of namespace for member.S3SecretsProblem: nil and no error
+// for one that does not exist. Only the presence of their keys is looked at.
+func (r *Reconciler) secretGetter(ctx context.Context, namespace string) func(string) (*corev1.Secret, error) {
+	return func(name string) (*corev1.Secret, error) {
+		s, err := r.deps.KubeClient.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return s, err
+	}
 }
 
 // startAttempt creates the pod of attempt n.
@@ -95,11 +115,12 @@ func (r *Reconciler) startAttempt(ctx context.Context, b *api.EtcdBackup, n int)
 
 // attemptFailed starts the next attempt once retryDelay has passed since the failed pod
 // ended, or fails the backup when that pod's attempt was the last or its failure is one
-// another attempt cannot mend (a full volume).
+// another attempt cannot mend (a full volume, credentials the store refuses, a bucket it does
+// not have).
 func (r *Reconciler) attemptFailed(ctx context.Context, b *api.EtcdBackup, failed *corev1.Pod, reason api.ConditionReason, msg string) (time.Duration, error) {
 	n := attemptOf(b.Name, failed.Name)
 	switch {
-	case reason == api.ReasonBackupNoSpace:
+	case reason == api.ReasonBackupNoSpace || reason == api.ReasonStoreAccessDenied || reason == api.ReasonBucketNotFound:
 		return 0, r.finish(ctx, b, n, outcome{phase: api.BackupFailed, reason: reason,
 			message: fmt.Sprintf("attempt %d failed: %s", n, msg)})
 	case n >= maxAttempts:
@@ -127,6 +148,12 @@ func failureOf(p *corev1.Pod, rep snapshot.Report) (api.ConditionReason, string)
 		return api.ReasonBackupNoSpace, rep.Message
 	case snapshot.FailureCorrupt:
 		return api.ReasonSnapshotCorrupt, rep.Message
+	case snapshot.FailureAccessDenied:
+		return api.ReasonStoreAccessDenied, rep.Message
+	case snapshot.FailureBucketNotFound:
+		return api.ReasonBucketNotFound, rep.Message
+	case snapshot.FailureUnreachable:
+		return api.ReasonStoreUnreachable, rep.Message
 	}
 	return api.ReasonBackupAttemptsExhausted, rep.Message
 }

@@ -101,7 +101,7 @@ func (r *Reconciler) observe(ctx context.Context, c *api.EtcdCluster) (*observat
 		return nil, err
 	}
 	o.budget = budget
-	o.restore, o.restoreProblem = r.restoreSource(c)
+	o.restore, o.restoreProblem = r.restoreSource(ctx, c)
 	eps, err := r.deps.EndpointSlices.EndpointSlices(c.Namespace).List(labels.SelectorFromSet(labels.Set{
 		member.LabelCluster: c.Name}))
 	if err != nil {

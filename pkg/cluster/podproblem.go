@@ -51,8 +51,14 @@ func podProblem(p *corev1.Pod) *plan.PodProblem {
 			continue
 		}
 		if w := st.State.Waiting; w != nil && cannotStart[w.Reason] {
-			return &plan.PodProblem{Reason: w.Reason, Message: clip(fmt.Sprintf("container %s: %s", st.Name, w.Message)),
-				Since: notReadySince(p)}
+			msg := fmt.Sprintf("container %s: %s", st.Name, w.Message)
+			if t := st.LastTerminationState.Terminated; w.Reason == plan.ReasonCrashLoop && t != nil && strings.TrimSpace(t.Message) != "" {
+				// Why it exited (an init container's refusal to fetch a snapshot, say) is
+				// what to act on; the back-off is not.
+				msg = fmt.Sprintf("container %s exited with code %d: ", st.Name, t.ExitCode)
+				msg += clipHead(t.Message, maxProblemMessage-len(msg))
+			}
+			return &plan.PodProblem{Reason: w.Reason, Message: clip(msg), Since: notReadySince(p)}
 		}
 	}
 	return nil

@@ -101,6 +101,18 @@ func TestPodProblem(t *testing.T) {
 		{"crash loop, briefly running: etcd starts again, it has not exited", etcd(corev1.ContainerStatus{RestartCount: 5,
 			LastTerminationState: corev1.ContainerState{Terminated: failed}, State: runningAgain}),
 			plan.ReasonCrashLoop, "member removed", notReady.Time, time.Time{}},
+		{"an init container in a crash loop: its refusal is quoted", func() *corev1.Pod {
+			p := base()
+			p.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: member.FetchContainerName, RestartCount: 3,
+				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1,
+					Message: "restore-failed: restore from snapshot failed: snapshot nowhere/missing.db: bucket etcd-backups: " +
+						"opening nowhere/missing.db: object not found: NoSuchKey: The specified key does not exist."}},
+				State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: plan.ReasonCrashLoop,
+					Message: "back-off 40s restarting failed container=fetch-snapshot pod=broken-s3-0_e2e-testrestorefrommissings3object-abcdef(0123456789abcdef)"}}}}
+			return p
+		}(), plan.ReasonCrashLoop, "container fetch-snapshot exited with code 1: restore-failed: restore from snapshot failed: snapshot nowhere/missing.db: " +
+			"bucket etcd-backups: opening nowhere/missing.db: object not found: NoSuchKey",
+			notReady.Time, time.Time{}},
 		{"unschedulable", func() *corev1.Pod {
 			p := base()
 			p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,

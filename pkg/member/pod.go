@@ -65,10 +65,17 @@ type Template struct {
 }
 
 // Restore is a snapshot a new cluster's seed is restored from: a file of a claim, which the
-// seed's pod mounts read-only.
+// seed's pod mounts read-only, or an object of an S3 bucket, which an init container of the
+// seed's pod downloads.
 type Restore struct {
-	// ClaimName is the claim that holds the snapshot; Key the file's path in it.
+	// ClaimName is the claim that holds the snapshot, empty for S3; Key the file's path in
+	// it, or the object's key.
 	ClaimName, Key string
+	// S3 is the bucket that holds the snapshot, zero for a claim.
+	S3 S3Source
+	// SHA256 is the snapshot's, as its EtcdBackup recorded it; empty when the restore names
+	// the key alone (the init container then checks the one stored beside the object).
+	SHA256 string
 	// BumpRevision and MarkCompacted are spec.bootstrap.fromBackup's.
 	BumpRevision  int64
 	MarkCompacted bool

@@ -14,14 +14,17 @@ import (
 )
 
 // RestoreVolumeName is the seed's read-only mount, at RestoreDir, of the claim that holds the
-// snapshot it is restored from.
+// snapshot it is restored from, or of the folder the snapshot is downloaded to from S3
+// (RestoreS3File, by the init container FetchContainerName).
 const (
-	RestoreVolumeName = "restore"
-	RestoreDir        = "/var/lib/etcd-restore"
+	RestoreVolumeName  = "restore"
+	RestoreDir         = "/var/lib/etcd-restore"
+	RestoreS3File      = "snapshot.db"
+	FetchContainerName = "fetch-snapshot"
 )
 
 // readRestore reads back the Template.Restore of a pod built by Pod: the claim of its restore
-// volume and member-init's restore flags.
+// volume, or its fetch container's flags, and member-init's restore flags.
 func readRestore(p *corev1.Pod) *Restore {
 	var claim string
 	for _, v := range p.Spec.Volumes {
@@ -29,7 +32,15 @@ func readRestore(p *corev1.Pod) *Restore {
 			claim = v.PersistentVolumeClaim.ClaimName
 		}
 	}
-	if claim == "" {
+	var fetch *memberinit.FetchOptions
+	for _, ctr := range p.Spec.InitContainers {
+		if ctr.Name == FetchContainerName && len(ctr.Args) > 0 && ctr.Args[0] == memberinit.FetchCommand {
+			if o, err := memberinit.ParseFetch(ctr.Args[1:]); err == nil {
+				fetch = &o
+			}
+		}
+	}
+	if claim == "" && fetch == nil {
 		return nil
 	}
 	for _, ctr := range p.Spec.Containers {
@@ -40,8 +51,12 @@ func readRestore(p *corev1.Pod) *Restore {
 		if err != nil || !strings.HasPrefix(o.Restore.From, RestoreDir+"/") {
 			return nil
 		}
-		return &Restore{ClaimName: claim, Key: strings.TrimPrefix(o.Restore.From, RestoreDir+"/"),
+		r := &Restore{ClaimName: claim, Key: strings.TrimPrefix(o.Restore.From, RestoreDir+"/"),
 			BumpRevision: o.Restore.BumpRevision, MarkCompacted: o.Restore.MarkCompacted}
+		if fetch != nil {
+			r.ClaimName, r.Key, r.SHA256, r.S3 = "", fetch.Key, fetch.SHA256, readS3Source(p, fetch.S3)
+		}
+		return r
 	}
 	return nil
 }
@@ -81,12 +96,18 @@ func wrapInMemberInit(c *api.EtcdCluster, t Template, pod *corev1.Pod, initImage
 			CAFile:   TLSDir + "/" + KeyServerCA,
 		}
 	}
+	var fetch *corev1.Container
 	if t.ClusterState == etcdutil.ClusterStateNew && t.Restore != nil {
 		wait.Restore = memberinit.Restore{From: RestoreDir + "/" + t.Restore.Key,
 			BumpRevision: t.Restore.BumpRevision, MarkCompacted: t.Restore.MarkCompacted}
 		etcd.VolumeMounts = append(etcd.VolumeMounts, corev1.VolumeMount{Name: RestoreVolumeName, MountPath: RestoreDir, ReadOnly: true})
-		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: RestoreVolumeName, VolumeSource: corev1.VolumeSource{
-			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: t.Restore.ClaimName, ReadOnly: true}}})
+		source := corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: t.Restore.ClaimName, ReadOnly: true}}
+		if !t.Restore.S3.IsZero() {
+			wait.Restore.From = RestoreDir + "/" + RestoreS3File
+			source = corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}
+			fetch = fetchContainer(pod, t.Restore, initImage)
+		}
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: RestoreVolumeName, VolumeSource: source})
 	}
 	etcd.Command = []string{MemberInitPath}
 	etcd.Args = append([]string{MemberInitCommand}, wait.Args()...)
@@ -103,6 +124,37 @@ func wrapInMemberInit(c *api.EtcdCluster, t Template, pod *corev1.Pod, initImage
 			}},
 		}}})
 	pod.Spec.InitContainers = []corev1.Container{installContainer(initImage)}
+	if fetch != nil {
+		pod.Spec.InitContainers = append(pod.Spec.InitContainers, *fetch)
+	}
+}
+
+// fetchContainer is the init container of a seed restored from S3: the operator's image
+// running `etcd-operator fetch-snapshot`, which downloads the snapshot into the restore
+// volume and checks it before member-init restores from it. It alone mounts the store's
+// credentials; it sees the data volume read-only, to fetch nothing for a seed restored
+// already. Its volumes are added to pod.
+func fetchContainer(pod *corev1.Pod, r *Restore, initImage string) *corev1.Container {
+	cfg, vols, mounts := S3Access(r.S3)
+	pod.Spec.Volumes = append(pod.Spec.Volumes, vols...)
+	o := memberinit.FetchOptions{S3: cfg, Key: r.Key, To: RestoreDir + "/" + RestoreS3File, SHA256: r.SHA256, DataDir: DataDir}
+	return &corev1.Container{
+		Name:            FetchContainerName,
+		Image:           initImage,
+		ImagePullPolicy: corev1.PullIfNotPresent,
+		Args:            append([]string{memberinit.FetchCommand}, o.Args()...),
+		VolumeMounts: append([]corev1.VolumeMount{
+			{Name: RestoreVolumeName, MountPath: RestoreDir},
+			{Name: DataVolumeName, MountPath: DataMountPath, ReadOnly: true},
+		}, mounts...),
+		SecurityContext:          restrictedContainer(),
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		// The snapshot streams to the file through a small buffer.
+		Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
+			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")},
+		},
+	}
 }
 
 // installContainer is the init container that copies member-init from the operator's image

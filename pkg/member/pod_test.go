@@ -228,6 +228,12 @@ func TestTemplateRoundTrip(t *testing.T) {
 			MemberID: 0x8e9e05c52164694d, ForceNewCluster: true},
 		"seed restored from a snapshot": {Ordinal: 0, ClusterState: etcdutil.ClusterStateNew, InitialCluster: []int{0}, Version: "3.6.16",
 			Restore: &Restore{ClaimName: "backups", Key: "example/example-b-42.db", BumpRevision: 1000, MarkCompacted: true}},
+		"seed restored from S3": {Ordinal: 0, ClusterState: etcdutil.ClusterStateNew, InitialCluster: []int{0}, Version: "3.6.16",
+			Restore: &Restore{Key: "etcd/ns/example-b.db", SHA256: strings.Repeat("ab", 32), BumpRevision: 1000, MarkCompacted: true,
+				S3: S3Source{Endpoint: "https://s3.example.com", Bucket: "backups", Region: "eu-west-3", PathStyle: true,
+					CredentialsSecret: "s3-credentials", CASecret: "s3-ca"}}},
+		"seed restored from an S3 key alone": {Ordinal: 0, ClusterState: etcdutil.ClusterStateNew, InitialCluster: []int{0}, Version: "3.6.16",
+			Restore: &Restore{Key: "k.db", S3: S3Source{Endpoint: "http://s3.example.com", Bucket: "backups", CredentialsSecret: "s3-credentials"}}},
 	} {
 		got, ok := ReadTemplate(c.Name, Pod(c, tmpl, "op:1"))
 		if (got.Restore == nil) != (tmpl.Restore == nil) || (got.Restore != nil && *got.Restore != *tmpl.Restore) {
@@ -257,7 +263,37 @@ func TestTemplateRoundTrip(t *testing.T) {
 		!slices.Contains(seed.Spec.Containers[0].Args, "--restore-from="+RestoreDir+"/k.db") {
 		t.Errorf("seed restored from a snapshot: volumes %v, args %v", seed.Spec.Volumes, seed.Spec.Containers[0].Args)
 	}
+	// From S3, an init container downloads the snapshot: it alone mounts the credentials,
+	// and sees the data volume read-only; etcd's container sees the download read-only.
+	s3 := S3Source{Endpoint: "http://s3.example.com", Bucket: "backups", CredentialsSecret: "s3-credentials"}
+	fromS3 := Pod(c, Template{Ordinal: 0, ClusterState: etcdutil.ClusterStateNew, InitialCluster: []int{0},
+		Restore: &Restore{Key: "k.db", S3: s3}}, "op:1")
+	inits := fromS3.Spec.InitContainers
+	if len(inits) != 2 || inits[1].Name != FetchContainerName || inits[1].Image != "op:1" {
+		t.Fatalf("init containers of a seed restored from S3: %+v", inits)
+	}
+	for _, ctr := range append(slices.Clone(inits), fromS3.Spec.Containers...) {
+		for _, m := range ctr.VolumeMounts {
+			if m.Name == S3CredentialsVolume && ctr.Name != FetchContainerName {
+				t.Errorf("container %s mounts the S3 credentials", ctr.Name)
+			}
+			if (m.Name == DataVolumeName || m.Name == RestoreVolumeName) && ctr.Name == FetchContainerName && m.ReadOnly != (m.Name == DataVolumeName) {
+				t.Errorf("fetch container's mount %+v", m)
+			}
+			if m.Name == RestoreVolumeName && ctr.Name == EtcdContainerName && !m.ReadOnly {
+				t.Errorf("etcd's container mounts the download read-write")
+			}
+		}
+	}
+	if !slices.Contains(fromS3.Spec.Containers[0].Args, "--restore-from="+RestoreDir+"/"+RestoreS3File) {
+		t.Errorf("member-init restores from %v", fromS3.Spec.Containers[0].Args)
+	}
 	joining := Pod(c, Template{Ordinal: 1, ClusterState: etcdutil.ClusterStateExisting, InitialCluster: []int{0, 1},
+		Restore: &Restore{Key: "k.db", S3: s3}}, "op:1")
+	if len(joining.Spec.InitContainers) != 1 {
+		t.Errorf("a joining member fetches a snapshot: %+v", joining.Spec.InitContainers)
+	}
+	joining = Pod(c, Template{Ordinal: 1, ClusterState: etcdutil.ClusterStateExisting, InitialCluster: []int{0, 1},
 		Restore: &Restore{ClaimName: "backups", Key: "k.db"}}, "op:1")
 	if r := readRestore(joining); r != nil {
 		t.Errorf("a joining member restores %+v", r)

@@ -20,10 +20,11 @@ const DefaultTerminationLog = "/dev/termination-log"
 const maxReport = 4096
 
 // Args are the flags of `etcd-operator backup`: take a snapshot (Options), or, with Delete,
-// delete files of the destination.
+// delete files of the destination (objects, with S3).
 type Args struct {
 	Options
-	// Delete are paths relative to Root to delete instead of taking a snapshot.
+	// Delete are paths relative to Root (keys, with S3) to delete instead of taking a
+	// snapshot.
 	Delete []string
 	// TerminationLog is where the Report is written.
 	TerminationLog string
@@ -44,6 +45,7 @@ func Parse(args []string) (Args, error) {
 	fs.StringVar(&a.TLS.CAFile, "ca-file", "", "CA certificates to verify the members' server certificates by")
 	fs.StringVar(&del, "delete", "", "comma-separated paths relative to --root to delete, instead of taking a snapshot")
 	fs.StringVar(&a.TerminationLog, "termination-log", DefaultTerminationLog, "file to write the outcome to, for the operator")
+	a.S3.AddFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return Args{}, err
 	}
@@ -68,9 +70,14 @@ func Parse(args []string) (Args, error) {
 	if err := a.TLS.Validate(); err != nil {
 		return Args{}, fmt.Errorf("parsing backup flags: --cert-file, --key-file and --ca-file: %w", err)
 	}
+	if !a.S3.IsZero() {
+		if err := a.S3.Validate(); err != nil {
+			return Args{}, fmt.Errorf("parsing backup flags: %w", err)
+		}
+	}
 	switch {
-	case a.Root == "":
-		return Args{}, errors.New("parsing backup flags: --root is required")
+	case a.Root == "" && a.S3.IsZero():
+		return Args{}, errors.New("parsing backup flags: --root or --s3-endpoint is required")
 	case len(a.Delete) == 0 && (a.Name == "" || len(a.Members) == 0):
 		return Args{}, errors.New("parsing backup flags: --name and --members are required to take a snapshot")
 	}
@@ -79,7 +86,11 @@ func Parse(args []string) (Args, error) {
 
 // Render is the command line Parse reads back (without the subcommand).
 func (a Args) Render() []string {
-	out := []string{"--root=" + a.Root}
+	var out []string
+	if a.Root != "" {
+		out = append(out, "--root="+a.Root)
+	}
+	out = append(out, a.S3.Args()...)
 	if len(a.Delete) > 0 {
 		return append(out, "--delete="+strings.Join(a.Delete, ","))
 	}

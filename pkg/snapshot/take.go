@@ -14,6 +14,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
+	"github.com/etcd-operator/etcd-operator/pkg/objstore"
 )
 
 // Endpoint is one member the backup may take its snapshot from.
@@ -35,8 +36,11 @@ type Options struct {
 	// with (https): Take loads them into Conn. A backup pod of a cluster with client TLS has
 	// them from the cluster's client Secret.
 	TLS etcdutil.TLSFiles
-	// Root is where the destination is mounted; Path the folder inside it (relative).
+	// Root is where the destination is mounted; Path the folder inside it (relative). For
+	// an S3 destination, Root is unused and Path is the prefix of the object's key.
 	Root, Path string
+	// S3, when set, is the bucket the snapshot is streamed to instead of a file (TakeS3).
+	S3 objstore.Config
 	// Name is the snapshot file's name without its revision and extension:
 	// <cluster>-<backup>. The file is <Name>-<revision>.db.
 	Name string
@@ -49,7 +53,7 @@ type Result struct {
 	SHA256      string `json:"sha256"`
 	EtcdVersion string `json:"etcdVersion,omitempty"`
 	Member      string `json:"member"`
-	// Location is the file's path relative to Root.
+	// Location is the file's path relative to Root, or the object's key.
 	Location string `json:"location"`
 }
 
@@ -64,6 +68,12 @@ const (
 	FailureNoSpace FailureReason = "NoSpace"
 	// FailureCorrupt: the snapshot written failed the integrity check.
 	FailureCorrupt FailureReason = "SnapshotCorrupt"
+	// FailureAccessDenied: the S3 store refused the credentials.
+	FailureAccessDenied FailureReason = "AccessDenied"
+	// FailureBucketNotFound: the S3 store has no such bucket.
+	FailureBucketNotFound FailureReason = "BucketNotFound"
+	// FailureUnreachable: the S3 store did not answer.
+	FailureUnreachable FailureReason = "StoreUnreachable"
 	// FailureError: anything else (a member that went away mid-stream, an I/O error).
 	FailureError FailureReason = "Error"
 )
@@ -80,8 +90,14 @@ func (f *Failure) Unwrap() error { return f.Err }
 // fail wraps err as a Failure, its reason read from err when it says more than reason.
 func fail(reason FailureReason, err error) error {
 	switch {
-	case errors.Is(err, syscall.ENOSPC):
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, objstore.ErrQuota):
 		reason = FailureNoSpace
+	case errors.Is(err, objstore.ErrAccessDenied):
+		reason = FailureAccessDenied
+	case errors.Is(err, objstore.ErrBucketNotFound):
+		reason = FailureBucketNotFound
+	case errors.Is(err, objstore.ErrUnreachable):
+		reason = FailureUnreachable
 	case errors.Is(err, ErrCorrupt):
 		reason = FailureCorrupt
 	}
@@ -94,12 +110,8 @@ func fail(reason FailureReason, err error) error {
 // leaves no file but, at worst (killed mid-write), its temporary file, which the next attempt
 // of the same backup replaces. Errors are *Failure.
 func Take(ctx context.Context, o Options, f etcdutil.Factory, log *logrus.Entry) (Result, error) {
-	if !o.TLS.IsZero() {
-		conn, err := o.TLS.ConnConfig()
-		if err != nil {
-			return Result{}, fail(FailureError, fmt.Errorf("loading the client certificate: %w", err))
-		}
-		o.Conn.TLS = conn.TLS
+	if err := o.loadTLS(); err != nil {
+		return Result{}, err
 	}
 	from, st, err := choose(ctx, o.Members, o.Conn, f, log)
 	if err != nil {
@@ -140,6 +152,19 @@ func Take(ctx context.Context, o Options, f etcdutil.Factory, log *logrus.Entry)
 		Revision: rev, SizeBytes: checked.SizeBytes, SHA256: checked.SHA256, EtcdVersion: st.Version,
 		Member: from.Name, Location: path.Join(strings.Trim(path.Clean("/"+o.Path), "/"), file),
 	}, nil
+}
+
+// loadTLS loads the files of o.TLS, when set, into o.Conn.
+func (o *Options) loadTLS() error {
+	if o.TLS.IsZero() {
+		return nil
+	}
+	conn, err := o.TLS.ConnConfig()
+	if err != nil {
+		return fail(FailureError, fmt.Errorf("loading the client certificate: %w", err))
+	}
+	o.Conn.TLS = conn.TLS
+	return nil
 }
 
 // stream writes the member's snapshot to the file part, created anew, and syncs it.

@@ -17,6 +17,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"os"
 	"time"
@@ -49,27 +50,65 @@ func Verify(path string) (Checked, error) {
 		return Checked{}, fmt.Errorf("opening snapshot: %w", err)
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return Checked{}, fmt.Errorf("checking snapshot: %w", err)
+	return VerifyReader(f, path)
+}
+
+// VerifyReader reads a snapshot from r to its end and checks it as Verify does; name says
+// what r is, in errors.
+func VerifyReader(r io.Reader, name string) (Checked, error) {
+	v := NewVerifier()
+	if _, err := io.Copy(v, r); err != nil {
+		return Checked{}, fmt.Errorf("reading snapshot %s: %w", name, err)
 	}
-	size := st.Size()
-	if size <= sha256.Size || size%sectorSize != sha256.Size {
-		return Checked{}, fmt.Errorf("%w: %s is %d bytes, not a database followed by its SHA-256", ErrCorrupt, path, size)
+	return v.Check(name)
+}
+
+// Verifier checks a snapshot as it is written through it, so that a stream is checked on its
+// way without being read twice: the SHA-256 of everything written, and the SHA-256 of all but
+// its last 32 bytes, which Check compares with those bytes.
+type Verifier struct {
+	whole, db hash.Hash
+	size      int64
+	// tail holds the last bytes written, up to sha256.Size: the hash, once the stream ends.
+	tail []byte
+	buf  [2 * sha256.Size]byte
+}
+
+// NewVerifier returns a Verifier that has seen nothing.
+func NewVerifier() *Verifier {
+	v := &Verifier{whole: sha256.New(), db: sha256.New()}
+	v.tail = v.buf[:0]
+	return v
+}
+
+// Write never fails.
+func (v *Verifier) Write(p []byte) (int, error) {
+	v.whole.Write(p)
+	v.size += int64(len(p))
+	if len(p) >= sha256.Size {
+		v.db.Write(v.tail)
+		v.db.Write(p[:len(p)-sha256.Size])
+		v.tail = append(v.buf[:0], p[len(p)-sha256.Size:]...)
+		return len(p), nil
 	}
-	whole, db := sha256.New(), sha256.New()
-	if _, err := io.Copy(io.MultiWriter(whole, db), io.LimitReader(f, size-sha256.Size)); err != nil {
-		return Checked{}, fmt.Errorf("reading snapshot: %w", err)
+	v.tail = append(v.tail, p...)
+	if extra := len(v.tail) - sha256.Size; extra > 0 {
+		v.db.Write(v.tail[:extra])
+		v.tail = append(v.buf[:0], v.tail[extra:]...)
 	}
-	trailer := make([]byte, sha256.Size)
-	if _, err := io.ReadFull(f, trailer); err != nil {
-		return Checked{}, fmt.Errorf("reading snapshot hash: %w", err)
+	return len(p), nil
+}
+
+// Check says whether what was written is a whole snapshot, and what it was; name says what it
+// is, in errors, which wrap ErrCorrupt.
+func (v *Verifier) Check(name string) (Checked, error) {
+	if v.size <= sha256.Size || v.size%sectorSize != sha256.Size {
+		return Checked{}, fmt.Errorf("%w: %s is %d bytes, not a database followed by its SHA-256", ErrCorrupt, name, v.size)
 	}
-	whole.Write(trailer)
-	if !bytes.Equal(db.Sum(nil), trailer) {
-		return Checked{}, fmt.Errorf("%w: the SHA-256 of %s's database does not match the hash at its end", ErrCorrupt, path)
+	if !bytes.Equal(v.db.Sum(nil), v.tail) {
+		return Checked{}, fmt.Errorf("%w: the SHA-256 of %s's database does not match the hash at its end", ErrCorrupt, name)
 	}
-	return Checked{SizeBytes: size, SHA256: hex.EncodeToString(whole.Sum(nil))}, nil
+	return Checked{SizeBytes: v.size, SHA256: hex.EncodeToString(v.whole.Sum(nil))}, nil
 }
 
 // etcd's bbolt layout: revisions are keys of the "key" bucket, 8 bytes of main revision

@@ -11,7 +11,7 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:path=etcdbackups,singular=etcdbackup,shortName=etcdbk,scope=Namespaced
-// +kubebuilder:metadata:annotations="etcd.operator.dev/schema-revision=1"
+// +kubebuilder:metadata:annotations="etcd.operator.dev/schema-revision=2"
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.clusterName`,description="The EtcdCluster snapshotted"
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`,description="Pending, Running, Succeeded or Failed"
@@ -49,30 +49,6 @@ type EtcdBackupSpec struct {
 	// +kubebuilder:default=Retain
 	// +optional
 	DeletionPolicy BackupDeletionPolicy `json:"deletionPolicy,omitempty"`
-}
-
-// BackupDestination is where a snapshot is kept. Exactly one destination is given.
-// +kubebuilder:validation:XValidation:rule="(has(self.volume) ? 1 : 0) == 1",message="destination takes exactly one of: volume"
-type BackupDestination struct {
-	// Volume is a PersistentVolumeClaim of the backup's namespace.
-	// +optional
-	Volume *VolumeDestination `json:"volume,omitempty"`
-}
-
-// VolumeDestination is a folder of a PersistentVolumeClaim.
-type VolumeDestination struct {
-	// ClaimName is the PersistentVolumeClaim, in the backup's namespace, that holds the
-	// snapshots. It must exist; it is mounted read-write by the backup's pod only, and
-	// read-only by the seed of a cluster restored from it.
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=253
-	ClaimName string `json:"claimName"`
-	// Path is the folder inside the claim, relative to its root, created when missing: for
-	// example "example/". Empty means the claim's root.
-	// +kubebuilder:validation:MaxLength=512
-	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/') && !self.split('/').exists(p, p == '..')",message="path must be relative to the claim's root and must not contain '..'"
-	// +optional
-	Path string `json:"path,omitempty"`
 }
 
 // BackupDeletionPolicy says whether a snapshot goes with its EtcdBackup.
@@ -121,13 +97,24 @@ const (
 	ReasonClusterNotFound ConditionReason = "ClusterNotFound"
 	// ReasonClaimNotFound: the destination's claim does not exist.
 	ReasonClaimNotFound ConditionReason = "ClaimNotFound"
+	// ReasonSecretNotFound: an S3 destination's credentialsSecret or caSecret does not
+	// exist, or lacks one of its keys.
+	ReasonSecretNotFound ConditionReason = "SecretNotFound"
+	// ReasonStoreAccessDenied: the S3 store refused the credentials, or refused them the
+	// bucket; the message quotes the store. It is not tried again.
+	ReasonStoreAccessDenied ConditionReason = "StoreAccessDenied"
+	// ReasonBucketNotFound: the S3 store has no such bucket. It is not tried again.
+	ReasonBucketNotFound ConditionReason = "BucketNotFound"
+	// ReasonStoreUnreachable: the S3 endpoint did not answer (a name that does not resolve,
+	// a connection refused or timed out, a certificate not trusted), in each attempt.
+	ReasonStoreUnreachable ConditionReason = "StoreUnreachable"
 	// ReasonBackupPodCannotStart: the backup's pod was not running within its bound (a claim
 	// that cannot bind, no node, an image that cannot be pulled); the message quotes why.
 	ReasonBackupPodCannotStart ConditionReason = "PodCannotStart"
 	// ReasonBackupNoQuorum: no member answered with a leader and a linearizable read, so no
 	// snapshot known to be current could be taken.
 	ReasonBackupNoQuorum ConditionReason = "NoQuorum"
-	// ReasonBackupNoSpace: the destination is full (ENOSPC).
+	// ReasonBackupNoSpace: the destination is full (ENOSPC, or the store's quota).
 	ReasonBackupNoSpace ConditionReason = "NoSpace"
 	// ReasonSnapshotCorrupt: the snapshot received failed etcd's integrity check.
 	ReasonSnapshotCorrupt ConditionReason = "SnapshotCorrupt"
@@ -156,7 +143,7 @@ type EtcdBackupStatus struct {
 	// +optional
 	Member string `json:"member,omitempty"`
 	// Location is the snapshot's path inside the destination: for a volume, relative to the
-	// claim's root.
+	// claim's root; for S3, the object's key in the bucket.
 	// +optional
 	Location string `json:"location,omitempty"`
 	// StartTime is when the operator started the backup.

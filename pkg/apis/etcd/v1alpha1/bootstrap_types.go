@@ -22,11 +22,13 @@ type FromBackupSpec struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	BackupName string `json:"backupName,omitempty"`
-	// Destination is where the snapshot is, as an EtcdBackup's spec.destination.
+	// Destination is where the snapshot is, as an EtcdBackup's spec.destination. An S3
+	// destination's Secrets are read in the cluster's namespace.
 	// +optional
 	Destination *BackupDestination `json:"destination,omitempty"`
 	// Key is the snapshot's path inside the destination (for a volume, relative to the
-	// claim's root), as an EtcdBackup's status.location says.
+	// claim's root; for S3, the object's key in the bucket), as an EtcdBackup's
+	// status.location says.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=1024
 	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/') && !self.split('/').exists(p, p == '..')",message="key must be relative to the destination's root and must not contain '..'"

@@ -32,17 +32,20 @@ var schemaDigests = map[int]string{
 	9:  "5a7156a57096d6163b2c1ac69f97aa9925ae6f2e5f603ce6ec2a20a29bfcf44d",
 	10: "e12472ea48eca0adc59edf6588c57bf75a34c72405951b72096e93059795de3b",
 	11: "50f480a721033d351cfd2fd46b153d05fe0a9db1421b00b32d2b5160622b14c1",
+	12: "aa77adda0df63e231a47cbc467f70257541ea72822832cead0a71609cd88d5d2",
 }
 
 // backupSchemaDigests is schemaDigests for the EtcdBackup CRD (the marker on EtcdBackup).
 var backupSchemaDigests = map[int]string{
 	1: "44c8aae71b5ed248c90e176c3cfb43a1d5d20c6c6e9901a090153ec3088a8151",
+	2: "e36e74da89a8d40e8a99c22717470f0267506ee66eacd72deb9ab68f51f4faf8",
 }
 
 // scheduleSchemaDigests is schemaDigests for the EtcdBackupSchedule CRD (the marker on
 // EtcdBackupSchedule).
 var scheduleSchemaDigests = map[int]string{
 	1: "740ee5e1cdcc393b62c9a404dc7c973ff807d2e97a7a787001c39bb5f2e34db1",
+	2: "afc6a06105fffee90bc767c63b504d6f7aecc75e614290ea7df60c5645a4026d",
 }
 
 // TestCRDSchemaRevisionFollowsTheSchema fails when a CRD's schema changed and its revision

@@ -11,7 +11,7 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:path=etcdbackupschedules,singular=etcdbackupschedule,shortName=etcdbks,scope=Namespaced
-// +kubebuilder:metadata:annotations="etcd.operator.dev/schema-revision=1"
+// +kubebuilder:metadata:annotations="etcd.operator.dev/schema-revision=2"
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Schedule",type=string,JSONPath=`.spec.schedule`,description="The cron schedule"
 // +kubebuilder:printcolumn:name="Suspend",type=boolean,JSONPath=`.spec.suspend`,description="Whether no backup is taken"

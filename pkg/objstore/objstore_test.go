@@ -1,0 +1,136 @@
+package objstore_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/etcd-operator/etcd-operator/pkg/objstore"
+	"github.com/etcd-operator/etcd-operator/pkg/objstore/objstoretest"
+)
+
+func open(t *testing.T, c objstore.Config) *objstore.Store {
+	t.Helper()
+	s, err := objstore.Open(c)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	return s
+}
+
+// A stream of unknown size, over one part, is stored whole, reads back the same as a stream
+// and at offsets, and is deleted, twice without error.
+func TestPutOpenDelete(t *testing.T) {
+	srv := objstoretest.Start(t, "backups")
+	s := open(t, srv.Config(t, "backups", objstoretest.AccessKeyID, objstoretest.SecretAccessKey))
+	ctx := context.Background()
+	if err := s.Check(ctx); err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	data := make([]byte, objstore.PartSize+12345)
+	rand.Read(data)
+	// A reader that hides its size, as etcd's snapshot stream does.
+	n, err := s.Put(ctx, "ns/a.db", io.MultiReader(bytes.NewReader(data)))
+	if err != nil || n != int64(len(data)) {
+		t.Fatalf("Put: %d bytes, %v; want %d", n, err, len(data))
+	}
+	o, err := s.Open(ctx, "ns/a.db")
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	defer o.Close()
+	got, err := io.ReadAll(o)
+	if err != nil || !bytes.Equal(got, data) || o.Size() != int64(len(data)) {
+		t.Fatalf("read back %d bytes (size %d), %v: not the %d bytes put", len(got), o.Size(), err, len(data))
+	}
+	at := make([]byte, 100)
+	if _, err := o.ReadAt(at, objstore.PartSize-50); err != nil || !bytes.Equal(at, data[objstore.PartSize-50:objstore.PartSize+50]) {
+		t.Fatalf("ReadAt across the parts: %v", err)
+	}
+	if err := s.Delete(ctx, "ns/a.db", "ns/never.db"); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	if _, err := s.Open(ctx, "ns/a.db"); !errors.Is(err, objstore.ErrNotFound) {
+		t.Fatalf("Open after Delete: %v, want ErrNotFound", err)
+	}
+	if err := s.Delete(ctx, "ns/a.db"); err != nil {
+		t.Fatalf("Delete again: %v", err)
+	}
+}
+
+// Each failure a backup reports is told apart, with the store's words and without the
+// credentials.
+func TestFailuresAreClassified(t *testing.T) {
+	srv := objstoretest.Start(t, "backups")
+	ctx := context.Background()
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	unreachable := "http://" + closed.Addr().String()
+	closed.Close()
+	untrusted := srv.Config(t, "backups", objstoretest.AccessKeyID, objstoretest.SecretAccessKey)
+	untrusted.CAFile = ""
+	for _, tc := range []struct {
+		name     string
+		config   objstore.Config
+		sentinel error
+		words    string
+	}{
+		{"wrong credentials", srv.Config(t, "backups", "AKIDWRONG", "wrong-secret"), objstore.ErrAccessDenied, "AccessDenied"},
+		{"no such bucket", srv.Config(t, "missing", objstoretest.AccessKeyID, objstoretest.SecretAccessKey), objstore.ErrBucketNotFound, "missing"},
+		{"a certificate not trusted", untrusted, objstore.ErrUnreachable, "certificate"},
+		{"an endpoint that does not answer", objstore.Config{Endpoint: unreachable, Bucket: "backups", Region: "us-east-1", PathStyle: true,
+			CredentialsDir: objstoretest.Credentials(t, "AKIDWRONG", "wrong-secret")}, objstore.ErrUnreachable, "connection refused"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := open(t, tc.config)
+			start := time.Now()
+			err := s.Check(ctx)
+			if !errors.Is(err, tc.sentinel) || !strings.Contains(err.Error(), tc.words) {
+				t.Fatalf("Check: %v; want %v with %q", err, tc.sentinel, tc.words)
+			}
+			if strings.Contains(err.Error(), "wrong-secret") || strings.Contains(err.Error(), "AKIDWRONG") {
+				t.Errorf("the error quotes the credentials: %v", err)
+			}
+			if d := time.Since(start); d > 30*time.Second {
+				t.Errorf("Check took %s", d)
+			}
+		})
+	}
+	s := open(t, srv.Config(t, "backups", objstoretest.AccessKeyID, objstoretest.SecretAccessKey))
+	if _, err := s.Open(ctx, "nowhere.db"); !errors.Is(err, objstore.ErrNotFound) {
+		t.Errorf("Open of no object: %v, want ErrNotFound", err)
+	}
+}
+
+// Missing or empty credential files and endpoints with a path are refused before any call.
+func TestOpenRefusesBadConfig(t *testing.T) {
+	good := objstore.Config{Endpoint: "https://s3.example.com", Bucket: "b", CredentialsDir: objstoretest.Credentials(t, "id", "secret")}
+	if _, err := objstore.Open(good); err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	for name, c := range map[string]objstore.Config{
+		"a path":              {Endpoint: "https://s3.example.com/b", Bucket: "b", CredentialsDir: good.CredentialsDir},
+		"no scheme":           {Endpoint: "s3.example.com", Bucket: "b", CredentialsDir: good.CredentialsDir},
+		"no credentials":      {Endpoint: "https://s3.example.com", Bucket: "b", CredentialsDir: t.TempDir()},
+		"an empty credential": {Endpoint: "https://s3.example.com", Bucket: "b", CredentialsDir: objstoretest.Credentials(t, "", "secret")},
+	} {
+		if _, err := objstore.Open(c); err == nil {
+			t.Errorf("%s: Open accepted %+v", name, c)
+		}
+	}
+	// Args renders what AddFlags reads.
+	c := good
+	c.Region, c.PathStyle, c.CAFile = "eu-west-3", true, "/ca.crt"
+	if got := strings.Join(c.Args(), " "); got != "--s3-endpoint=https://s3.example.com --s3-bucket=b --s3-credentials-dir="+
+		good.CredentialsDir+" --s3-region=eu-west-3 --s3-path-style --s3-ca-file=/ca.crt" {
+		t.Errorf("Args: %s", got)
+	}
+}

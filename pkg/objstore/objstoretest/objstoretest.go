@@ -1,0 +1,100 @@
+// Package objstoretest runs an in-process S3-compatible store (gofakes3, in memory) for the
+// tests of the code that reads and writes snapshots in S3, behind a check of the access key
+// ID that gofakes3 does not make itself, so that wrong credentials are refused as a real
+// store refuses them. It serves https with a certificate of its own, given as the CA file of
+// Config: over http, minio-go signs each chunk of an upload's parts (aws-chunked), which
+// gofakes3 stores undecoded.
+package objstoretest
+
+import (
+	"encoding/pem"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
+
+	"github.com/etcd-operator/etcd-operator/pkg/objstore"
+)
+
+// The credentials the store accepts.
+const (
+	AccessKeyID     = "AKIDTESTSTORE"
+	SecretAccessKey = "test-secret-access-key"
+)
+
+// Store is a running in-process store.
+type Store struct {
+	// URL is the store's endpoint.
+	URL     string
+	Backend *s3mem.Backend
+	// CAFile holds the certificate the store serves.
+	CAFile string
+}
+
+// Start starts a store with the given buckets, stopped when the test ends.
+func Start(t testing.TB, buckets ...string) *Store {
+	t.Helper()
+	backend := s3mem.New()
+	for _, b := range buckets {
+		if err := backend.CreateBucket(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	faker := gofakes3.New(backend, gofakes3.WithIntegrityCheck(true))
+	h := faker.Server()
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.Contains(r.Header.Get("Authorization"), "Credential="+AccessKeyID+"/") {
+			w.Header().Set("Content-Type", "application/xml")
+			w.WriteHeader(http.StatusForbidden)
+			_, _ = w.Write([]byte(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>InvalidAccessKeyId</Code>` +
+				`<Message>The AWS Access Key Id you provided does not exist in our records.</Message></Error>`))
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	ca := filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return &Store{URL: srv.URL, Backend: backend, CAFile: ca}
+}
+
+// Config is the configuration of bucket on s, with the credentials id and secret written to
+// files of a folder of the test's.
+func (s *Store) Config(t testing.TB, bucket, id, secret string) objstore.Config {
+	t.Helper()
+	return objstore.Config{Endpoint: s.URL, Bucket: bucket, PathStyle: true, Region: "us-east-1",
+		CredentialsDir: Credentials(t, id, secret), CAFile: s.CAFile}
+}
+
+// Credentials writes id and secret as the files of a credentials folder and returns it.
+func Credentials(t testing.TB, id, secret string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, v := range map[string]string{objstore.AccessKeyIDFile: id, objstore.SecretAccessKeyFile: secret} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(v), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// Keys are the keys of the objects of bucket.
+func (s *Store) Keys(t testing.TB, bucket string) []string {
+	t.Helper()
+	list, err := s.Backend.ListBucket(bucket, nil, gofakes3.ListBucketPage{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, c := range list.Contents {
+		keys = append(keys, c.Key)
+	}
+	return keys
+}

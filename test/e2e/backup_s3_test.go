@@ -1,0 +1,163 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
+)
+
+// s3Store is the outcome of starting the store of `make s3` once for the suite.
+var s3Store struct {
+	once sync.Once
+	err  error
+	out  string
+}
+
+// s3StoreTimeout bounds hack/s3.sh: building versitygw the first time takes a minute or two.
+const s3StoreTimeout = 15 * time.Minute
+
+// requireS3 makes sure the S3-compatible store of `make s3` runs, with its bucket, by running
+// hack/s3.sh as make s3 does (once per suite; quick when the store is up already).
+func requireS3(t *testing.T) {
+	t.Helper()
+	s3Store.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), s3StoreTimeout)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, filepath.Join("..", "..", "hack", "s3.sh")).CombinedOutput()
+		s3Store.out, s3Store.err = string(out), err
+	})
+	if s3Store.err != nil {
+		t.Fatalf("starting the S3 store (hack/s3.sh, make s3): %v\n%s", s3Store.err, s3Store.out)
+	}
+}
+
+// failedReason is the reason of a backup's Failed condition when it is True.
+func failedReason(b etcdBackup) (reason, message string) {
+	for _, c := range b.Status.Conditions {
+		if c.Type == "Failed" && c.Status == "True" {
+			return c.Reason, c.Message
+		}
+	}
+	return "", ""
+}
+
+// TestBackupToS3AndRestore: keys written; a backup to the S3 store of make s3 with
+// example/etcdbackup-s3.yaml; on the same cluster, a backup with credentials the store refuses,
+// which fails at once with the store's reason and leaves the cluster as it was; more keys; the
+// cluster and its claims deleted; the backup restored into a new three-member cluster
+// (example/etcdcluster-restore-s3.yaml), which has every key written before the backup and
+// none written after; then the backup, its policy turned to Delete, deleted with its object.
+func TestBackupToS3AndRestore(t *testing.T) {
+	f, w := runningExample(t)
+	requireS3(t)
+	w.WaitAcked(50, 2*time.Minute)
+	acked := w.Stop()
+	w.Verify(acked, "example-0")
+	before := putKeys(t, f, "example", "before", 5)
+
+	f.Apply(exampleFile(t, "etcdbackup-s3.yaml"))
+	b := waitBackup(f, "example-backup-s3", 5*time.Minute)
+	if want := "etcd/" + f.Namespace + "/example-example-backup-s3.db"; b.Status.Phase != "Succeeded" || b.Status.Location != want ||
+		b.Status.Revision == 0 || b.Status.SizeBytes == 0 || len(b.Status.SHA256) != 64 || b.Status.Member == "" {
+		t.Fatalf("backup status %+v, want Succeeded at %s", b.Status, want)
+	}
+	t.Logf("snapshot of revision %d, %d bytes, from %s at %s", b.Status.Revision, b.Status.SizeBytes, b.Status.Member, b.Status.Location)
+
+	// Credentials the store refuses: Failed with the store's reason, at the first attempt,
+	// with an Event; the secret is in neither; the cluster's pods are the same.
+	pods := podUIDs(f, "example")
+	wrong := strings.NewReplacer("name: etcd-backup-s3", "name: wrong-s3", "name: example-backup-s3", "name: wrong-credentials",
+		"etcd-backup-secret-key", "not-the-secret-key").Replace(exampleFile(t, "etcdbackup-s3.yaml"))
+	f.Apply(wrong)
+	bad := waitBackup(f, "wrong-credentials", 3*time.Minute)
+	reason, msg := failedReason(bad)
+	if bad.Status.Phase != "Failed" || reason != "StoreAccessDenied" || strings.Contains(msg, "not-the-secret-key") {
+		t.Fatalf("backup with wrong credentials: %+v; want Failed, reason StoreAccessDenied, the store's words and not the secret", bad.Status)
+	}
+	t.Logf("wrong credentials: %s: %s", reason, msg)
+	f.Eventually("the BackupFailed Event", time.Minute, func() (bool, error) {
+		out, err := f.NS("get", "events", "--field-selector", "involvedObject.name=wrong-credentials,reason=BackupFailed", "-o", "jsonpath={.items[*].message}")
+		return err == nil && strings.Contains(out, "StoreAccessDenied") && !strings.Contains(out, "not-the-secret-key"), err
+	})
+	if now := podUIDs(f, "example"); fmt.Sprint(now) != fmt.Sprint(pods) {
+		t.Errorf("the cluster's pods changed during the failed backup: %v, then %v", pods, now)
+	}
+
+	after := putKeys(t, f, "example", "after", 5)
+	f.Delete("etcdcluster/example")
+	f.Eventually("the example's pods gone", 3*time.Minute, func() (bool, error) {
+		return len(podUIDs(f, "example")) == 0, nil
+	})
+	f.MustNS("delete", "pvc", "-l", "etcd.operator.dev/cluster=example", "--wait=true", "--timeout=2m")
+
+	f.Apply(exampleFile(t, "etcdcluster-restore-s3.yaml"))
+	f.WaitClusterInSpec("restored-s3", 3, 5*time.Minute)
+	checkKeys(t, f, "restored-s3", before)
+	w.VerifyIn("restored-s3", acked, "restored-s3-0")
+	for k := range after {
+		out, err := f.ClientEtcdctl("restored-s3", "restored-s3-0", "get", k, "-w", "json")
+		if err != nil {
+			t.Fatalf("get %s: %v", k, err)
+		}
+		var resp struct {
+			Count int64 `json:"count"`
+		}
+		if err := json.Unmarshal([]byte(out), &resp); err != nil {
+			t.Fatalf("get %s: %v in %q", k, err, out)
+		}
+		if resp.Count != 0 {
+			t.Errorf("key %s, written after the backup, is in the restored cluster", k)
+		}
+	}
+
+	// deletionPolicy Delete: the object goes with the EtcdBackup.
+	f.Patch("etcdbackup/example-backup-s3", `{"spec":{"deletionPolicy":"Delete"}}`)
+	f.Delete("etcdbackup/example-backup-s3")
+	f.Eventually("example-backup-s3 deleted with its object", 3*time.Minute, func() (bool, error) {
+		out, err := f.NS("get", "etcdbackup", "example-backup-s3", "--ignore-not-found", "-o", "name")
+		return err == nil && strings.TrimSpace(out) == "", err
+	})
+	out := f.MustNS("get", "events", "--field-selector", "involvedObject.name=example-backup-s3,reason=SnapshotDeleted", "-o", "jsonpath={.items[*].message}")
+	if !strings.Contains(out, b.Status.Location) {
+		t.Errorf("SnapshotDeleted Events %q, want the deletion of %s", out, b.Status.Location)
+	}
+}
+
+// TestRestoreFromMissingS3Object: a cluster restored from a key the bucket does not have does
+// not start: the seed's download step refuses, the cluster is Degraded quoting the store, and
+// no empty cluster answers in its place.
+func TestRestoreFromMissingS3Object(t *testing.T) {
+	f := framework.New(t)
+	requireOperator(t, f)
+	requireS3(t)
+	f.Apply(strings.SplitN(exampleFile(t, "etcdbackup-s3.yaml"), "---", 2)[0])
+	f.Apply(cluster("broken-s3", "  size: 3\n  bootstrap:\n    fromBackup:\n      destination:\n        s3:\n"+
+		"          endpoint: http://versitygw.etcd-s3.svc.cluster.local:7070\n          bucket: etcd-backups\n"+
+		"          forcePathStyle: true\n          credentialsSecret: {name: etcd-backup-s3}\n      key: nowhere/missing.db\n"))
+	f.Eventually("broken-s3 Degraded, quoting the refused download", 5*time.Minute, func() (bool, error) {
+		c, err := f.GetEtcdCluster("broken-s3")
+		if err != nil {
+			return false, err
+		}
+		reason, msg := c.ConditionReason("Degraded")
+		return c.Condition("Degraded") == "True" && strings.Contains(msg, "restore-failed") && strings.Contains(msg, "NoSuchKey"),
+			fmt.Errorf("Degraded %s: %s", reason, msg)
+	})
+	c, err := f.GetEtcdCluster("broken-s3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Condition("Available") == "True" || c.Status.Size != 0 {
+		t.Fatalf("a cluster came up without its snapshot: size %d, Available %s", c.Status.Size, c.Condition("Available"))
+	}
+}
