@@ -23,7 +23,7 @@ BENCH_ROUNDS ?= 3
 # suite (docs/testing.md); E2E_DEPLOY_DIR=deploy runs the suite on the production bounds
 E2E_DEPLOY_DIR ?= test/e2e/deploy
 
-.PHONY: help up cluster image deploy down kubeconfig test unit verify e2e e2e-rollout bench
+.PHONY: help up cluster image deploy down kubeconfig test unit verify e2e e2e-rollout bench plugin
 
 help:
 	@echo "make up          start the cluster, build and load the operator image, deploy it and the example"
@@ -36,6 +36,7 @@ help:
 	@echo "make e2e-rollout only the version-change and pod-rollout e2e tests (make e2e runs them too)"
 	@echo "make bench       measure speed and memory (StatefulSet floor vs the operator) on the running cluster; writes docs/bench.md"
 	@echo "make kubeconfig  print the kubeconfig path: export KUBECONFIG=\$$(make -s kubeconfig)"
+	@echo "make plugin      build the kubectl plugin bin/kubectl-etcd (docs/plugin.md)"
 
 up: cluster image deploy
 
@@ -68,10 +69,15 @@ verify:
 	@if [ -x hack/verify-codegen.sh ]; then hack/verify-codegen.sh; \
 	else echo "hack/verify-codegen.sh does not exist yet: nothing to verify"; fi
 
-# ends with every test's wall time, slowest first (hack/test-times.sh), pass or fail
-e2e:
+# the kubectl plugin, as a user installs it: kubectl runs kubectl-etcd found on PATH
+plugin:
+	go build -o bin/kubectl-etcd ./cmd/kubectl-etcd
+
+# ends with every test's wall time, slowest first (hack/test-times.sh), pass or fail; bin/ first
+# on PATH, so that the plugin's test runs `kubectl etcd` on the kubectl-etcd just built
+e2e: plugin
 	@mkdir -p _output
-	eval "$$(hack/cluster.sh env)"; rc=0; KUBECONFIG=$$(hack/cluster.sh kubeconfig) PATH=$(KUBECTL_DIR):$$PATH \
+	eval "$$(hack/cluster.sh env)"; rc=0; KUBECONFIG=$$(hack/cluster.sh kubeconfig) PATH=$(CURDIR)/bin:$(KUBECTL_DIR):$$PATH \
 		go test -tags e2e ./test/e2e/ -v -timeout 60m -count=1 $(if $(E2E_RUN),-run '$(E2E_RUN)') $(E2E_FLAGS) \
 		2>&1 | tee _output/e2e.log || rc=$$?; hack/test-times.sh _output/e2e.log; exit $$rc
 

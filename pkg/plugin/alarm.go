@@ -1,0 +1,112 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
+)
+
+// alarmRow is one alarm raised in the cluster, with the name of the member that raised it.
+type alarmRow struct {
+	Member string
+	Alarm  etcdutil.Alarm
+}
+
+// listAlarms are the alarms raised in the cluster, each named by its member.
+func listAlarms(ctx context.Context, s *session) ([]alarmRow, error) {
+	alarms, err := s.client.AlarmList(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("etcdcluster %s: %w", s.cluster.Name, err)
+	}
+	rows := make([]alarmRow, 0, len(alarms))
+	for _, a := range alarms {
+		name := fmt.Sprintf("%x", a.MemberID)
+		for _, v := range s.members {
+			if v.Member != nil && v.Member.ID == a.MemberID {
+				name = v.Name
+			}
+		}
+		rows = append(rows, alarmRow{Member: name, Alarm: a})
+	}
+	return rows, nil
+}
+
+func printAlarms(w io.Writer, rows []alarmRow) {
+	t := newTable(w)
+	row(t, "MEMBER", "ID", "ALARM")
+	for _, r := range rows {
+		row(t, r.Member, fmt.Sprintf("%x", r.Alarm.MemberID), string(r.Alarm.Type))
+	}
+	_ = t.Flush()
+}
+
+// runAlarmList prints the alarms raised in the cluster; with none, it says so on ErrOut and
+// prints nothing, as kubectl get does with no resources.
+func runAlarmList(ctx context.Context, env *Env, name string) error {
+	s, err := open(ctx, env, name)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	rows, err := listAlarms(ctx, s)
+	if err != nil {
+		return err
+	}
+	if len(rows) == 0 {
+		fmt.Fprintf(env.ErrOut, "No alarms in etcdcluster %s/%s.\n", env.Namespace, name)
+		return nil
+	}
+	printAlarms(env.Out, rows)
+	return nil
+}
+
+// runAlarmDisarm clears every alarm raised in the cluster, and warns of a member whose backend
+// is still at its quota: etcd raises NOSPACE again at its next write.
+func runAlarmDisarm(ctx context.Context, env *Env, name string) error {
+	s, err := open(ctx, env, name)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	rows, err := listAlarms(ctx, s)
+	if err != nil {
+		return err
+	}
+	if len(rows) == 0 {
+		fmt.Fprintf(env.ErrOut, "No alarms in etcdcluster %s/%s.\n", env.Namespace, name)
+		return nil
+	}
+	for _, r := range rows {
+		if err := s.client.AlarmDisarm(ctx, r.Alarm); err != nil {
+			return fmt.Errorf("etcdcluster %s: %w", name, err)
+		}
+		fmt.Fprintf(env.Out, "%s: %s disarmed\n", r.Member, r.Alarm.Type)
+	}
+	q := quota(s.cluster)
+	for _, v := range s.members {
+		if v.Status != nil && v.Status.DBSize >= q {
+			fmt.Fprintf(env.ErrOut, "Warning: %s's database (%s) is at its quota (%s): etcd raises NOSPACE again at the next write; "+
+				"kubectl etcd compact %s and kubectl etcd defrag %s give the space back\n", v.Name, bytesIEC(v.Status.DBSize), bytesIEC(q), name, name)
+		}
+	}
+	return nil
+}
+
+// open connects to the cluster name, for a command that needs etcd's member list.
+func open(ctx context.Context, env *Env, name string) (*session, error) {
+	c, err := getCluster(ctx, env, name)
+	if err != nil {
+		return nil, err
+	}
+	s, err := connect(ctx, env, c)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.needList(); err != nil {
+		s.close()
+		return nil, err
+	}
+	return s, nil
+}
