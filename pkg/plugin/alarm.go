@@ -84,14 +84,24 @@ func runAlarmDisarm(ctx context.Context, env *Env, name string) error {
 		}
 		fmt.Fprintf(env.Out, "%s: %s disarmed\n", r.Member, r.Alarm.Type)
 	}
+	for _, w := range stillFull(s) {
+		fmt.Fprintf(env.ErrOut, "Warning: %s\n", w)
+	}
+	return nil
+}
+
+// stillFull warns of each member whose backend is at its quota: etcd raises NOSPACE again at
+// its next write, until the space is given back.
+func stillFull(s *session) []string {
+	var out []string
 	q := quota(s.cluster)
 	for _, v := range s.members {
 		if v.Status != nil && v.Status.DBSize >= q {
-			fmt.Fprintf(env.ErrOut, "Warning: %s's database (%s) is at its quota (%s): etcd raises NOSPACE again at the next write; "+
-				"kubectl etcd compact %s and kubectl etcd defrag %s give the space back\n", v.Name, bytesIEC(v.Status.DBSize), bytesIEC(q), name, name)
+			out = append(out, fmt.Sprintf("%s's database (%s) is at its quota (%s): etcd raises NOSPACE again at its next write; "+
+				"kubectl etcd compact %s, then kubectl etcd defrag %s, give the space back", v.Name, bytesIEC(v.Status.DBSize), bytesIEC(q), s.cluster.Name, s.cluster.Name))
 		}
 	}
-	return nil
+	return out
 }
 
 // open connects to the cluster name, for a command that needs etcd's member list.
