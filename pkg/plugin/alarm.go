@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
+	"github.com/etcd-operator/etcd-operator/pkg/member"
 )
 
 // alarmRow is one alarm raised in the cluster, with the name of the member that raised it.
@@ -22,7 +23,7 @@ func listAlarms(ctx context.Context, s *session) ([]alarmRow, error) {
 	}
 	rows := make([]alarmRow, 0, len(alarms))
 	for _, a := range alarms {
-		name := fmt.Sprintf("%x", a.MemberID)
+		name := member.FormatID(a.MemberID)
 		for _, v := range s.members {
 			if v.Member != nil && v.Member.ID == a.MemberID {
 				name = v.Name
@@ -37,7 +38,7 @@ func printAlarms(w io.Writer, rows []alarmRow) {
 	t := newTable(w)
 	row(t, "MEMBER", "ID", "ALARM")
 	for _, r := range rows {
-		row(t, r.Member, fmt.Sprintf("%x", r.Alarm.MemberID), string(r.Alarm.Type))
+		row(t, r.Member, member.FormatID(r.Alarm.MemberID), string(r.Alarm.Type))
 	}
 	_ = t.Flush()
 }

@@ -2,9 +2,10 @@ package plugin
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"strings"
+
+	"github.com/etcd-operator/etcd-operator/pkg/member"
 )
 
 // runMembers prints etcd's member list, as etcdctl member list does, by member name.
@@ -35,7 +36,7 @@ func printMembers(w io.Writer, s *session) {
 			// etcd lists a member with its name once it has started and published it.
 			started = "false"
 		}
-		row(t, orDash(v.Name), fmt.Sprintf("%x", m.ID), role, started, orDash(strings.Join(m.PeerURLs, ",")), orDash(strings.Join(m.ClientURLs, ",")))
+		row(t, orDash(v.Name), member.FormatID(m.ID), role, started, orDash(strings.Join(m.PeerURLs, ",")), orDash(strings.Join(m.ClientURLs, ",")))
 	}
 	_ = t.Flush()
 }

@@ -74,7 +74,7 @@ func printStatus(w io.Writer, s *session, alarms []alarmRow, now time.Time) {
 	for _, v := range s.members {
 		id, version, index, size, inUse := "-", "-", "-", "-", "-"
 		if v.Member != nil {
-			id = fmt.Sprintf("%x", v.Member.ID)
+			id = member.FormatID(v.Member.ID)
 		}
 		if st := v.Status; st != nil {
 			version = st.Version
