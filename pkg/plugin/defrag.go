@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 )
 
 // ErrQuorumAtRisk: the step would leave fewer members serving than a quorum.
@@ -74,7 +73,7 @@ func runDefrag(ctx context.Context, env *Env, name string) error {
 			fmt.Fprintln(env.Out, "failed")
 			return fmt.Errorf("etcdcluster %s: %w", name, err)
 		}
-		took := env.Now().Sub(start).Round(100 * time.Millisecond)
+		took := fmt.Sprintf("%.1fs", env.Now().Sub(start).Seconds())
 		st, err := s.client.Status(ctx, v.Endpoint)
 		if err != nil {
 			fmt.Fprintf(env.Out, "done in %s\n", took)
