@@ -104,20 +104,3 @@ func stillFull(s *session) []string {
 	}
 	return out
 }
-
-// open connects to the cluster name, for a command that needs etcd's member list.
-func open(ctx context.Context, env *Env, name string) (*session, error) {
-	c, err := getCluster(ctx, env, name)
-	if err != nil {
-		return nil, err
-	}
-	s, err := connect(ctx, env, c)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.needList(); err != nil {
-		s.close()
-		return nil, err
-	}
-	return s, nil
-}

@@ -62,7 +62,12 @@ func connect(ctx context.Context, env *Env, c *api.EtcdCluster) (*session, error
 	}
 	conn, err := clientConn(ctx, env, c)
 	if err != nil {
-		return nil, err
+		// Nothing can be asked without the certificate: the pods are all there is to show.
+		s := &session{cluster: c, listErr: fmt.Errorf("%w: %v", ErrUnreachable, err)}
+		for _, p := range pods {
+			s.members = append(s.members, &memberView{Name: p.Name, Pod: p, Err: notServing(p)})
+		}
+		return s, fmt.Errorf("etcdcluster %s: %w: %v", c.Name, ErrUnreachable, err)
 	}
 	views := make([]*memberView, len(pods))
 	var wg sync.WaitGroup
@@ -124,6 +129,23 @@ func connect(ctx context.Context, env *Env, c *api.EtcdCluster) (*session, error
 		return s, nil
 	}
 	s.members = merge(c, list, views)
+	return s, nil
+}
+
+// open connects to the cluster name, for a command that needs etcd's member list.
+func open(ctx context.Context, env *Env, name string) (*session, error) {
+	c, err := getCluster(ctx, env, name)
+	if err != nil {
+		return nil, err
+	}
+	s, err := connect(ctx, env, c)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.needList(); err != nil {
+		s.close()
+		return nil, err
+	}
 	return s, nil
 }
 

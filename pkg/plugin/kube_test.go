@@ -106,6 +106,9 @@ func TestClientTLS(t *testing.T) {
 	if err := noSecret.run("members", testCluster); err == nil || !strings.Contains(err.Error(), `secret "example-client-tls" not found`) {
 		t.Errorf("members without the client Secret: %v", err)
 	}
+	if err := noSecret.run("status", testCluster); err != nil || !strings.Contains(noSecret.out.String(), `no member answers: the cluster's client certificate: secret "example-client-tls" not found`) {
+		t.Errorf("status without the client Secret: %v, want the page with why no member is asked:\n%s", err, noSecret.out.String())
+	}
 
 	stranger := secret(other)
 	strangerEnv := newTestEnv(c, runningPod(0, "node-a"), stranger)

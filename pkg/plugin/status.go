@@ -97,7 +97,7 @@ func printStatus(w io.Writer, s *session, alarms []alarmRow, now time.Time) {
 	var notes []string
 	switch {
 	case errors.Is(s.listErr, ErrUnreachable):
-		notes = append(notes, "no member answers")
+		notes = append(notes, s.listErr.Error())
 	case s.listErr != nil:
 		notes = append(notes, fmt.Sprintf("etcd's member list: %v", s.listErr))
 	}
