@@ -47,13 +47,13 @@ func leaderOf(roles map[string]string) string {
 }
 
 // restrictedKubeconfig is a kubeconfig of the suite's API server for the ServiceAccount sa of the
-// test namespace, with a token of ten minutes, in a file of the test's own (the token reaches
+// test namespace, with a token of thirty minutes, in a file of the test's own (the token reaches
 // no log or command line).
 func restrictedKubeconfig(t *testing.T, f *framework.Framework, sa string) string {
 	t.Helper()
 	server := f.MustKubectl("config", "view", "--minify", "-o", "jsonpath={.clusters[0].cluster.server}")
 	ca := f.MustKubectl("config", "view", "--raw", "--minify", "--flatten", "-o", "jsonpath={.clusters[0].cluster.certificate-authority-data}")
-	token := strings.TrimSpace(f.MustNS("create", "token", sa, "--duration=10m"))
+	token := strings.TrimSpace(f.MustNS("create", "token", sa, "--duration=30m"))
 	cfg := "apiVersion: v1\nkind: Config\nclusters:\n- name: suite\n  cluster:\n    server: " + server +
 		"\n    certificate-authority-data: " + ca + "\nusers:\n- name: " + sa + "\n  user:\n    token: " + token +
 		"\ncontexts:\n- name: " + sa + "\n  context: {cluster: suite, user: " + sa + ", namespace: " + f.Namespace + "}\ncurrent-context: " + sa + "\n"
