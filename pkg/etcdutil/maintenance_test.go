@@ -39,7 +39,6 @@ func rawClient(t *testing.T, endpoints ...string) *clientv3.Client {
 // Compact compacts to the revision of the last write, which it returns; a revision before it
 // is gone, and compacting again at the same revision is not an error.
 func TestCompactToCurrentRevision(t *testing.T) {
-	t.Parallel()
 	members := etcdtest.StartCluster(t, 1)
 	raw := rawClient(t, members[0].ClientURL)
 	ctx := context.Background()
@@ -70,7 +69,6 @@ func TestCompactToCurrentRevision(t *testing.T) {
 // Defragment gives a member's free pages back: after keys are deleted and compacted away its
 // backend shrinks to what is in use, as Status reports it.
 func TestDefragmentShrinksTheBackend(t *testing.T) {
-	t.Parallel()
 	members := etcdtest.StartCluster(t, 1)
 	ep := members[0].ClientURL
 	raw := rawClient(t, ep)
@@ -112,7 +110,6 @@ func TestDefragmentShrinksTheBackend(t *testing.T) {
 // AlarmDisarm clears a NOSPACE alarm; an alarm etcd does not raise is refused before it is
 // sent (NONE of member 0 would clear every alarm).
 func TestAlarmDisarm(t *testing.T) {
-	t.Parallel()
 	members := etcdtest.StartClusterWith(t, 1, func(cfg *embed.Config) { cfg.QuotaBackendBytes = 1 << 16 })
 	raw := rawClient(t, members[0].ClientURL)
 	ctx := context.Background()
