@@ -242,7 +242,8 @@ func (s *session) role(v *memberView) string {
 	return "follower"
 }
 
-// needList is the member list, or the error of a command that cannot go on without it.
+// needList is the error of a command that cannot go on without etcd's member list, when it
+// could not be read; nil when it was.
 func (s *session) needList() error {
 	if s.listErr != nil {
 		return fmt.Errorf("etcdcluster %s: listing its members: %w", s.cluster.Name, s.listErr)
