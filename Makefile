@@ -23,7 +23,7 @@ BENCH_ROUNDS ?= 3
 # suite (docs/testing.md); E2E_DEPLOY_DIR=deploy runs the suite on the production bounds
 E2E_DEPLOY_DIR ?= test/e2e/deploy
 
-.PHONY: help up cluster image deploy down kubeconfig test unit verify alerts-test e2e e2e-rollout bench s3
+.PHONY: help up cluster image deploy down kubeconfig test unit verify alerts-test e2e e2e-rollout bench s3 plugin
 
 help:
 	@echo "make up          start the cluster, build and load the operator image, deploy it and the example"
@@ -38,6 +38,7 @@ help:
 	@echo "make bench       measure speed and memory (StatefulSet floor vs the operator) on the running cluster; writes docs/bench.md"
 	@echo "make kubeconfig  print the kubeconfig path: export KUBECONFIG=\$$(make -s kubeconfig)"
 	@echo "make s3          deploy an S3-compatible store (versitygw, namespace etcd-s3, bucket etcd-backups) for backups to S3"
+	@echo "make plugin      build the kubectl plugin bin/kubectl-etcd (docs/plugin.md)"
 
 up: cluster image deploy
 
@@ -78,10 +79,15 @@ verify: alerts-test
 alerts-test:
 	hack/alerts-test.sh
 
-# ends with every test's wall time, slowest first (hack/test-times.sh), pass or fail
-e2e:
+# the kubectl plugin, as a user installs it: kubectl runs kubectl-etcd found on PATH
+plugin:
+	go build -o bin/kubectl-etcd ./cmd/kubectl-etcd
+
+# ends with every test's wall time, slowest first (hack/test-times.sh), pass or fail; bin/ first
+# on PATH, so that the plugin's test runs `kubectl etcd` on the kubectl-etcd just built
+e2e: plugin
 	@mkdir -p _output
-	eval "$$(hack/cluster.sh env)"; rc=0; KUBECONFIG=$$(hack/cluster.sh kubeconfig) PATH=$(KUBECTL_DIR):$$PATH \
+	eval "$$(hack/cluster.sh env)"; rc=0; KUBECONFIG=$$(hack/cluster.sh kubeconfig) PATH=$(CURDIR)/bin:$(KUBECTL_DIR):$$PATH \
 		go test -tags e2e ./test/e2e/ -v -timeout 60m -count=1 $(if $(E2E_RUN),-run '$(E2E_RUN)') $(E2E_FLAGS) \
 		2>&1 | tee _output/e2e.log || rc=$$?; hack/test-times.sh _output/e2e.log; exit $$rc
 

@@ -2,8 +2,6 @@ package cluster
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 
@@ -47,19 +45,11 @@ func (s conns) For(ctx context.Context, c *api.EtcdCluster, secure bool) (etcdut
 	if sec == nil || !metav1.IsControlledBy(sec, c) {
 		return etcdutil.ConnConfig{}, errNoClientCertificate
 	}
-	pair, err := tls.X509KeyPair(sec.Data[corev1.TLSCertKey], sec.Data[corev1.TLSPrivateKeyKey])
+	conn, err := etcdutil.PEMConnConfig(sec.Data[caKey], sec.Data[corev1.TLSCertKey], sec.Data[corev1.TLSPrivateKeyKey], member.ClientServiceHost(c))
 	if err != nil {
-		// The error names no key material: crypto/tls says only what failed to parse.
 		return etcdutil.ConnConfig{}, fmt.Errorf("secret %s: %w", name, err)
 	}
-	roots := x509.NewCertPool()
-	if !roots.AppendCertsFromPEM(sec.Data[caKey]) {
-		return etcdutil.ConnConfig{}, fmt.Errorf("secret %s: %s holds no certificate", name, caKey)
-	}
-	return etcdutil.ConnConfig{
-		TLS:        &tls.Config{Certificates: []tls.Certificate{pair}, RootCAs: roots, MinVersion: tls.VersionTLS12},
-		ServerName: member.ClientServiceHost(c),
-	}, nil
+	return conn, nil
 }
 
 // lookupSecret reads a Secret the operator keeps from the cache, and from the API server when

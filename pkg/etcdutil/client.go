@@ -28,6 +28,10 @@ const (
 // NewFactory returns a Factory whose clients give an attempt to connect to an endpoint
 // dialTimeout and bound every call by callTimeout (zero or less picks the defaults).
 func NewFactory(dialTimeout, callTimeout time.Duration) Factory {
+	return newFactory(dialTimeout, callTimeout)
+}
+
+func newFactory(dialTimeout, callTimeout time.Duration) *factory {
 	if dialTimeout <= 0 {
 		dialTimeout = DefaultDialTimeout
 	}
@@ -252,6 +256,9 @@ func (c *client) Status(ctx context.Context, endpoint string) (Status, error) {
 		Version:          resp.Version,
 		Errors:           resp.Errors,
 		StorageVersion:   resp.StorageVersion,
+		DBSize:           resp.DbSize,
+		DBSizeInUse:      resp.DbSizeInUse,
+		Revision:         resp.Header.Revision,
 	}
 	if d := resp.DowngradeInfo; d != nil && d.Enabled {
 		st.DowngradeTarget = d.TargetVersion

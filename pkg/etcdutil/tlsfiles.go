@@ -64,3 +64,24 @@ func (f TLSFiles) loadCertificate() (*tls.Certificate, error) {
 	}
 	return &cert, nil
 }
+
+// PEMConnConfig is the ConnConfig of a client that presents the certificate certPEM with its
+// key keyPEM, and verifies the members by the CAs of caPEM and against serverName (the client
+// Service's name, which their certificates carry, whatever address is dialled): what the
+// operator and kubectl etcd build from a cluster's client Secret. An error says what failed
+// to parse, never what the PEM holds.
+func PEMConnConfig(caPEM, certPEM, keyPEM []byte, serverName string) (ConnConfig, error) {
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		// crypto/tls names what failed to parse, never the key's bytes.
+		return ConnConfig{}, fmt.Errorf("the client certificate and its key: %w", err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(caPEM) {
+		return ConnConfig{}, errors.New("the CA: no PEM certificate in it")
+	}
+	return ConnConfig{
+		TLS:        &tls.Config{Certificates: []tls.Certificate{pair}, RootCAs: roots, MinVersion: tls.VersionTLS12},
+		ServerName: serverName,
+	}, nil
+}

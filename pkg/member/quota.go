@@ -25,6 +25,10 @@ var (
 	maxQuota = resource.MustParse("8Gi")
 )
 
+// EtcdDefaultQuota is etcd's own backend quota (its quota.DefaultQuotaBytes, 2GiB), which a
+// member started without --quota-backend-bytes keeps.
+const EtcdDefaultQuota int64 = 2 << 30
+
 // quotaBackendBytesFlag is etcd's flag for the backend quota.
 const quotaBackendBytesFlag = "--quota-backend-bytes="
 

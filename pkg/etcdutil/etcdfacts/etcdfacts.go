@@ -42,6 +42,13 @@ type Status struct {
 	DowngradeTarget string
 	// Errors are the member's reported errors (alarms such as NOSPACE, corruption).
 	Errors []string
+	// DBSize is the size of the member's backend file in bytes, which the backend quota
+	// bounds; DBSizeInUse the part of it that holds data (the rest is free pages that only
+	// defragmenting gives back).
+	DBSize      int64
+	DBSizeInUse int64
+	// Revision is the key-value store's revision the member has applied.
+	Revision int64
 }
 
 // AlarmType is an alarm a member raises.

@@ -142,12 +142,27 @@ func StartClusterWith(t testing.TB, n int, configure func(*embed.Config)) []*Mem
 // A nil tlsOf starts members without TLS. A restarted member reads the files again.
 func StartTLSCluster(t testing.TB, n int, tlsOf func(name string) TLS, configure func(*embed.Config)) []*Member {
 	t.Helper()
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("m%d", i)
+	}
+	return startCluster(t, names, tlsOf, configure)
+}
+
+// StartNamedCluster is StartClusterWith for members of the given names (a cluster's member
+// names, which are its pods' names), one member per name.
+func StartNamedCluster(t testing.TB, names []string, configure func(*embed.Config)) []*Member {
+	t.Helper()
+	return startCluster(t, names, nil, configure)
+}
+
+func startCluster(t testing.TB, names []string, tlsOf func(name string) TLS, configure func(*embed.Config)) []*Member {
+	t.Helper()
 	token := "etcdtest-" + randomHex(t, 8)
-	members := make([]*Member, n)
+	members := make([]*Member, len(names))
 	g := &group{}
 	t.Cleanup(g.stop)
-	for i := range members {
-		name := fmt.Sprintf("m%d", i)
+	for i, name := range names {
 		var tls TLS
 		if tlsOf != nil {
 			tls = tlsOf(name)
