@@ -1,12 +1,8 @@
 package member
 
 import (
-	"flag"
-	"io"
 	"slices"
 	"testing"
-
-	"go.etcd.io/etcd/server/v3/embed"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
@@ -86,14 +82,7 @@ func TestClientModeReadsBack(t *testing.T) {
 func TestEtcdAcceptsClientDual(t *testing.T) {
 	c := tlsCluster(true, false, "3.6.16")
 	argv := etcdArgv(Pod(c, Template{Ordinal: 0, ClusterState: etcdutil.ClusterStateNew, InitialCluster: []int{0}, Client: ClientDual}, "op:1").Spec.Containers[0])
-	cfg := embed.NewConfig()
-	fs := flag.NewFlagSet("etcd", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	cfg.AddFlags(fs)
-	fs.String("initial-cluster-state", "", "new or existing")
-	if err := fs.Parse(argv[1:]); err != nil {
-		t.Fatalf("etcd 3.6 refuses the pod's flags: %v", err)
-	}
+	cfg, fs := parseEtcdFlags(t, argv)
 	urls := fs.Lookup("listen-client-urls").Value.String()
 	if urls != "http://0.0.0.0:2379,https://0.0.0.0:2379" || !cfg.ClientTLSInfo.ClientCertAuth || cfg.ClientTLSInfo.CertFile == "" {
 		t.Errorf("etcd reads client URLs %s, client TLS %+v", urls, cfg.ClientTLSInfo)

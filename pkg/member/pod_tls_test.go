@@ -216,9 +216,9 @@ func checkMemberInitTLS(t *testing.T, etcd corev1.Container, clientTLS bool) {
 	}
 }
 
-// checkEtcdAccepts parses etcd's command line with the flags of the etcd the tests embed
-// (3.6): every flag the pod passes must exist there, with the values meant.
-func checkEtcdAccepts(t *testing.T, argv []string, peer, client bool) {
+// parseEtcdFlags parses etcd's command line argv with the flags of the etcd the tests embed
+// (3.6), failing the test on a flag it does not know.
+func parseEtcdFlags(t *testing.T, argv []string) (*embed.Config, *flag.FlagSet) {
 	t.Helper()
 	cfg := embed.NewConfig()
 	fs := flag.NewFlagSet("etcd", flag.ContinueOnError)
@@ -229,6 +229,14 @@ func checkEtcdAccepts(t *testing.T, argv []string, peer, client bool) {
 	if err := fs.Parse(argv[1:]); err != nil {
 		t.Fatalf("etcd 3.6 refuses the pod's flags: %v", err)
 	}
+	return cfg, fs
+}
+
+// checkEtcdAccepts parses etcd's command line with the flags of the etcd the tests embed
+// (3.6): every flag the pod passes must exist there, with the values meant.
+func checkEtcdAccepts(t *testing.T, argv []string, peer, client bool) {
+	t.Helper()
+	cfg, fs := parseEtcdFlags(t, argv)
 	if peer != (cfg.PeerTLSInfo.CertFile == TLSDir+"/"+KeyPeerCert && cfg.PeerTLSInfo.KeyFile == TLSDir+"/"+KeyPeerKey &&
 		cfg.PeerTLSInfo.TrustedCAFile == TLSDir+"/"+KeyPeerCA && cfg.PeerTLSInfo.ClientCertAuth &&
 		(cfg.ExperimentalPeerSkipClientSanVerification || cfg.PeerTLSInfo.SkipClientSANVerify)) {

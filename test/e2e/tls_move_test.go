@@ -58,6 +58,19 @@ func waitListening(f *framework.Framework, cluster string, n int, want string) m
 	return dual
 }
 
+// checkMoved waits until the 3 members of cluster listen on want, and checks that all but the
+// last one rolled were seen serving both on the way (direction: onto, off), and that they are
+// the members of ids, each restarted on its data.
+func checkMoved(f *framework.Framework, cluster, direction, want string, ids map[string]string) {
+	f.T().Helper()
+	if dual := waitListening(f, cluster, 3, want); len(dual) < 2 {
+		f.T().Errorf("members seen serving both plaintext and TLS on the way %s TLS: %v, want all but the last rolled", direction, dual)
+	}
+	if got := memberIDs(f, cluster); fmt.Sprint(got) != fmt.Sprint(ids) {
+		f.T().Errorf("member IDs %v after the move %s TLS, want %v: each member restarts on its data", got, direction, ids)
+	}
+}
+
 // TestClientTLSMovedInPlace: a running cluster with a plaintext client port (peers on TLS, the
 // default) is moved onto client TLS and back by editing spec.tls.client, under a writer each
 // way. Every member is rolled twice per move, through a step where its port serves both (seen
@@ -78,12 +91,7 @@ func TestClientTLSMovedInPlace(t *testing.T) {
 	plain := f.StartWriter(name)
 	plain.WaitAcked(5, time.Minute)
 	f.Patch("etcdcluster/"+name, `{"spec":{"tls":{"client":{}}}}`)
-	if dual := waitListening(f, name, 3, "https://0.0.0.0:2379"); len(dual) < 2 {
-		t.Errorf("members seen serving both plaintext and TLS on the way onto TLS: %v, want all but the last rolled", dual)
-	}
-	if got := memberIDs(f, name); fmt.Sprint(got) != fmt.Sprint(ids) {
-		t.Errorf("member IDs %v after the move onto TLS, want %v: each member restarts on its data", got, ids)
-	}
+	checkMoved(f, name, "onto", "https://0.0.0.0:2379", ids)
 	onLog := plain.Stop()
 	plain.Verify(onLog, name+"-0")
 	if out, err := f.Exec(f.ClientPod(name), framework.EtcdctlContainer, "etcdctl", plainURL, "--dial-timeout=3s", "--command-timeout=3s", "get", "x"); err == nil {
@@ -100,12 +108,7 @@ func TestClientTLSMovedInPlace(t *testing.T) {
 	secure := f.StartWriter(name)
 	secure.WaitAcked(5, time.Minute)
 	f.MustNS("patch", "etcdcluster/"+name, "--type=json", "-p", `[{"op":"remove","path":"/spec/tls/client"}]`)
-	if dual := waitListening(f, name, 3, "http://0.0.0.0:2379"); len(dual) < 2 {
-		t.Errorf("members seen serving both plaintext and TLS on the way off TLS: %v, want all but the last rolled", dual)
-	}
-	if got := memberIDs(f, name); fmt.Sprint(got) != fmt.Sprint(ids) {
-		t.Errorf("member IDs %v after the move off TLS, want %v", got, ids)
-	}
+	checkMoved(f, name, "off", "http://0.0.0.0:2379", ids)
 	offLog := secure.Stop()
 	secure.Verify(offLog, name+"-0")
 	plain.Verify(onLog, name+"-0")
