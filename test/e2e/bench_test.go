@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"bufio"
 	"crypto/x509"
 	"fmt"
 	"github.com/etcd-operator/etcd-operator/pkg/pki"
@@ -442,23 +441,8 @@ func benchMemory(t *testing.T) {
 	})
 }
 
-// operatorRSS reads process_resident_memory_bytes from the operator's /metrics through the
-// API server's pod proxy.
+// operatorRSS reads the operator's resident memory, in bytes.
 func operatorRSS(f *framework.Framework) (float64, error) {
-	pod, err := f.Kubectl("-n", framework.OperatorNamespace, "get", "pods", "-l", "app.kubernetes.io/name=etcd-operator",
-		"--field-selector=status.phase=Running", "-o", "jsonpath={.items[0].metadata.name}")
-	if err != nil {
-		return 0, err
-	}
-	out, err := f.Kubectl("get", "--raw", fmt.Sprintf("/api/v1/namespaces/%s/pods/%s:8080/proxy/metrics", framework.OperatorNamespace, strings.TrimSpace(pod)))
-	if err != nil {
-		return 0, err
-	}
-	sc := bufio.NewScanner(strings.NewReader(out))
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "process_resident_memory_bytes "); ok {
-			return strconv.ParseFloat(strings.TrimSpace(v), 64)
-		}
-	}
-	return 0, fmt.Errorf("no process_resident_memory_bytes in the operator's metrics")
+	m, err := f.ReadOperatorMemory()
+	return m.RSS, err
 }

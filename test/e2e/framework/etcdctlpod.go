@@ -55,7 +55,7 @@ type etcdctlPodSpec struct {
 }
 
 // etcdctlTools are the busybox applets an etcdctl pod gets in /tools.
-const etcdctlTools = "sh sleep timeout touch"
+const etcdctlTools = "sh sleep timeout touch yes head"
 
 func (p etcdctlPodSpec) manifest() string {
 	var b strings.Builder
@@ -127,11 +127,12 @@ func quoteAll(args []string) string {
 }
 
 // StartEtcdctlPod starts a pod named pod that runs etcdctl as a client in the cluster would
-// (EtcdctlIn), with each of the Secrets mounted (SecretFile), and waits until it runs. It
-// sets no ETCDCTL_ variable: each command says what it dials and with which certificate.
+// (EtcdctlIn), with each of the Secrets mounted (SecretFile) and an emptyDir at /work (where
+// `etcdctl snapshot save` may write), and waits until it runs. It sets no ETCDCTL_ variable:
+// each command says what it dials and with which certificate.
 func (f *Framework) StartEtcdctlPod(pod string, secrets ...string) {
 	f.t.Helper()
-	f.Apply(etcdctlPodSpec{name: pod, app: "e2e-etcdctl", command: []string{"/tools/sleep", "86400"}, secrets: secrets}.manifest())
+	f.Apply(etcdctlPodSpec{name: pod, app: "e2e-etcdctl", command: []string{"/tools/sleep", "86400"}, secrets: secrets, work: true}.manifest())
 	f.WaitFor("pod/"+pod, "condition=Ready", 2*time.Minute)
 }
 

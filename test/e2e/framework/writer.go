@@ -77,9 +77,11 @@ type Writer struct {
 	cluster string
 	// Pod is the writer pod's name.
 	Pod string
-	// container and stop: the writer's container, and the command that stops it.
+	// container, stop and shell: the writer's container, the command that stops it, and its
+	// shell.
 	container string
 	stop      []string
+	shell     string
 }
 
 // WriteLog is what the writer did.
@@ -124,7 +126,7 @@ func (log WriteLog) MostConsecutiveFailures() int {
 // keeps for applications (ClientSecretName), over TLS verified by the client Service's name.
 func (f *Framework) StartWriter(cluster string, avoid ...string) *Writer {
 	f.t.Helper()
-	w := &Writer{f: f, cluster: cluster, Pod: "writer-" + cluster, stop: []string{"touch", "/work/stop"}}
+	w := &Writer{f: f, cluster: cluster, Pod: "writer-" + cluster, stop: []string{"touch", "/work/stop"}, shell: "sh"}
 	if f.writers++; f.writers > 1 {
 		// A writer started after an earlier one has stopped gets a pod of its own.
 		w.Pod = fmt.Sprintf("writer-%s-%d", cluster, f.writers)
@@ -141,7 +143,7 @@ func (f *Framework) StartWriter(cluster string, avoid ...string) *Writer {
 	}
 	if c.ClientTLS() {
 		host := f.ClientServiceHost(cluster)
-		w.container, w.stop = EtcdctlContainer, []string{"/tools/touch", "/work/stop"}
+		w.container, w.stop, w.shell = EtcdctlContainer, []string{"/tools/touch", "/work/stop"}, "/tools/sh"
 		f.Apply(etcdctlPodSpec{
 			name: w.Pod, app: "e2e-writer", command: []string{"/tools/sh", "-c", tlsWriterScript},
 			env: [][2]string{
@@ -271,16 +273,7 @@ func (w *Writer) VerifyIn(cluster string, log WriteLog, memberPod string) {
 	if len(log.Acked) == 0 {
 		w.f.t.Fatalf("writer %s: no put was acknowledged", w.Pod)
 	}
-	var kvs map[string]string
-	w.f.Eventually("reading back the acknowledged puts", 2*time.Minute, func() (bool, error) {
-		out, err := w.f.ClientEtcdctl(cluster, memberPod, "get", writerPrefix, "--prefix", "--consistency=l", "-w", "json")
-		if err != nil {
-			w.f.t.Logf("reading back: %v", err)
-			return false, nil
-		}
-		kvs, err = decodeKVs(out)
-		return err == nil, err
-	})
+	kvs := w.readBack(cluster, memberPod)
 	var lost []string
 	for _, i := range log.Acked {
 		key, want := fmt.Sprintf("%s%08d", writerPrefix, i), "v"+strconv.Itoa(i)
@@ -292,6 +285,23 @@ func (w *Writer) VerifyIn(cluster string, log WriteLog, memberPod string) {
 	if len(lost) > 0 {
 		w.f.t.Fatalf("%d acknowledged writes lost or changed, first: %v", len(lost), lost[:min(len(lost), 10)])
 	}
+}
+
+// readBack reads every key the writer may have put from cluster, through its client Service,
+// linearizably, from inside memberPod (as ClientEtcdctl does).
+func (w *Writer) readBack(cluster, memberPod string) map[string]string {
+	w.f.t.Helper()
+	var kvs map[string]string
+	w.f.Eventually("reading back the acknowledged puts", 2*time.Minute, func() (bool, error) {
+		out, err := w.f.ClientEtcdctl(cluster, memberPod, "get", writerPrefix, "--prefix", "--consistency=l", "-w", "json")
+		if err != nil {
+			w.f.t.Logf("reading back: %v", err)
+			return false, nil
+		}
+		kvs, err = decodeKVs(out)
+		return err == nil, err
+	})
+	return kvs
 }
 
 func (w *Writer) log() (WriteLog, error) {
