@@ -18,8 +18,9 @@ import (
 type scheduledBackups struct {
 	Items []struct {
 		Metadata struct {
-			Name              string  `json:"name"`
-			DeletionTimestamp *string `json:"deletionTimestamp"`
+			Name              string    `json:"name"`
+			CreationTimestamp time.Time `json:"creationTimestamp"`
+			DeletionTimestamp *string   `json:"deletionTimestamp"`
 			OwnerReferences   []struct {
 				Kind       string `json:"kind"`
 				Name       string `json:"name"`
@@ -30,8 +31,12 @@ type scheduledBackups struct {
 			DeletionPolicy string `json:"deletionPolicy"`
 		} `json:"spec"`
 		Status struct {
-			Phase    string `json:"phase"`
-			Location string `json:"location"`
+			Phase      string `json:"phase"`
+			Location   string `json:"location"`
+			Revision   int64  `json:"revision"`
+			Conditions []struct {
+				Type, Status, Reason, Message string
+			} `json:"conditions"`
 		} `json:"status"`
 	} `json:"items"`
 }
@@ -49,15 +54,7 @@ func TestBackupSchedule(t *testing.T) {
 	f.Apply(exampleManifest(t))
 	f.WaitClusterInSpec("example", 3, 3*time.Minute)
 	f.Apply(strings.SplitN(exampleFile(t, "etcdbackup-volume.yaml"), "---", 2)[0])
-	manifest := exampleFile(t, "etcdbackupschedule.yaml")
-	for old, repl := range map[string]string{`schedule: "0 */6 * * *"`: `schedule: "* * * * *"`, "keep: 7": "keep: 2",
-		"name: example-every-6h": "name: every-minute"} {
-		if !strings.Contains(manifest, old) {
-			t.Fatalf("example/etcdbackupschedule.yaml has no %q", old)
-		}
-		manifest = strings.Replace(manifest, old, repl, 1)
-	}
-	f.Apply(manifest)
+	f.Apply(everyMinuteSchedule(t, 2))
 
 	files := map[string]string{} // every Succeeded backup seen: its file
 	var left scheduledState
@@ -84,6 +81,15 @@ func TestBackupSchedule(t *testing.T) {
 		}
 	}
 	t.Logf("backups taken %v, kept %v; files on the claim %v", slices.Sorted(maps.Keys(files)), left.succeeded, onClaim)
+}
+
+// everyMinuteSchedule is example/etcdbackupschedule.yaml (backups of the example cluster onto
+// the claim of example/etcdbackup-volume.yaml) named every-minute, at every minute, keeping
+// keep backups.
+func everyMinuteSchedule(t *testing.T, keep int) string {
+	t.Helper()
+	return replaceEach(t, exampleFile(t, "etcdbackupschedule.yaml"), `schedule: "0 */6 * * *"`, `schedule: "* * * * *"`,
+		"keep: 7", fmt.Sprintf("keep: %d", keep), "name: example-every-6h", "name: every-minute")
 }
 
 // scheduledState is what listScheduled found.
