@@ -99,6 +99,6 @@ e2e-rollout:
 bench:
 	@mkdir -p _output
 	KUBECONFIG=$$(hack/cluster.sh kubeconfig) PATH=$(KUBECTL_DIR):$$PATH E2E_BENCH=1 E2E_BENCH_ROUNDS=$(BENCH_ROUNDS) \
-		go test -tags e2e ./test/e2e/ -run '^TestBenchFigures$$' -v -timeout 30m -count=1 2>&1 | tee _output/bench.log
+		go test -tags e2e ./test/e2e/ -run '^TestBenchFigures$$' -v -timeout 45m -count=1 2>&1 | tee _output/bench.log
 	@echo "== figures (also in _output/bench.log)"; grep '^BENCH' _output/bench.log
 	hack/bench-doc.sh _output/bench.log docs/bench.md

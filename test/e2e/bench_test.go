@@ -63,7 +63,8 @@ func watchCluster(t *testing.T, f *framework.Framework, name string, cond func(*
 
 // TestBenchFigures measures the figures docs/figures.md and the issues quote, on whatever
 // cluster KUBECONFIG names: the plain StatefulSet floor and the operator's apply, scale and
-// repair times in the same run, and the operator's memory. make bench runs it; it is
+// repair times in the same run, the operator's memory, and backups and restores of a large
+// database next to etcdctl's own snapshot (benchBackups). make bench runs it; it is
 // skipped in make test (figures are not pass/fail).
 func TestBenchFigures(t *testing.T) {
 	if os.Getenv("E2E_BENCH") == "" {
@@ -164,6 +165,7 @@ func TestBenchFigures(t *testing.T) {
 	}
 	t.Run("tls-renewal", benchTLSRenewal)
 	benchMemory(t)
+	t.Run("backup", func(t *testing.T) { benchBackups(t, medians["claims"]) })
 }
 
 // The variants of apply -> Available(3) beside claims (peer TLS, the default) and emptyDir:
