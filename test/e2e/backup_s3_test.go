@@ -56,7 +56,8 @@ func failedReason(b etcdBackup) (reason, message string) {
 // which fails at once with the store's reason and leaves the cluster as it was; more keys; the
 // cluster and its claims deleted; the backup restored into a new three-member cluster
 // (example/etcdcluster-restore-s3.yaml), which has every key written before the backup and
-// none written after; then the backup, its policy turned to Delete, deleted with its object.
+// none written after; then the backup, its policy turned to Delete, deleted with its object;
+// then a cluster with client TLS backed up to S3 and restored (backupTLSToS3).
 func TestBackupToS3AndRestore(t *testing.T) {
 	f, w := runningExample(t)
 	requireS3(t)
@@ -131,6 +132,40 @@ func TestBackupToS3AndRestore(t *testing.T) {
 	if !strings.Contains(out, b.Status.Location) {
 		t.Errorf("SnapshotDeleted Events %q, want the deletion of %s", out, b.Status.Location)
 	}
+	backupTLSToS3(t, f)
+}
+
+// backupTLSToS3: a cluster of one with TLS on both ports, keys written with the applications'
+// client certificate; a backup to S3 (the backup's pod reaches the member with the operator's
+// client certificate); the backup restored into a new three-member cluster with TLS on both
+// ports and certificates of its own, which serves the keys to its own client certificate.
+// About 45 seconds.
+func backupTLSToS3(t *testing.T, f *framework.Framework) {
+	t.Helper()
+	const tlsSpec = "  tls: {peer: {}, client: {}}\n"
+	f.Apply(cluster("tls-src", "  size: 1\n"+tlsSpec))
+	f.WaitClusterInSpec("tls-src", 1, 3*time.Minute)
+	keys := putKeys(t, f, "tls-src", "tls", 5)
+	f.Apply(s3BackupManifest(t, "tls-s3", "tls-src"))
+	b := waitBackup(f, "tls-s3", 5*time.Minute)
+	if b.Status.Phase != "Succeeded" {
+		t.Fatalf("backup of a cluster with client TLS to S3: %+v", b.Status)
+	}
+	f.Delete("etcdcluster/tls-src")
+	f.Apply(cluster("tls-restored", "  size: 3\n"+tlsSpec+"  bootstrap:\n    fromBackup:\n      backupName: tls-s3\n"))
+	f.WaitClusterInSpec("tls-restored", 3, 5*time.Minute)
+	c, err := f.GetEtcdCluster("tls-restored")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.ClientTLS() || c.Status.TLS == nil || c.Status.TLS.ClientSecretName != framework.ClientSecretName("tls-restored") {
+		t.Fatalf("tls-restored: spec.tls %+v, status.tls %+v; want client TLS with the Secret %s", c.Spec.TLS, c.Status.TLS,
+			framework.ClientSecretName("tls-restored"))
+	}
+	// Read over TLS with tls-restored's own client certificate (ClientEtcdctl): a client port
+	// in plaintext, or with another CA, refuses it.
+	checkKeys(t, f, "tls-restored", keys)
+	deleteS3Backup(f, "tls-s3")
 }
 
 // TestRestoreFromMissingS3Object: a cluster restored from a key the bucket does not have does
