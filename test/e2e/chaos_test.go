@@ -49,10 +49,12 @@ func TestChaos(t *testing.T) {
 	f.Apply(strings.TrimRight(exampleManifest(t), "\n") + "\n  tls: {peer: {}, client: {}}\n")
 	f.WaitClusterInSpec(name, 3, 3*time.Minute)
 	writer := f.StartWriter(name)
-	clock, err := writer.Clock()
-	if err != nil {
-		t.Fatal(err)
-	}
+	var clock framework.WriterClock
+	f.Eventually("the writer's clock", time.Minute, func() (bool, error) {
+		c, err := writer.Clock()
+		clock = c
+		return err == nil, err
+	})
 	f.Apply(strings.SplitN(exampleFile(t, "etcdbackup-volume.yaml"), "---", 2)[0])
 	// keep: more than the chaos and the settling can take, so that none is deleted.
 	f.Apply(everyMinuteSchedule(t, 20))

@@ -139,7 +139,9 @@ func (f *Framework) CheckFilled(cluster, memberPod, prefix string, n, size int, 
 // hashkv): two members, or two clusters, with the same hash at a revision hold the same data
 // there. It also returns the compaction revision the hash starts after.
 func (f *Framework) HashKV(memberPod string, rev int64) (hash uint32, compacted int64, err error) {
-	out, err := f.Etcdctl(memberPod, "endpoint", "hashkv", fmt.Sprintf("--rev=%d", rev), "-w", "json")
+	// A minute rather than Etcdctl's 5 s (the later flag wins): the member reads every value
+	// of the keyspace, hundreds of MiB in the large tests.
+	out, err := f.Etcdctl(memberPod, "endpoint", "hashkv", fmt.Sprintf("--rev=%d", rev), "--command-timeout=1m", "-w", "json")
 	if err != nil {
 		return 0, 0, err
 	}
