@@ -111,8 +111,15 @@ func TestChaos(t *testing.T) {
 // the backup.
 func restoreScheduled(t *testing.T, f *framework.Framework, writer *framework.Writer, log framework.WriteLog, clock framework.WriterClock) {
 	t.Helper()
-	f.Patch("etcdbackupschedule/every-minute", `{"spec":{"suspend":true}}`)
 	var list scheduledBackups
+	// A short E2E_CHAOS_DURATION may end before the first scheduled minute.
+	f.Eventually("a scheduled backup succeeded", 3*time.Minute, func() (bool, error) {
+		if err := f.GetJSON("etcdbackups", &list); err != nil {
+			return false, err
+		}
+		return slices.ContainsFunc(list.Items, func(b scheduledBackup) bool { return b.Status.Phase == "Succeeded" }), nil
+	})
+	f.Patch("etcdbackupschedule/every-minute", `{"spec":{"suspend":true}}`)
 	f.Eventually("every scheduled backup Succeeded or Failed", 5*time.Minute, func() (bool, error) {
 		if err := f.GetJSON("etcdbackups", &list); err != nil {
 			return false, err

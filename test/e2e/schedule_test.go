@@ -14,31 +14,34 @@ import (
 	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
 )
 
-// scheduledBackups is the part of a list of EtcdBackups this test reads.
+// scheduledBackups is the part of a list of EtcdBackups the schedule tests read.
 type scheduledBackups struct {
-	Items []struct {
-		Metadata struct {
-			Name              string    `json:"name"`
-			CreationTimestamp time.Time `json:"creationTimestamp"`
-			DeletionTimestamp *string   `json:"deletionTimestamp"`
-			OwnerReferences   []struct {
-				Kind       string `json:"kind"`
-				Name       string `json:"name"`
-				Controller bool   `json:"controller"`
-			} `json:"ownerReferences"`
-		} `json:"metadata"`
-		Spec struct {
-			DeletionPolicy string `json:"deletionPolicy"`
-		} `json:"spec"`
-		Status struct {
-			Phase      string `json:"phase"`
-			Location   string `json:"location"`
-			Revision   int64  `json:"revision"`
-			Conditions []struct {
-				Type, Status, Reason, Message string
-			} `json:"conditions"`
-		} `json:"status"`
-	} `json:"items"`
+	Items []scheduledBackup `json:"items"`
+}
+
+// scheduledBackup is the part of an EtcdBackup the schedule tests read.
+type scheduledBackup struct {
+	Metadata struct {
+		Name              string    `json:"name"`
+		CreationTimestamp time.Time `json:"creationTimestamp"`
+		DeletionTimestamp *string   `json:"deletionTimestamp"`
+		OwnerReferences   []struct {
+			Kind       string `json:"kind"`
+			Name       string `json:"name"`
+			Controller bool   `json:"controller"`
+		} `json:"ownerReferences"`
+	} `json:"metadata"`
+	Spec struct {
+		DeletionPolicy string `json:"deletionPolicy"`
+	} `json:"spec"`
+	Status struct {
+		Phase      string `json:"phase"`
+		Location   string `json:"location"`
+		Revision   int64  `json:"revision"`
+		Conditions []struct {
+			Type, Status, Reason, Message string
+		} `json:"conditions"`
+	} `json:"status"`
 }
 
 // TestBackupSchedule: the example schedule, every minute with keep 2, on the example cluster.
