@@ -94,7 +94,7 @@ spec:
 `, WriterImage, "cp /bin/busybox /tools/busybox && for a in "+etcdctlTools+"; do ln -s busybox /tools/$a; done",
 		EtcdctlContainer, EtcdImage, quoteAll(p.command))
 	for _, e := range p.env {
-		fmt.Fprintf(&b, "    - {name: %s, value: %q}\n", e[0], e[1])
+		fmt.Fprintf(&b, "    - {name: %q, value: %q}\n", e[0], e[1])
 	}
 	b.WriteString("    volumeMounts:\n    - {name: tools, mountPath: /tools, readOnly: true}\n")
 	if p.work {
