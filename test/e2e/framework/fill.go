@@ -105,7 +105,7 @@ func (f *Framework) Fill(cluster, prefix string, n, size int, timeout time.Durat
 // indexes of sample, byte for byte.
 func (f *Framework) CheckFilled(cluster, memberPod, prefix string, n, size int, sample []int) {
 	f.t.Helper()
-	out, err := f.ClientEtcdctl(cluster, memberPod, "get", prefix, "--prefix", "--count-only", "-w", "json")
+	out, err := f.ClientEtcdctl(cluster, memberPod, "get", prefix, "--prefix", "--keys-only", "-w", "json")
 	if err != nil {
 		f.t.Fatalf("counting %s in %s: %v", prefix, cluster, err)
 	}
