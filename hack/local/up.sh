@@ -215,6 +215,9 @@ maxPods: 110
 # the default -999 needs CAP_SYS_RESOURCE, which this VM does not grant
 oomScoreAdj: 0
 evictionHard: {memory.available: 100Mi, nodefs.available: 5%, imagefs.available: 5%}
+# never: the node is offline, so an image collected (pause among them) cannot be pulled again
+# and every pod that needs it would wait for ever
+imageGCHighThresholdPercent: 100
 EOF
 put "$ETC/kube-proxy.yaml" <<EOF
 apiVersion: kubeproxy.config.k8s.io/v1alpha1
