@@ -33,6 +33,7 @@ func (o *observation) state(now time.Time) plan.State {
 		Foreign:            o.foreign,
 		RefusedServices:    o.refusedServices,
 		TLS:                o.tls,
+		ClientTLS:          o.dialTLS,
 		Now:                now,
 		Bounds:             o.bounds.WithDefaults(),
 		TargetVersion:      o.memberVersion(),

@@ -132,9 +132,12 @@ func clientURLOn(scheme, peerURL string) string {
 	return u.String()
 }
 
-// ServiceClientURL is the URL of the client Service.
-func ServiceClientURL(c *api.EtcdCluster) string {
-	return fmt.Sprintf("%s://%s:%d", scheme(ClientTLS(c)), ClientServiceHost(c), ClientPort)
+// ServiceClientURL is the URL of the client Service, as spec.tls asks.
+func ServiceClientURL(c *api.EtcdCluster) string { return ServiceClientURLOver(c, ClientTLS(c)) }
+
+// ServiceClientURLOver is the URL of the client Service, https when tls.
+func ServiceClientURLOver(c *api.EtcdCluster, tls bool) string {
+	return fmt.Sprintf("%s://%s:%d", scheme(tls), ClientServiceHost(c), ClientPort)
 }
 
 // NameFromPeerURL recovers the member name from a peer URL the operator built. etcd

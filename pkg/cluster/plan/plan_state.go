@@ -215,6 +215,9 @@ type State struct {
 	RefusedServices []string
 	// TLS is what the pass found of the cluster's certificates (plan_tls.go).
 	TLS TLSView
+	// ClientTLS: the members' client ports all take TLS now, so clients dial them over TLS;
+	// it follows the members, not spec.tls.client, while the port moves (status.clientURL).
+	ClientTLS bool
 	// TargetVersion is the version member pods are built with now: spec.version, or the
 	// version the cluster runs while spec.version is a step the operator does not take (or
 	// a downgrade etcd has not enabled yet). SpecVersion is spec.version, normalized.

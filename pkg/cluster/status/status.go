@@ -26,7 +26,7 @@ func Compute(c *api.EtcdCluster, s plan.State, d plan.Decision) api.EtcdClusterS
 	st := *c.Status.DeepCopy()
 	st.ObservedGeneration = c.Generation
 	st.ServiceName = member.PeerServiceName(c.Name)
-	st.ClientURL = member.ServiceClientURL(c)
+	st.ClientURL = member.ServiceClientURLOver(c, s.ClientTLS)
 	if s.TLS.Status != nil || c.Spec.TLS == nil {
 		// A paused pass does not look at the certificates: it keeps what was reported.
 		st.TLS = s.TLS.Status

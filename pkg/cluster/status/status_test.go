@@ -347,3 +347,21 @@ func TestStatusQuorumLost(t *testing.T) {
 		t.Errorf("Progressing %+v, phase %s: want RecoveringQuorum and Recovering", prog, c.Status.Phase)
 	}
 }
+
+// status.clientURL is what clients dial now: while the client port moves onto TLS (or off
+// it), the scheme every member takes, not the one spec.tls.client is going to.
+func TestClientURLFollowsTheMembers(t *testing.T) {
+	c := newCluster(3)
+	c.Spec.TLS = &api.TLSSpec{Client: &api.TLSSource{}}
+	for _, tc := range []struct {
+		tls  bool
+		want string
+	}{
+		{false, "http://demo-client.ns.svc:2379"},
+		{true, "https://demo-client.ns.svc:2379"},
+	} {
+		if got := Compute(c, plan.State{Name: c.Name, ClientTLS: tc.tls}, plan.Decision{}).ClientURL; got != tc.want {
+			t.Errorf("members take TLS %v: clientURL %s, want %s", tc.tls, got, tc.want)
+		}
+	}
+}
