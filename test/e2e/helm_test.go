@@ -105,8 +105,8 @@ func operatorPods(f *framework.Framework) (map[string]string, error) {
 // The release's cluster becomes Available; helm upgrade changes a bound, the operator's
 // Deployment rolls and the cluster stays Available throughout; helm uninstall removes the
 // operator's objects and keeps the cluster, its member, its claim, its data and the CRDs.
-// Deleting the Lease then hands the cluster to the suite's operator. One member, about a
-// minute and a half.
+// Deleting the Lease then hands the cluster to the suite's operator. One member, about two
+// minutes.
 func TestHelmNamespacedRelease(t *testing.T) {
 	t.Parallel()
 	f := framework.New(t)
@@ -130,7 +130,7 @@ spec:
 `, name, installation, now, now))
 
 	h.run("install", helmRelease, chart, "--namespace", f.Namespace, "--wait", "--timeout", "3m",
-		"--set", "namespaced=true", "--set", "image.repository="+repository, "--set", "image.tag="+tag,
+		"--set", "namespaced=true", "--set-string", "image.repository="+repository, "--set-string", "image.tag="+tag,
 		"--set", "monitoring.enabled=true")
 	if objs, err := releaseObjects(f); err != nil || len(strings.Fields(objs)) != 5 {
 		t.Fatalf("the release's objects: %q %v, want its Deployment, ServiceAccount, Role, RoleBinding and Service", objs, err)
@@ -175,7 +175,7 @@ spec:
 	// helm upgrade with one bound changed: the Deployment rolls to a pod with the new flag.
 	h.run("upgrade", helmRelease, chart, "--namespace", f.Namespace, "--reuse-values", "--wait", "--timeout", "3m",
 		"--set", "bounds.podStuckAfter=20s")
-	f.MustNS("rollout", "status", "deployment/etcd-operator", "--timeout=3m")
+	f.MustNS("rollout", "status", "deployment/"+helmRelease, "--timeout=90s")
 	f.Eventually("the old operator pod gone and the new one running with --pod-stuck-after=20s", 2*time.Minute, func() (bool, error) {
 		pods, err := operatorPods(f)
 		if err != nil {
