@@ -31,6 +31,14 @@ mkdir -p "$ROOT/bin"
 ln -sfn "$HELM" "$ROOT/bin/helm"
 
 if [ "${1:-}" = check ]; then
+	# deploy/'s tests build deploy/ with the kustomize library of the tool module: it must be
+	# the one the pinned kubectl embeds (k8s.io/cli-runtime of KUBERNETES_VERSION requires it)
+	cli_runtime=k8s.io/cli-runtime@v0.${KUBERNETES_VERSION#v1.}
+	want=$(cd "$MOD" && sed -n 's/^[[:space:]]*sigs.k8s.io\/kustomize\/api \(v[^ ]*\).*/\1/p' \
+		"$(go mod download -json "$cli_runtime" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')")
+	got=$(sed -n 's/^[[:space:]]*sigs.k8s.io\/kustomize\/api \(v[^ ]*\).*/\1/p' "$MOD/go.mod")
+	[ -n "$want" ] && [ "$want" = "$got" ] ||
+		die "hack/tools/helm/go.mod requires sigs.k8s.io/kustomize/api ${got:-none}; kubectl $KUBERNETES_VERSION embeds ${want:-?} ($cli_runtime)"
 	# helm keeps no state of its own for lint and template; a throwaway home keeps the user's out
 	HELM_HOME_DIR=$(mktemp -d)
 	trap 'rm -rf "$HELM_HOME_DIR"' EXIT
