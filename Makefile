@@ -23,7 +23,7 @@ BENCH_ROUNDS ?= 3
 # suite (docs/testing.md); E2E_DEPLOY_DIR=deploy runs the suite on the production bounds
 E2E_DEPLOY_DIR ?= test/e2e/deploy
 
-.PHONY: help up cluster image deploy down kubeconfig test unit verify alerts-test e2e e2e-rollout bench s3 plugin
+.PHONY: help up cluster image deploy down kubeconfig test unit verify alerts-test e2e e2e-rollout bench s3 plugin helm
 
 help:
 	@echo "make up          start the cluster, build and load the operator image, deploy it and the example"
@@ -32,13 +32,14 @@ help:
 	@echo "make image       build the operator image $(IMAGE) and load it into the cluster"
 	@echo "make e2e         run the e2e suite against the running cluster"
 	@echo "make unit        go vet and go test -race ./pkg/... ./cmd/..."
-	@echo "make verify      hack/verify-codegen.sh (when present) and make alerts-test"
+	@echo "make verify      hack/verify-codegen.sh (when present), make alerts-test, helm lint and helm template of the chart"
 	@echo "make alerts-test promtool check and test of deploy/monitoring/alerts.rules.yaml"
 	@echo "make e2e-rollout only the version-change and pod-rollout e2e tests (make e2e runs them too)"
 	@echo "make bench       measure speed and memory (StatefulSet floor vs the operator) on the running cluster; writes docs/bench.md"
 	@echo "make kubeconfig  print the kubeconfig path: export KUBECONFIG=\$$(make -s kubeconfig)"
 	@echo "make s3          deploy an S3-compatible store (versitygw, namespace etcd-s3, bucket etcd-backups) for backups to S3"
 	@echo "make plugin      build the kubectl plugin bin/kubectl-etcd (docs/plugin.md)"
+	@echo "make helm        build helm from Go modules (cached) as bin/helm, for charts/etcd-operator (docs/install.md)"
 
 up: cluster image deploy
 
@@ -74,6 +75,7 @@ unit:
 verify: alerts-test
 	@if [ -x hack/verify-codegen.sh ]; then hack/verify-codegen.sh; \
 	else echo "hack/verify-codegen.sh does not exist yet: nothing to verify"; fi
+	hack/helm.sh check
 
 # the alerts' unit tests (promtool test rules); installs Debian's prometheus package for promtool
 alerts-test:
@@ -83,9 +85,15 @@ alerts-test:
 plugin:
 	go build -o bin/kubectl-etcd ./cmd/kubectl-etcd
 
+# helm of the version hack/tools/helm/go.mod pins, built from Go modules into the tool cache
+# (minutes the first time, then cached), linked as bin/helm; the e2e suite's Helm test runs it
+helm:
+	hack/helm.sh
+
 # ends with every test's wall time, slowest first (hack/test-times.sh), pass or fail; bin/ first
-# on PATH, so that the plugin's test runs `kubectl etcd` on the kubectl-etcd just built
-e2e: plugin
+# on PATH, so that the plugin's test runs `kubectl etcd` on the kubectl-etcd just built and the
+# Helm test the helm of make helm
+e2e: plugin helm
 	@mkdir -p _output
 	eval "$$(hack/cluster.sh env)"; rc=0; KUBECONFIG=$$(hack/cluster.sh kubeconfig) PATH=$(CURDIR)/bin:$(KUBECTL_DIR):$$PATH \
 		go test -tags e2e ./test/e2e/ -v -timeout 60m -count=1 $(if $(E2E_RUN),-run '$(E2E_RUN)') $(E2E_FLAGS) \
