@@ -16,9 +16,28 @@ import (
 // It returns how soon to look again: right away after a change, since etcd-side changes
 // raise no Kubernetes event, or later when the change could not be made yet.
 func (r *Reconciler) act(ctx context.Context, c *api.EtcdCluster, o *observation, d plan.Decision) (time.Duration, error) {
-	a, why := *d.Action, d.Message
-	var res Result
-	var err error
+	a := *d.Action
+	res, err := r.perform(ctx, c, o, a, d.Message)
+	if err != nil {
+		return 0, err
+	}
+	if res.Changed {
+		r.passes().ActionTaken(c.Namespace, c.Name, a.Kind)
+		if a.Kind == plan.ActionRemoveMember && d.Progress == api.ReasonReplacingMember {
+			r.passes().MemberReplaced(c.Namespace, c.Name)
+		}
+	}
+	if res.Refused != nil {
+		r.log(c).WithField("action", string(a.Kind)).WithError(res.Refused).Debug("etcd refused the change for now")
+	}
+	if res.RetryIn > 0 {
+		return res.RetryIn, nil
+	}
+	return afterAction, nil
+}
+
+// perform makes the write action a stands for, why being the planner's message.
+func (r *Reconciler) perform(ctx context.Context, c *api.EtcdCluster, o *observation, a plan.Action, why string) (res Result, err error) {
 	switch a.Kind {
 	case plan.ActionCreatePod:
 		res, err = r.control.CreatePod(ctx, c, member.Template{Ordinal: a.Ordinal, ClusterState: a.ClusterState,
@@ -59,26 +78,12 @@ func (r *Reconciler) act(ctx context.Context, c *api.EtcdCluster, o *observation
 	case plan.ActionMoveLeader:
 		leader := o.pods[a.Ordinal]
 		if leader == nil || leader.Status.PodIP == "" {
-			return whileWaiting, nil
+			// Its pod is not there to be asked yet: looked at again a while later.
+			return Result{RetryIn: whileWaiting}, nil
 		}
 		res, err = r.control.MoveLeader(ctx, c, member.PodClientURL(leader.Status.PodIP, o.dialTLS), a.Ordinal, a.Transferee)
 	}
-	if err != nil {
-		return 0, err
-	}
-	if res.Changed {
-		r.passes().ActionTaken(c.Namespace, c.Name, a.Kind)
-		if a.Kind == plan.ActionRemoveMember && d.Progress == api.ReasonReplacingMember {
-			r.passes().MemberReplaced(c.Namespace, c.Name)
-		}
-	}
-	if res.Refused != nil {
-		r.log(c).WithField("action", string(a.Kind)).WithError(res.Refused).Debug("etcd refused the change for now")
-	}
-	if res.RetryIn > 0 {
-		return res.RetryIn, nil
-	}
-	return afterAction, nil
+	return res, err
 }
 
 // actOnRollout takes a rollout's step on a member's pod: roll it, change its image in place,
