@@ -63,12 +63,46 @@ func connect(ctx context.Context, env *Env, c *api.EtcdCluster) (*session, error
 	conn, err := clientConn(ctx, env, c)
 	if err != nil {
 		// Nothing can be asked without the certificate: the pods are all there is to show.
-		s := &session{cluster: c, listErr: fmt.Errorf("%w: %v", ErrUnreachable, err)}
-		for _, p := range pods {
-			s.members = append(s.members, &memberView{Name: p.Name, Pod: p, Err: notServing(p)})
-		}
-		return s, fmt.Errorf("etcdcluster %s: %w: %v", c.Name, ErrUnreachable, err)
+		return podsOnly(c, pods, err)
 	}
+	views := forwardAll(ctx, env, c, pods)
+	endpoints := reachedEndpoints(views)
+	if len(endpoints) == 0 {
+		return unreachable(c, views)
+	}
+	cli, err := etcdutil.NewMaintainer(env.dialTimeout(), env.callTimeout(), endpoints, conn)
+	if err != nil {
+		return nil, err
+	}
+	s := &session{cluster: c, client: cli}
+	askStatuses(ctx, cli, views)
+	if !slices.ContainsFunc(views, func(v *memberView) bool { return v.Status != nil }) {
+		_ = cli.Close()
+		return unreachable(c, views)
+	}
+	list, err := cli.MemberList(ctx)
+	if err != nil {
+		s.listErr = err
+		s.members = views
+		return s, nil
+	}
+	s.members = merge(c, list, views)
+	return s, nil
+}
+
+// podsOnly is the session of a cluster whose client certificate could not be read (connErr):
+// only its pods, with why each that is not serving is not, so a command can still describe them.
+func podsOnly(c *api.EtcdCluster, pods []*corev1.Pod, connErr error) (*session, error) {
+	s := &session{cluster: c, listErr: fmt.Errorf("%w: %v", ErrUnreachable, connErr)}
+	for _, p := range pods {
+		s.members = append(s.members, &memberView{Name: p.Name, Pod: p, Err: notServing(p)})
+	}
+	return s, fmt.Errorf("etcdcluster %s: %w: %v", c.Name, ErrUnreachable, connErr)
+}
+
+// forwardAll opens a forward to each serving pod's client port, all at once so that one slow
+// pod does not delay the others; a view's Endpoint is set when its forward opened, else Err.
+func forwardAll(ctx context.Context, env *Env, c *api.EtcdCluster, pods []*corev1.Pod) []*memberView {
 	views := make([]*memberView, len(pods))
 	var wg sync.WaitGroup
 	for i, p := range pods {
@@ -88,20 +122,25 @@ func connect(ctx context.Context, env *Env, c *api.EtcdCluster) (*session, error
 		}(views[i])
 	}
 	wg.Wait()
+	return views
+}
+
+// reachedEndpoints are the client URLs of the views whose forward opened, for the client to
+// balance over.
+func reachedEndpoints(views []*memberView) []string {
 	var endpoints []string
 	for _, v := range views {
 		if v.Endpoint != "" {
 			endpoints = append(endpoints, v.Endpoint)
 		}
 	}
-	if len(endpoints) == 0 {
-		return unreachable(c, views)
-	}
-	cli, err := etcdutil.NewMaintainer(env.dialTimeout(), env.callTimeout(), endpoints, conn)
-	if err != nil {
-		return nil, err
-	}
-	s := &session{cluster: c, client: cli}
+	return endpoints
+}
+
+// askStatuses asks every reached member for its status, all at once so that one member that
+// does not answer costs one call timeout, not one per member; each view gets Status or Err.
+func askStatuses(ctx context.Context, cli etcdutil.Maintainer, views []*memberView) {
+	var wg sync.WaitGroup
 	for _, v := range views {
 		if v.Endpoint == "" {
 			continue
@@ -118,18 +157,6 @@ func connect(ctx context.Context, env *Env, c *api.EtcdCluster) (*session, error
 		}(v)
 	}
 	wg.Wait()
-	if !slices.ContainsFunc(views, func(v *memberView) bool { return v.Status != nil }) {
-		_ = cli.Close()
-		return unreachable(c, views)
-	}
-	list, err := cli.MemberList(ctx)
-	if err != nil {
-		s.listErr = err
-		s.members = views
-		return s, nil
-	}
-	s.members = merge(c, list, views)
-	return s, nil
 }
 
 // open connects to the cluster name, for a command that needs etcd's member list.

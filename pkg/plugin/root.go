@@ -63,7 +63,39 @@ func newRoot(build func() (*Env, error)) *cobra.Command {
 		// own, not through a subcommand.
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
 	}
-	run := func(do func(ctx context.Context, env *Env, name string) error) func(*cobra.Command, []string) error {
+	run := runner(build)
+	root.AddCommand(&cobra.Command{
+		Use: "status NAME", Short: "The cluster's phase and conditions, and each member: role, version, raft index, database size, claim, pod, node",
+		Args: clusterArg, RunE: run(runStatus),
+	})
+	root.AddCommand(&cobra.Command{
+		Use: "members NAME", Short: "etcd's member list", Args: clusterArg, RunE: run(runMembers),
+	})
+	root.AddCommand(newMoveLeaderCmd(run))
+	root.AddCommand(&cobra.Command{
+		Use: "defrag NAME", Short: "Defragment every member, one at a time, the leader last",
+		Args: clusterArg, RunE: run(runDefrag),
+	})
+	root.AddCommand(newCompactCmd(run))
+	root.AddCommand(newAlarmCmd(run))
+	root.AddCommand(newBackupCmd(run))
+	root.AddCommand(newRestoreCmd(run))
+	return root
+}
+
+// clusterArg is the arguments of every command on a cluster: its name, alone.
+var clusterArg = cobra.ExactArgs(1)
+
+// clusterAction is what a command does to the cluster name, with the Env it runs in.
+type clusterAction func(ctx context.Context, env *Env, name string) error
+
+// runFunc makes a command's RunE of a clusterAction.
+type runFunc func(clusterAction) func(*cobra.Command, []string) error
+
+// runner is the runFunc of every command: its RunE builds the Env only when the command runs,
+// not when the tree is made, and closes the Env's forwards after.
+func runner(build func() (*Env, error)) runFunc {
+	return func(do clusterAction) func(*cobra.Command, []string) error {
 		return func(cmd *cobra.Command, args []string) error {
 			env, err := build()
 			if err != nil {
@@ -75,46 +107,44 @@ func newRoot(build func() (*Env, error)) *cobra.Command {
 			return do(cmd.Context(), env, args[0])
 		}
 	}
-	cluster := cobra.ExactArgs(1)
+}
 
-	root.AddCommand(&cobra.Command{
-		Use: "status NAME", Short: "The cluster's phase and conditions, and each member: role, version, raft index, database size, claim, pod, node",
-		Args: cluster, RunE: run(runStatus),
-	})
-	root.AddCommand(&cobra.Command{
-		Use: "members NAME", Short: "etcd's member list", Args: cluster, RunE: run(runMembers),
-	})
-
+// newMoveLeaderCmd is move-leader, with its --to.
+func newMoveLeaderCmd(run runFunc) *cobra.Command {
 	var to string
 	moveLeader := &cobra.Command{
 		Use: "move-leader NAME", Short: "Hand leadership to --to, or to the healthiest other voting member",
-		Args: cluster, RunE: run(func(ctx context.Context, env *Env, name string) error { return runMoveLeader(ctx, env, name, to) }),
+		Args: clusterArg, RunE: run(func(ctx context.Context, env *Env, name string) error { return runMoveLeader(ctx, env, name, to) }),
 	}
 	moveLeader.Flags().StringVar(&to, "to", "", "the member to lead (its name, as kubectl etcd members lists it)")
-	root.AddCommand(moveLeader)
+	return moveLeader
+}
 
-	root.AddCommand(&cobra.Command{
-		Use: "defrag NAME", Short: "Defragment every member, one at a time, the leader last",
-		Args: cluster, RunE: run(runDefrag),
-	})
-
+// newCompactCmd is compact, with its --physical.
+func newCompactCmd(run runFunc) *cobra.Command {
 	var physical bool
 	compact := &cobra.Command{
 		Use: "compact NAME", Short: "Drop every key's history before the current revision",
-		Args: cluster, RunE: run(func(ctx context.Context, env *Env, name string) error { return runCompact(ctx, env, name, physical) }),
+		Args: clusterArg, RunE: run(func(ctx context.Context, env *Env, name string) error { return runCompact(ctx, env, name, physical) }),
 	}
 	compact.Flags().BoolVar(&physical, "physical", false, "return once every member has removed the history from its backend")
-	root.AddCommand(compact)
+	return compact
+}
 
+// newAlarmCmd is the alarm group: list and disarm.
+func newAlarmCmd(run runFunc) *cobra.Command {
 	alarm := &cobra.Command{Use: "alarm", Short: "etcd's alarms (NOSPACE, CORRUPT)"}
-	alarm.AddCommand(&cobra.Command{Use: "list NAME", Short: "The alarms raised", Args: cluster, RunE: run(runAlarmList)})
-	alarm.AddCommand(&cobra.Command{Use: "disarm NAME", Short: "Clear every alarm raised", Args: cluster, RunE: run(runAlarmDisarm)})
-	root.AddCommand(alarm)
+	alarm.AddCommand(&cobra.Command{Use: "list NAME", Short: "The alarms raised", Args: clusterArg, RunE: run(runAlarmList)})
+	alarm.AddCommand(&cobra.Command{Use: "disarm NAME", Short: "Clear every alarm raised", Args: clusterArg, RunE: run(runAlarmDisarm)})
+	return alarm
+}
 
+// newBackupCmd is backup, with the options of the EtcdBackup it creates and of following it.
+func newBackupCmd(run runFunc) *cobra.Command {
 	var bo backupOptions
 	backup := &cobra.Command{
 		Use: "backup NAME --to CLAIM[:PATH]", Short: "Create an EtcdBackup of the cluster and follow it until it succeeds or fails",
-		Args: cluster, RunE: run(func(ctx context.Context, env *Env, name string) error { return runBackup(ctx, env, name, bo) }),
+		Args: clusterArg, RunE: run(func(ctx context.Context, env *Env, name string) error { return runBackup(ctx, env, name, bo) }),
 	}
 	backup.Flags().StringVar(&bo.To, "to", "", "where the snapshot goes: CLAIM[:PATH], a folder of a PersistentVolumeClaim of the namespace")
 	backup.Flags().StringVar(&bo.Name, "name", "", "the EtcdBackup's name (default NAME-<UTC date>-<time>)")
@@ -122,12 +152,15 @@ func newRoot(build func() (*Env, error)) *cobra.Command {
 	backup.Flags().BoolVar(&bo.Wait, "wait", true, "follow the backup until it succeeds or fails")
 	backup.Flags().DurationVar(&bo.Timeout, "timeout", 10*time.Minute, "how long to follow it")
 	_ = backup.MarkFlagRequired("to")
-	root.AddCommand(backup)
+	return backup
+}
 
+// newRestoreCmd is restore, with the options of the EtcdCluster it creates and of following it.
+func newRestoreCmd(run runFunc) *cobra.Command {
 	var ro restoreOptions
 	restore := &cobra.Command{
 		Use: "restore NAME --from-backup BACKUP", Short: "Create the EtcdCluster NAME from a Succeeded EtcdBackup and follow it until it is Available",
-		Args: cluster, RunE: run(func(ctx context.Context, env *Env, name string) error { return runRestore(ctx, env, name, ro) }),
+		Args: clusterArg, RunE: run(func(ctx context.Context, env *Env, name string) error { return runRestore(ctx, env, name, ro) }),
 	}
 	restore.Flags().StringVar(&ro.FromBackup, "from-backup", "", "the EtcdBackup of the namespace to restore")
 	restore.Flags().Int32Var(&ro.Size, "size", api.DefaultSize, "spec.size of the new cluster")
@@ -136,6 +169,5 @@ func newRoot(build func() (*Env, error)) *cobra.Command {
 	restore.Flags().BoolVar(&ro.Wait, "wait", true, "follow the cluster until it is Available")
 	restore.Flags().DurationVar(&ro.Timeout, "timeout", 10*time.Minute, "how long to follow it")
 	_ = restore.MarkFlagRequired("from-backup")
-	root.AddCommand(restore)
-	return root
+	return restore
 }

@@ -39,7 +39,23 @@ func runStatus(ctx context.Context, env *Env, name string) error {
 
 // printStatus writes the status page of a session.
 func printStatus(w io.Writer, s *session, alarms []alarmRow, now time.Time) {
-	c := s.cluster
+	printSummary(w, s.cluster)
+	printConditions(w, s.cluster, now)
+	printMemberStatus(w, s)
+	if len(alarms) > 0 {
+		fmt.Fprintln(w, "\nAlarms:")
+		printAlarms(w, alarms)
+	}
+	if notes := statusNotes(s); len(notes) > 0 {
+		fmt.Fprintln(w, "\nNotes:")
+		for _, n := range notes {
+			fmt.Fprintln(w, "  "+n)
+		}
+	}
+}
+
+// printSummary writes the cluster's own fields, as the operator last wrote its status.
+func printSummary(w io.Writer, c *api.EtcdCluster) {
 	version := orDash(c.Status.CurrentVersion)
 	if c.Spec.Version != "" && strings.TrimPrefix(c.Spec.Version, "v") != c.Status.CurrentVersion {
 		version += " (spec " + c.Spec.Version + ")"
@@ -54,17 +70,25 @@ func printStatus(w io.Writer, s *session, alarms []alarmRow, now time.Time) {
 	row(t, "TLS:", tlsSummary(c))
 	row(t, "Backend quota:", bytesIEC(quota(c)))
 	_ = t.Flush()
+}
 
+// printConditions writes the cluster's conditions, each with its age at now.
+func printConditions(w io.Writer, c *api.EtcdCluster, now time.Time) {
 	fmt.Fprintln(w, "\nConditions:")
-	t = newTable(w)
+	t := newTable(w)
 	row(t, "TYPE", "STATUS", "REASON", "AGE", "MESSAGE")
 	for _, cond := range c.Status.Conditions {
 		row(t, cond.Type, string(cond.Status), orDash(cond.Reason), age(cond.LastTransitionTime.Time, now), orDash(cond.Message))
 	}
 	_ = t.Flush()
+}
 
+// printMemberStatus writes one row per member or member pod: what etcd said of it now, and its
+// claim and pod as Kubernetes sees them; "-" for what could not be learnt.
+func printMemberStatus(w io.Writer, s *session) {
+	c := s.cluster
 	fmt.Fprintln(w, "\nMembers:")
-	t = newTable(w)
+	t := newTable(w)
 	row(t, "NAME", "ID", "ROLE", "VERSION", "RAFT INDEX", "DB SIZE", "IN USE", "CLAIM", "POD", "NODE")
 	claims := map[string]string{}
 	for _, m := range c.Status.Members {
@@ -89,11 +113,11 @@ func printStatus(w io.Writer, s *session, alarms []alarmRow, now time.Time) {
 		row(t, v.Name, id, s.role(v), version, index, size, inUse, orDash(claims[v.Name]), pod, node)
 	}
 	_ = t.Flush()
+}
 
-	if len(alarms) > 0 {
-		fmt.Fprintln(w, "\nAlarms:")
-		printAlarms(w, alarms)
-	}
+// statusNotes says why the page lacks what it lacks: the member list unread, members that did
+// not answer, pods that answer but are no member.
+func statusNotes(s *session) []string {
 	var notes []string
 	switch {
 	case errors.Is(s.listErr, ErrUnreachable):
@@ -109,12 +133,7 @@ func printStatus(w io.Writer, s *session, alarms []alarmRow, now time.Time) {
 			notes = append(notes, fmt.Sprintf("%s: its pod answers, but it is not in etcd's member list", v.Name))
 		}
 	}
-	if len(notes) > 0 {
-		fmt.Fprintln(w, "\nNotes:")
-		for _, n := range notes {
-			fmt.Fprintln(w, "  "+n)
-		}
-	}
+	return notes
 }
 
 // tlsSummary says which ports use TLS.
