@@ -11,11 +11,12 @@ import (
 )
 
 // Moving a running cluster's client port on or off TLS (docs/tls.md). spec.tls.client says
-// where the port is going; the member pods say where it is. Each member is rolled twice, one
-// at a time through the rollout (rule 8): first to serve both plaintext and TLS on the port
-// (member.ClientDual), then, once every member does, to serve what the spec asks alone. The
-// operator, member-init and backups dial what every member serves at each step, so no member
-// is ever cut off from them, and nothing about the move is kept anywhere but in the pods.
+// where the port is going; the member pods say where it is. Each member is rolled one at a
+// time through the rollout (rule 8): first to serve both plaintext and TLS on the port
+// (member.ClientDual), then, once no member serves the old mode alone, to serve what the spec
+// asks alone. The operator and member-init dial what every member serves at each step, so no
+// member is ever cut off from them, and nothing about the move is kept anywhere but in the
+// pods.
 
 // clientModes are the client modes the cluster's member pods serve, read back from them.
 func clientModes(c *api.EtcdCluster, pods map[int]*corev1.Pod) []member.ClientMode {
