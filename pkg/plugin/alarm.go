@@ -46,39 +46,41 @@ func printAlarms(w io.Writer, rows []alarmRow) {
 // runAlarmList prints the alarms raised in the cluster; with none, it says so on ErrOut and
 // prints nothing, as kubectl get does with no resources.
 func runAlarmList(ctx context.Context, env *Env, name string) error {
-	s, err := open(ctx, env, name)
-	if err != nil {
+	s, rows, err := openAlarms(ctx, env, name)
+	if s == nil || err != nil {
 		return err
 	}
 	defer s.close()
-	rows, err := listAlarms(ctx, s)
-	if err != nil {
-		return err
-	}
-	if len(rows) == 0 {
-		fmt.Fprintf(env.ErrOut, "No alarms in etcdcluster %s/%s.\n", env.Namespace, name)
-		return nil
-	}
 	printAlarms(env.Out, rows)
 	return nil
+}
+
+// openAlarms opens a session to the cluster and lists its alarms. With none, it says so on
+// ErrOut, closes the session and returns it nil: there is nothing more to do.
+func openAlarms(ctx context.Context, env *Env, name string) (*session, []alarmRow, error) {
+	s, err := open(ctx, env, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	rows, err := listAlarms(ctx, s)
+	if err != nil || len(rows) == 0 {
+		s.close()
+		if err == nil {
+			fmt.Fprintf(env.ErrOut, "No alarms in etcdcluster %s/%s.\n", env.Namespace, name)
+		}
+		return nil, nil, err
+	}
+	return s, rows, nil
 }
 
 // runAlarmDisarm clears every alarm raised in the cluster, and warns of a member whose backend
 // is still at its quota: etcd raises NOSPACE again at its next write.
 func runAlarmDisarm(ctx context.Context, env *Env, name string) error {
-	s, err := open(ctx, env, name)
-	if err != nil {
+	s, rows, err := openAlarms(ctx, env, name)
+	if s == nil || err != nil {
 		return err
 	}
 	defer s.close()
-	rows, err := listAlarms(ctx, s)
-	if err != nil {
-		return err
-	}
-	if len(rows) == 0 {
-		fmt.Fprintf(env.ErrOut, "No alarms in etcdcluster %s/%s.\n", env.Namespace, name)
-		return nil
-	}
 	for _, r := range rows {
 		if err := s.client.AlarmDisarm(ctx, r.Alarm); err != nil {
 			return fmt.Errorf("etcdcluster %s: %w", name, err)
