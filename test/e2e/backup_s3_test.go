@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -95,31 +94,7 @@ func TestBackupToS3AndRestore(t *testing.T) {
 	}
 
 	after := putKeys(t, f, "example", "after", 5)
-	f.Delete("etcdcluster/example")
-	f.Eventually("the example's pods gone", 3*time.Minute, func() (bool, error) {
-		return len(podUIDs(f, "example")) == 0, nil
-	})
-	f.MustNS("delete", "pvc", "-l", "etcd.operator.dev/cluster=example", "--wait=true", "--timeout=2m")
-
-	f.Apply(exampleFile(t, "etcdcluster-restore-s3.yaml"))
-	f.WaitClusterInSpec("restored-s3", 3, 5*time.Minute)
-	checkKeys(t, f, "restored-s3", before)
-	w.VerifyIn("restored-s3", acked, "restored-s3-0")
-	for k := range after {
-		out, err := f.ClientEtcdctl("restored-s3", "restored-s3-0", "get", k, "-w", "json")
-		if err != nil {
-			t.Fatalf("get %s: %v", k, err)
-		}
-		var resp struct {
-			Count int64 `json:"count"`
-		}
-		if err := json.Unmarshal([]byte(out), &resp); err != nil {
-			t.Fatalf("get %s: %v in %q", k, err, out)
-		}
-		if resp.Count != 0 {
-			t.Errorf("key %s, written after the backup, is in the restored cluster", k)
-		}
-	}
+	restoreExample(t, f, "etcdcluster-restore-s3.yaml", "restored-s3", before, after, w, acked)
 
 	// deletionPolicy Delete: the object goes with the EtcdBackup.
 	f.Patch("etcdbackup/example-backup-s3", `{"spec":{"deletionPolicy":"Delete"}}`)

@@ -71,18 +71,33 @@ func TestBackupAndRestore(t *testing.T) {
 	t.Logf("snapshot of revision %d, %d bytes, from %s at %s", b.Status.Revision, b.Status.SizeBytes, b.Status.Member, b.Status.Location)
 	after := putKeys(t, f, "example", "after", 5)
 
+	revision := restoreExample(t, f, "etcdcluster-restore.yaml", "restored", before, after, w, acked)
+	if revision < b.Status.Revision+1000000000 {
+		t.Errorf("restored cluster at revision %d, want at least the snapshot's %d moved up by 1000000000",
+			revision, b.Status.Revision)
+	}
+}
+
+// restoreExample deletes the cluster example and its claims, restores cluster from the example
+// manifest file, and checks that it holds the keys of before and every put acknowledged in
+// acked, and none of after (written after the backup). It returns the revision the restored
+// cluster answered at.
+func restoreExample(t *testing.T, f *framework.Framework, manifest, cluster string, before, after map[string]string,
+	w *framework.Writer, acked framework.WriteLog) int64 {
+	t.Helper()
 	f.Delete("etcdcluster/example")
 	f.Eventually("the example's pods gone", 3*time.Minute, func() (bool, error) {
 		return len(podUIDs(f, "example")) == 0, nil
 	})
 	f.MustNS("delete", "pvc", "-l", "etcd.operator.dev/cluster=example", "--wait=true", "--timeout=2m")
 
-	f.Apply(exampleFile(t, "etcdcluster-restore.yaml"))
-	f.WaitClusterInSpec("restored", 3, 5*time.Minute)
-	checkKeys(t, f, "restored", before)
-	w.VerifyIn("restored", acked, "restored-0")
+	f.Apply(exampleFile(t, manifest))
+	f.WaitClusterInSpec(cluster, 3, 5*time.Minute)
+	checkKeys(t, f, cluster, before)
+	w.VerifyIn(cluster, acked, cluster+"-0")
+	var revision int64
 	for k := range after {
-		out, err := f.ClientEtcdctl("restored", "restored-0", "get", k, "-w", "json")
+		out, err := f.ClientEtcdctl(cluster, cluster+"-0", "get", k, "-w", "json")
 		if err != nil {
 			t.Fatalf("get %s: %v", k, err)
 		}
@@ -98,11 +113,9 @@ func TestBackupAndRestore(t *testing.T) {
 		if resp.Count != 0 {
 			t.Errorf("key %s, written after the backup, is in the restored cluster", k)
 		}
-		if resp.Header.Revision < b.Status.Revision+1000000000 {
-			t.Errorf("restored cluster at revision %d, want at least the snapshot's %d moved up by 1000000000",
-				resp.Header.Revision, b.Status.Revision)
-		}
+		revision = resp.Header.Revision
 	}
+	return revision
 }
 
 // TestBackupOfMissingCluster: a backup of a cluster that does not exist fails at once, with
