@@ -177,6 +177,8 @@ func passCases() []passCase {
 			pods: []*corev1.Pod{attempt(del, 1, corev1.PodSucceeded, ok)}}, phase: api.BackupSucceeded, reason: api.ReasonBackupCompleted},
 		{name: "a failed attempt is followed by the next", w: world{backup: retain, cluster: newCluster(), claim: true,
 			pods: []*corev1.Pod{attempt(retain, 1, corev1.PodFailed, noQuorum)}}, phase: api.BackupPending, create: "b-attempt2"},
+		{name: "a failed attempt whose cluster was deleted meanwhile fails the backup", w: world{backup: retain, claim: true,
+			pods: []*corev1.Pod{attempt(retain, 1, corev1.PodFailed, noQuorum)}}, phase: api.BackupFailed, reason: api.ReasonClusterNotFound},
 		{name: "the last attempt failed: Failed with its reason", w: world{backup: retain, cluster: newCluster(), claim: true,
 			pods: []*corev1.Pod{attempt(retain, 1, corev1.PodFailed, noQuorum), attempt(retain, 2, corev1.PodFailed, noQuorum),
 				attempt(retain, 3, corev1.PodFailed, noQuorum)}}, phase: api.BackupFailed, reason: api.ReasonBackupNoQuorum},

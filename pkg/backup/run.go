@@ -127,6 +127,12 @@ func (r *Reconciler) attemptFailed(ctx context.Context, b *api.EtcdBackup, faile
 		return 0, r.finish(ctx, b, n, outcome{phase: api.BackupFailed, reason: reason,
 			message: fmt.Sprintf("all %d attempts failed, the last: %s", maxAttempts, msg)})
 	}
+	if _, err := r.deps.Clusters.EtcdClusters(b.Namespace).Get(b.Spec.ClusterName); apierrors.IsNotFound(err) {
+		// Deleted while the attempt ran: no later attempt can find it, and the backup must
+		// not stay Running for ever.
+		return 0, r.finish(ctx, b, n, outcome{phase: api.BackupFailed, reason: api.ReasonClusterNotFound,
+			message: fmt.Sprintf("EtcdCluster %s was deleted; attempt %d failed: %s", b.Spec.ClusterName, n, msg)})
+	}
 	if wait := endedAt(failed).Add(retryDelay << (n - 1)).Sub(r.deps.Now()); wait > 0 {
 		return wait, nil
 	}
