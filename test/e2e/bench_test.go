@@ -65,9 +65,10 @@ func watchCluster(t *testing.T, f *framework.Framework, name string, cond func(*
 // TestBenchFigures measures the figures docs/figures.md and the issues quote, on whatever
 // cluster KUBECONFIG names: the plain StatefulSet floor and the operator's apply, scale and
 // repair times in the same run, the operator's memory, backups and restores of a large
-// database next to etcdctl's own snapshot (benchBackups). make bench runs it; it is skipped
-// in make test (figures are not pass/fail). E2E_BENCH_ONLY runs some of its parts
-// (benchParts) alone.
+// database next to etcdctl's own snapshot (benchBackups), and many clusters at once next to
+// as many StatefulSets, with what they cost the operator (benchScale). make bench runs it;
+// it is skipped in make test (figures are not pass/fail). E2E_BENCH_ONLY runs some of its
+// parts (benchParts) alone.
 func TestBenchFigures(t *testing.T) {
 	if os.Getenv("E2E_BENCH") == "" {
 		t.Skip("figures only: run with make bench")
@@ -97,10 +98,13 @@ func TestBenchFigures(t *testing.T) {
 	if runs("backup") {
 		t.Run("backup", func(t *testing.T) { benchBackups(t, medians["claims"]) })
 	}
+	if runs("scale") {
+		t.Run("scale", benchScale)
+	}
 }
 
 // benchParts are the parts of TestBenchFigures, in the order they run.
-var benchParts = []string{"floor", "operator", "tls-renewal", "memory", "backup"}
+var benchParts = []string{"floor", "operator", "tls-renewal", "memory", "backup", "scale"}
 
 // benchOnly reads E2E_BENCH_ONLY, a comma-separated list of benchParts, and returns whether a
 // part runs: every part when it is empty, only those it names otherwise.
