@@ -19,6 +19,12 @@ E2E_FLAGS ?=
 UNIT_PKGS := $(foreach d,pkg cmd deploy hack/tools test/e2e/framework,$(if $(wildcard $(d)),./$(d)/...))
 # BENCH_ROUNDS: how many clusters make bench creates for the apply -> Available median
 BENCH_ROUNDS ?= 3
+# BENCH_ONLY: the parts of make bench to run, comma-separated (floor, operator, tls-renewal, memory,
+# backup, scale); empty runs all. BENCH_SCALE_IDLE: the scale part's idle window (default 5m);
+# BENCH_SCALE_N: its number of clusters (default: what the node has room for). docs/scale.md.
+BENCH_ONLY ?=
+BENCH_SCALE_IDLE ?=
+BENCH_SCALE_N ?=
 # E2E_DEPLOY_DIR: what make test's make up installs: deploy/ with shorter time bounds for the
 # suite (docs/testing.md); E2E_DEPLOY_DIR=deploy runs the suite on the production bounds
 E2E_DEPLOY_DIR ?= test/e2e/deploy
@@ -36,6 +42,8 @@ help:
 	@echo "make alerts-test promtool check and test of deploy/monitoring/alerts.rules.yaml"
 	@echo "make e2e-rollout only the version-change and pod-rollout e2e tests (make e2e runs them too)"
 	@echo "make bench       measure speed and memory (StatefulSet floor vs the operator) on the running cluster; writes docs/bench.md"
+	@echo "                 and docs/bench-scale.md; BENCH_ONLY=scale runs the scale part alone (many clusters at once,"
+	@echo "                 the operator's CPU, memory and API requests; BENCH_SCALE_IDLE=1m shortens its idle window)"
 	@echo "make kubeconfig  print the kubeconfig path: export KUBECONFIG=\$$(make -s kubeconfig)"
 	@echo "make s3          deploy an S3-compatible store (versitygw, namespace etcd-s3, bucket etcd-backups) for backups to S3"
 	@echo "make plugin      build the kubectl plugin bin/kubectl-etcd (docs/plugin.md)"
@@ -107,6 +115,7 @@ e2e-rollout:
 bench:
 	@mkdir -p _output
 	KUBECONFIG=$$(hack/cluster.sh kubeconfig) PATH=$(KUBECTL_DIR):$$PATH E2E_BENCH=1 E2E_BENCH_ROUNDS=$(BENCH_ROUNDS) \
-		go test -tags e2e ./test/e2e/ -run '^TestBenchFigures$$' -v -timeout 45m -count=1 2>&1 | tee _output/bench.log
-	@echo "== figures (also in _output/bench.log)"; grep '^BENCH' _output/bench.log
+		E2E_BENCH_ONLY='$(BENCH_ONLY)' E2E_BENCH_SCALE_IDLE='$(BENCH_SCALE_IDLE)' E2E_BENCH_SCALE_N='$(BENCH_SCALE_N)' \
+		go test -tags e2e ./test/e2e/ -run '^TestBenchFigures$$' -v -timeout 120m -count=1 2>&1 | tee _output/bench.log
+	@echo "== figures (also in _output/bench.log)"; grep '^\(BENCH\|TARGET\)' _output/bench.log
 	hack/bench-doc.sh _output/bench.log docs/bench.md

@@ -116,10 +116,12 @@ func runWith(ctx context.Context, o *Options, cl *clients, entry *logrus.Entry, 
 }
 
 // newOperatorRegistry is the registry /metrics serves, with the Go runtime's and the
-// process's collectors; the controller adds its own metrics.
+// process's collectors and the API clients' request counts; the controller adds its own
+// metrics.
 func newOperatorRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	registerClientMetrics(reg)
 	return reg
 }
 

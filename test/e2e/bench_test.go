@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"github.com/etcd-operator/etcd-operator/pkg/pki"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -63,9 +64,11 @@ func watchCluster(t *testing.T, f *framework.Framework, name string, cond func(*
 
 // TestBenchFigures measures the figures docs/figures.md and the issues quote, on whatever
 // cluster KUBECONFIG names: the plain StatefulSet floor and the operator's apply, scale and
-// repair times in the same run, the operator's memory, and backups and restores of a large
-// database next to etcdctl's own snapshot (benchBackups). make bench runs it; it is
-// skipped in make test (figures are not pass/fail).
+// repair times in the same run, the operator's memory, backups and restores of a large
+// database next to etcdctl's own snapshot (benchBackups), and many clusters at once next to
+// as many StatefulSets, with what they cost the operator (benchScale). make bench runs it;
+// it is skipped in make test (figures are not pass/fail). E2E_BENCH_ONLY runs some of its
+// parts (benchParts) alone.
 func TestBenchFigures(t *testing.T) {
 	if os.Getenv("E2E_BENCH") == "" {
 		t.Skip("figures only: run with make bench")
@@ -74,43 +77,97 @@ func TestBenchFigures(t *testing.T) {
 	if s := os.Getenv("E2E_BENCH_ROUNDS"); s != "" {
 		rounds, _ = strconv.Atoi(s)
 	}
+	runs := benchOnly(t)
 
 	// onePod is the floor of one pod -> Ready, without a volume and with a claim.
 	onePod := map[bool]float64{}
-	t.Run("floor", func(t *testing.T) {
-		f := framework.New(t)
-		// What a claim on the default StorageClass costs one pod by itself: the part of an
-		// apply with claims that no operator can take off (the seed waits for its volume).
-		for _, claim := range []bool{false, true} {
-			start := time.Now()
-			f.Apply(floorPod(claim))
-			name := floorPodName(claim)
-			f.MustNS("wait", "--for=condition=Ready", "pod/"+name, "--timeout=3m")
-			onePod[claim] = time.Since(start).Seconds()
-			figure(t, "floor: one pod, "+map[bool]string{false: "no volume", true: "a claim"}[claim]+" -> Ready", onePod[claim], "s")
-		}
-		start := time.Now()
-		f.Apply(etcdStatefulSet)
-		healthy := func() (bool, error) { return f.EtcdHealthy("etcd-0", 3) }
-		waitFast(t, "statefulset healthy", 3*time.Minute, healthy)
-		figure(t, "floor: StatefulSet(3) with claims apply -> healthy", time.Since(start).Seconds(), "s")
-		// The same repairs as the operator's below: the StatefulSet controller recreates the
-		// pods on their claims.
-		for _, pods := range [][]string{{"pod/etcd-1"}, {"pod/etcd-0", "pod/etcd-1", "pod/etcd-2"}} {
-			start := time.Now()
-			f.MustNS(append([]string{"delete", "--wait=false"}, pods...)...)
-			waitFast(t, "statefulset pods replaced", 3*time.Minute, func() (bool, error) {
-				out, err := f.NS("get", "pods", "-l", "app=etcd-floor", "-o", "jsonpath={.items[*].metadata.deletionTimestamp}")
-				return err == nil && strings.TrimSpace(out) == "", err
-			})
-			waitFast(t, "statefulset healthy", 3*time.Minute, healthy)
-			figure(t, fmt.Sprintf("floor: StatefulSet %d of 3 pods deleted -> healthy", len(pods)), time.Since(start).Seconds(), "s")
-		}
-	})
+	if runs("floor") {
+		t.Run("floor", func(t *testing.T) { onePod = benchFloor(t) })
+	}
+	medians := map[string]float64{}
+	if runs("operator") {
+		medians = benchApplies(t, rounds)
+		benchApplyDifferences(t, medians, onePod)
+	}
+	if runs("tls-renewal") {
+		t.Run("tls-renewal", benchTLSRenewal)
+	}
+	if runs("memory") {
+		benchMemory(t)
+	}
+	if runs("backup") {
+		t.Run("backup", func(t *testing.T) { benchBackups(t, medians["claims"]) })
+	}
+	if runs("scale") {
+		t.Run("scale", benchScale)
+	}
+}
 
+// benchParts are the parts of TestBenchFigures, in the order they run.
+var benchParts = []string{"floor", "operator", "tls-renewal", "memory", "backup", "scale"}
+
+// benchOnly reads E2E_BENCH_ONLY, a comma-separated list of benchParts, and returns whether a
+// part runs: every part when it is empty, only those it names otherwise.
+func benchOnly(t *testing.T) func(part string) bool {
+	t.Helper()
+	only := map[string]bool{}
+	for _, p := range strings.Split(os.Getenv("E2E_BENCH_ONLY"), ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		if !slices.Contains(benchParts, p) {
+			t.Fatalf("E2E_BENCH_ONLY names %q: the parts are %s", p, strings.Join(benchParts, ", "))
+		}
+		only[p] = true
+	}
+	return func(part string) bool { return len(only) == 0 || only[part] }
+}
+
+// benchFloor measures the floor of one pod -> Ready, without a volume and with a claim, and
+// a plain StatefulSet's apply and repairs, and returns the one pod's times by claim.
+func benchFloor(t *testing.T) map[bool]float64 {
+	onePod := map[bool]float64{}
+	f := framework.New(t)
+	// What a claim on the default StorageClass costs one pod by itself: the part of an
+	// apply with claims that no operator can take off (the seed waits for its volume).
+	for _, claim := range []bool{false, true} {
+		start := time.Now()
+		f.Apply(floorPod(claim))
+		name := floorPodName(claim)
+		f.MustNS("wait", "--for=condition=Ready", "pod/"+name, "--timeout=3m")
+		onePod[claim] = time.Since(start).Seconds()
+		figure(t, "floor: one pod, "+map[bool]string{false: "no volume", true: "a claim"}[claim]+" -> Ready", onePod[claim], "s")
+	}
+	start := time.Now()
+	f.Apply(etcdStatefulSet)
+	healthy := func() (bool, error) { return f.EtcdHealthy("etcd-0", 3) }
+	waitFast(t, "statefulset healthy", 3*time.Minute, healthy)
+	figure(t, "floor: StatefulSet(3) with claims apply -> healthy", time.Since(start).Seconds(), "s")
+	// The same repairs as the operator's below: the StatefulSet controller recreates the
+	// pods on their claims.
+	for _, pods := range [][]string{{"pod/etcd-1"}, {"pod/etcd-0", "pod/etcd-1", "pod/etcd-2"}} {
+		start := time.Now()
+		f.MustNS(append([]string{"delete", "--wait=false"}, pods...)...)
+		waitFast(t, "statefulset pods replaced", 3*time.Minute, func() (bool, error) {
+			out, err := f.NS("get", "pods", "-l", "app=etcd-floor", "-o", "jsonpath={.items[*].metadata.deletionTimestamp}")
+			return err == nil && strings.TrimSpace(out) == "", err
+		})
+		waitFast(t, "statefulset healthy", 3*time.Minute, healthy)
+		figure(t, fmt.Sprintf("floor: StatefulSet %d of 3 pods deleted -> healthy", len(pods)), time.Since(start).Seconds(), "s")
+	}
+	return onePod
+}
+
+// benchStorages are the variants benchApplies measures.
+var benchStorages = []string{"claims", "emptyDir", benchClientTLS, benchPlaintext}
+
+// benchApplies measures apply -> Available(3) rounds times for each of benchStorages (the
+// first round of claims and emptyDir with its repairs and rollouts), and returns the median
+// of each.
+func benchApplies(t *testing.T, rounds int) map[string]float64 {
 	applies := map[string][]float64{}
 	for i := 0; i < rounds; i++ {
-		for _, storage := range []string{"claims", "emptyDir", benchClientTLS, benchPlaintext} {
+		for _, storage := range benchStorages {
 			t.Run(fmt.Sprintf("operator-%s-round-%d", strings.ReplaceAll(storage, " ", "-"), i), func(t *testing.T) {
 				f := framework.New(t)
 				requireOperator(t, f)
@@ -142,14 +199,20 @@ func TestBenchFigures(t *testing.T) {
 		}
 	}
 	medians := map[string]float64{}
-	for _, storage := range []string{"claims", "emptyDir", benchClientTLS, benchPlaintext} {
+	for _, storage := range benchStorages {
 		if a := applies[storage]; len(a) > 0 {
 			sort.Float64s(a)
 			medians[storage] = a[len(a)/2]
 			figure(t, fmt.Sprintf("operator: apply -> Available(3), %s, median of %d", storage, len(a)), medians[storage], "s")
 		}
 	}
-	if len(medians) == 2 && len(onePod) == 2 {
+	return medians
+}
+
+// benchApplyDifferences prints what claims, client TLS and peer TLS add to an apply, from
+// the medians of benchApplies and the one-pod floors of benchFloor.
+func benchApplyDifferences(t *testing.T, medians map[string]float64, onePod map[bool]float64) {
+	if medians["claims"] > 0 && medians["emptyDir"] > 0 && len(onePod) == 2 {
 		// The seed cannot start before its volume exists: what an apply with claims costs over
 		// emptyDir, less what one claim costs one pod on this StorageClass, is the operator's
 		// own share of it.
@@ -163,9 +226,6 @@ func TestBenchFigures(t *testing.T) {
 	if a, b := medians["claims"], medians[benchPlaintext]; a > 0 && b > 0 {
 		figure(t, "operator: peer TLS over plaintext (medians)", a-b, "s")
 	}
-	t.Run("tls-renewal", benchTLSRenewal)
-	benchMemory(t)
-	t.Run("backup", func(t *testing.T) { benchBackups(t, medians["claims"]) })
 }
 
 // The variants of apply -> Available(3) beside claims (peer TLS, the default) and emptyDir:

@@ -13,7 +13,8 @@ import (
 
 // TestClusterMetrics scrapes the operator's /metrics through its Service, as Prometheus does:
 // a cluster's desired and ready members, its Available condition and the actions that built it
-// are there once it is in spec, and every series of the cluster is gone once it is deleted.
+// are there once it is in spec, with the operator's API requests, and every series of the
+// cluster is gone once it is deleted.
 func TestClusterMetrics(t *testing.T) {
 	f := framework.New(t)
 	requireOperator(t, f)
@@ -75,6 +76,20 @@ func TestClusterMetrics(t *testing.T) {
 		}
 		return true, nil
 	})
+	// The operator counts its own requests to the API server, as client-go reports them
+	// (docs/scale.md): what it created (the cluster's Lease, pods, Events) was POSTs the API
+	// server answered 201.
+	samples, err := f.OperatorMetrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var created float64
+	for _, s := range framework.FindSamples(samples, "rest_client_requests_total", map[string]string{"method": "POST", "code": "201"}) {
+		created += s.Value
+	}
+	if created < 1 {
+		t.Errorf("rest_client_requests_total{method=POST,code=201} = %g, want the creations counted", created)
+	}
 
 	f.Delete("etcdcluster", name)
 	f.Eventually("the deleted cluster's series to go", 2*time.Minute, func() (bool, error) {

@@ -100,6 +100,19 @@ func (f *Framework) apiGet(path string) ([]byte, error) {
 	return f.apiGetWith(apiClient, path)
 }
 
+// GetAPI decodes what the API server answers to a GET of path (a list across namespaces, a
+// node), read through the suite's proxy, into out.
+func (f *Framework) GetAPI(path string, out any) error {
+	b, err := f.apiGet(path)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		return fmt.Errorf("decoding GET %s: %w", path, err)
+	}
+	return nil
+}
+
 // apiGetWith is apiGet with a client of the caller's (a shorter timeout).
 func (f *Framework) apiGetWith(client *http.Client, path string) ([]byte, error) {
 	base, err := f.proxyBase()

@@ -16,6 +16,7 @@ import (
 type EtcdCluster struct {
 	Metadata struct {
 		Name       string `json:"name"`
+		Namespace  string `json:"namespace"`
 		Generation int64  `json:"generation"`
 	} `json:"metadata"`
 	Spec struct {
@@ -187,9 +188,33 @@ func (c *EtcdCluster) InSpec(n int) (bool, error) {
 // taken with it does not load the machine it measures, and it sees every version the API
 // server sends.
 func (f *Framework) WatchEtcdCluster(name string, timeout time.Duration, cond func(*EtcdCluster) (bool, error)) error {
+	return f.watchClusters(timeout, "etcdcluster "+name, cond, "-n", f.Namespace, "get", "etcdcluster/"+name)
+}
+
+// WatchEtcdClusters follows, with one watch, every EtcdCluster of every namespace that
+// matches the label selector, until cond holds for a version of one of them, or timeout. cond
+// sees each version of each cluster as the API server sends it; a caller waiting for all of
+// them keeps what it has seen and returns true at the last.
+func (f *Framework) WatchEtcdClusters(selector string, timeout time.Duration, cond func(*EtcdCluster) (bool, error)) error {
+	return f.watchClusters(timeout, "etcdclusters "+selector, cond, "get", "etcdclusters", "--all-namespaces", "-l", selector)
+}
+
+func (f *Framework) watchClusters(timeout time.Duration, what string, cond func(*EtcdCluster) (bool, error), args ...string) error {
+	return f.WatchJSON(timeout, what, func(raw json.RawMessage) (bool, error) {
+		var c EtcdCluster
+		if err := json.Unmarshal(raw, &c); err != nil {
+			return false, err
+		}
+		return cond(&c)
+	}, args...)
+}
+
+// WatchJSON runs `kubectl ARGS --watch -o json` and hands each object it prints to cond until
+// cond returns true, or timeout; the error names what, and cond's last error.
+func (f *Framework) WatchJSON(timeout time.Duration, what string, cond func(json.RawMessage) (bool, error), args ...string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, f.kubectl, "-n", f.Namespace, "get", "etcdcluster/"+name, "--watch", "-o", "json")
+	cmd := exec.CommandContext(ctx, f.kubectl, append(args, "--watch", "-o", "json")...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
@@ -206,11 +231,11 @@ func (f *Framework) WatchEtcdCluster(name string, timeout time.Duration, cond fu
 	dec := json.NewDecoder(out)
 	last := errors.New("no version received")
 	for {
-		var c EtcdCluster
-		if err := dec.Decode(&c); err != nil {
-			return fmt.Errorf("watching etcdcluster %s (last: %v): %w: %s", name, last, err, strings.TrimSpace(stderr.String()))
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return fmt.Errorf("watching %s (last: %v): %w: %s", what, last, err, strings.TrimSpace(stderr.String()))
 		}
-		ok, err := cond(&c)
+		ok, err := cond(raw)
 		if ok {
 			return nil
 		}

@@ -25,10 +25,25 @@ type OperatorMemory struct {
 // ReadOperatorMemory reads process_resident_memory_bytes from the running operator pod's
 // /metrics through the API server's pod proxy (the suite's API proxy: no kubectl process).
 func (f *Framework) ReadOperatorMemory() (OperatorMemory, error) {
+	m, samples, err := f.readOperatorPod()
+	if err != nil {
+		return OperatorMemory{}, err
+	}
+	rss := FindSamples(samples, "process_resident_memory_bytes", nil)
+	if len(rss) != 1 {
+		return OperatorMemory{}, fmt.Errorf("%d process_resident_memory_bytes samples in the operator's metrics, want 1", len(rss))
+	}
+	m.RSS = rss[0].Value
+	return m, nil
+}
+
+// readOperatorPod finds the one running operator pod and reads its /metrics through the API
+// server's pod proxy: the process itself, not whichever pod the Service picks.
+func (f *Framework) readOperatorPod() (OperatorMemory, []Sample, error) {
 	body, err := f.apiGet(fmt.Sprintf("/api/v1/namespaces/%s/pods?labelSelector=%s", OperatorNamespace,
 		url.QueryEscape("app.kubernetes.io/name=etcd-operator")))
 	if err != nil {
-		return OperatorMemory{}, err
+		return OperatorMemory{}, nil, err
 	}
 	var pods struct {
 		Items []struct {
@@ -46,7 +61,7 @@ func (f *Framework) ReadOperatorMemory() (OperatorMemory, error) {
 		} `json:"items"`
 	}
 	if err := json.Unmarshal(body, &pods); err != nil {
-		return OperatorMemory{}, fmt.Errorf("decoding the operator's pods: %w", err)
+		return OperatorMemory{}, nil, fmt.Errorf("decoding the operator's pods: %w", err)
 	}
 	var running []OperatorMemory
 	for _, p := range pods.Items {
@@ -60,48 +75,52 @@ func (f *Framework) ReadOperatorMemory() (OperatorMemory, error) {
 		running = append(running, m)
 	}
 	if len(running) != 1 {
-		return OperatorMemory{}, fmt.Errorf("%d running operator pods, want 1: %+v", len(running), running)
+		return OperatorMemory{}, nil, fmt.Errorf("%d running operator pods, want 1: %+v", len(running), running)
 	}
 	m := running[0]
 	body, err = f.apiGet(fmt.Sprintf("/api/v1/namespaces/%s/pods/%s:%d/proxy/metrics", OperatorNamespace, url.PathEscape(m.Pod), operatorMetricsPort))
 	if err != nil {
-		return OperatorMemory{}, err
+		return OperatorMemory{}, nil, err
 	}
 	samples, err := ParseMetrics(string(body))
 	if err != nil {
-		return OperatorMemory{}, err
+		return OperatorMemory{}, nil, err
 	}
-	rss := FindSamples(samples, "process_resident_memory_bytes", nil)
-	if len(rss) != 1 {
-		return OperatorMemory{}, fmt.Errorf("%d process_resident_memory_bytes samples in the operator's metrics, want 1", len(rss))
-	}
-	m.RSS = rss[0].Value
-	return m, nil
+	return m, samples, nil
 }
 
-// MemoryWatch reads the operator's memory in the background (WatchOperatorMemory).
-type MemoryWatch struct {
-	f    *Framework
-	stop chan struct{}
-	done chan struct{}
+// Watch takes readings (of the operator's memory, of its metrics) in the background, every
+// interval, until Stop.
+type Watch[T any] struct {
+	stop     chan struct{}
+	stopOnce sync.Once
+	done     chan struct{}
 
 	mu       sync.Mutex
-	readings []OperatorMemory
+	readings []T
 	errs     int
 	lastErr  error
 }
 
+// MemoryWatch reads the operator's memory in the background (WatchOperatorMemory).
+type MemoryWatch = Watch[OperatorMemory]
+
 // WatchOperatorMemory reads the operator's memory every interval until Stop. A reading that
 // fails is counted and skipped: the API server's proxy may time out on a busy node.
 func (f *Framework) WatchOperatorMemory(interval time.Duration) *MemoryWatch {
-	w := &MemoryWatch{f: f, stop: make(chan struct{}), done: make(chan struct{})}
+	return watchReadings(interval, f.ReadOperatorMemory)
+}
+
+// watchReadings calls read every interval until Stop, keeping what it returns.
+func watchReadings[T any](interval time.Duration, read func() (T, error)) *Watch[T] {
+	w := &Watch[T]{stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
 		// The cadence of the readings, not a synchronization: nothing waits on it.
 		tick := time.NewTicker(interval)
 		defer tick.Stop()
 		for {
-			m, err := f.ReadOperatorMemory()
+			m, err := read()
 			w.mu.Lock()
 			if err != nil {
 				w.errs++
@@ -121,15 +140,16 @@ func (f *Framework) WatchOperatorMemory(interval time.Duration) *MemoryWatch {
 }
 
 // Readings returns the readings so far.
-func (w *MemoryWatch) Readings() []OperatorMemory {
+func (w *Watch[T]) Readings() []T {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return append([]OperatorMemory(nil), w.readings...)
+	return append([]T(nil), w.readings...)
 }
 
-// Stop ends the readings and returns them, with how many failed and the last failure.
-func (w *MemoryWatch) Stop() (readings []OperatorMemory, failed int, last error) {
-	close(w.stop)
+// Stop ends the readings and returns them, with how many failed and the last failure. It
+// may be called again (deferred, in case the test ends first).
+func (w *Watch[T]) Stop() (readings []T, failed int, last error) {
+	w.stopOnce.Do(func() { close(w.stop) })
 	<-w.done
 	w.mu.Lock()
 	defer w.mu.Unlock()
