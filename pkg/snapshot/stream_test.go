@@ -133,10 +133,11 @@ func fill(t *testing.T, url string, n, value int) {
 
 // A good snapshot is read once, from the member: the stream is opened once and read to its
 // end, and the file, checked on its way in, is opened only to be created. The revision comes
-// from the file's pages, and is the one bbolt reads.
+// from the file's pages, and is the one bbolt reads. The snapshot is larger than
+// writeBehindChunk, so that the file is written behind as a large one is.
 func TestTakeReadsTheSnapshotOnce(t *testing.T) {
 	members := etcdtest.StartCluster(t, 1)
-	fill(t, members[0].ClientURL, 600, 4000)
+	fill(t, members[0].ClientURL, 2500, 4000)
 	rev := put(t, members[0].ClientURL, 0, 3)
 	root := t.TempDir()
 	opens := watchOpens(t, root)
@@ -146,8 +147,9 @@ func TestTakeReadsTheSnapshotOnce(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Take: %v", err)
 	}
-	if s.opened != 1 || s.read != res.SizeBytes {
-		t.Errorf("the stream was opened %d times and %d bytes read; want once, its %d bytes", s.opened, s.read, res.SizeBytes)
+	if s.opened != 1 || s.read != res.SizeBytes || res.SizeBytes <= writeBehindChunk {
+		t.Errorf("the stream was opened %d times and %d bytes read; want once, its %d bytes (over %d)",
+			s.opened, s.read, res.SizeBytes, writeBehindChunk)
 	}
 	if got := opens(); got[PartFile("c-b")] != 1 || got[filepath.Base(res.Location)] != 0 {
 		t.Errorf("opens of the files: %v; want the temporary file's creation alone", got)
