@@ -1,7 +1,7 @@
 // Package objstore is the S3-compatible object store an EtcdBackup writes to and a restored
 // seed reads from, through minio-go. Only the pods that move a snapshot use it, never the
 // operator: the credentials are files those pods alone mount, and a snapshot streams through
-// a buffer of one part (PartSize), whatever its size.
+// buffers of a few parts (PartSize), whatever its size.
 //
 // Errors wrap one of the sentinels below when the store's answer says which, with the store's
 // own code and message (never the credentials), so that the pod reports why in the backup's
@@ -44,10 +44,15 @@ var (
 )
 
 // PartSize is the size of each part of an upload, which minio-go holds in memory while it
-// sends it: the backup pod's memory is one part, whatever the snapshot's size, and 10000
-// parts (the S3 limit) make 160 GiB, far above etcd's largest database. Left to minio-go, a
-// stream of unknown size is cut in parts of over 500 MiB.
+// sends it: the backup pod's memory is uploadThreads parts, whatever the snapshot's size, and
+// 10000 parts (the S3 limit) make 160 GiB, far above etcd's largest database. Left to
+// minio-go, a stream of unknown size is cut in parts of over 500 MiB.
 const PartSize = 16 << 20
+
+// uploadThreads is how many parts of an upload are in memory at once: one read from the
+// stream while the others are sent, so that neither the stream nor the store waits for the
+// other.
+const uploadThreads = 3
 
 // Timeouts of the HTTP client: an endpoint that does not answer fails an attempt within
 // seconds instead of the kernel's minutes, and one that stops answering mid-transfer within a
@@ -245,11 +250,14 @@ func (s *Store) Check(ctx context.Context) error {
 	return nil
 }
 
-// Put streams r to the object key, in parts of PartSize, and returns the bytes stored. The
-// object appears whole or not at all: an upload that fails is aborted.
+// Put streams r to the object key, in parts of PartSize, and returns the bytes stored. It
+// reads the next part while it sends the ones before (uploadThreads at a time). The object
+// appears whole or not at all: an upload that fails, on an error of r too (the one of its
+// last read included), is aborted before it completes.
 func (s *Store) Put(ctx context.Context, key string, r io.Reader) (int64, error) {
 	info, err := s.client.PutObject(ctx, s.bucket, key, r, -1, minio.PutObjectOptions{
-		PartSize: PartSize, ContentType: "application/octet-stream"})
+		PartSize: PartSize, ContentType: "application/octet-stream",
+		ConcurrentStreamParts: true, NumThreads: uploadThreads})
 	if err != nil {
 		return 0, s.wrap(err, "uploading %s", key)
 	}

@@ -7,7 +7,10 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -132,5 +135,54 @@ func TestOpenRefusesBadConfig(t *testing.T) {
 	if got := strings.Join(c.Args(), " "); got != "--s3-endpoint=https://s3.example.com --s3-bucket=b --s3-credentials-dir="+
 		good.CredentialsDir+" --s3-region=eu-west-3 --s3-path-style --s3-ca-file=/ca.crt" {
 		t.Errorf("Args: %s", got)
+	}
+}
+
+// readsPast reads r and closes reached once more than at bytes have been asked of it.
+type readsPast struct {
+	r       io.Reader
+	at, n   int64
+	reached chan struct{}
+	once    sync.Once
+}
+
+func (p *readsPast) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	if p.n += int64(n); p.n > p.at {
+		p.once.Do(func() { close(p.reached) })
+	}
+	return n, err
+}
+
+// partHold bounds how long the store holds the first part waiting for the stream to be read
+// past it: far longer than reading a part from memory takes.
+const partHold = 20 * time.Second
+
+// Put reads the stream's next part while the store is still taking the one before: the stream
+// and the store work at once instead of in turn. The store holds the first part until the
+// stream has been read past it.
+func TestPutReadsTheNextPartWhileItSends(t *testing.T) {
+	srv := objstoretest.Start(t, "backups")
+	s := open(t, srv.Config(t, "backups", objstoretest.AccessKeyID, objstoretest.SecretAccessKey))
+	data := make([]byte, 2*objstore.PartSize+12345)
+	rand.Read(data)
+	r := &readsPast{r: bytes.NewReader(data), at: objstore.PartSize, reached: make(chan struct{})}
+	var waited atomic.Bool
+	srv.OnRequest(func(req *http.Request) {
+		if req.Method != http.MethodPut || req.URL.Query().Get("partNumber") != "1" {
+			return
+		}
+		select {
+		case <-r.reached:
+		case <-time.After(partHold):
+			waited.Store(true)
+		}
+	})
+	n, err := s.Put(context.Background(), "ns/a.db", r)
+	if err != nil || n != int64(len(data)) {
+		t.Fatalf("Put: %d bytes, %v; want %d", n, err, len(data))
+	}
+	if waited.Load() {
+		t.Errorf("the stream was not read past the first part while the store held it for %s", partHold)
 	}
 }

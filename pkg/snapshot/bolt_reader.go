@@ -8,12 +8,14 @@ import (
 	"io"
 )
 
-// RevisionAt reads the etcd revision of a verified snapshot the way Revision does, from a
-// reader that only reads at offsets: an object of an S3 store, read by ranged requests. It
-// walks bbolt's pages itself, reading only the meta pages, the root bucket's path to the
-// "key" and "meta" buckets, and their rightmost path: a few pages of a database of any size,
-// where bbolt itself needs the whole file on a disk. size is the database's size, etcd's hash
-// excluded.
+// RevisionAt reads the etcd revision a verified snapshot holds: the highest revision of its
+// keys, or of its last compaction when that is higher (a compaction removes a deleted key's
+// last revision); 1, the revision etcd starts its store at, when it has neither (a cluster
+// that never held a key). It reads at offsets only, a file's or an S3 object's by ranged
+// requests, and walks bbolt's pages itself, reading only the meta pages, the root bucket's
+// path to the "key" and "meta" buckets, and their rightmost path: a few pages of a database
+// of any size, where bbolt itself maps the whole file. size is the database's size, etcd's
+// hash excluded.
 func RevisionAt(r io.ReaderAt, size int64) (int64, error) {
 	db := &boltReader{r: r, size: size}
 	rev, err := db.revision()

@@ -2,11 +2,8 @@ package snapshot
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"strings"
 
 	"github.com/sirupsen/logrus"
@@ -73,10 +70,3 @@ func linearizable(ctx context.Context, m Endpoint, conn etcdutil.ConnConfig, f e
 	_, err = cli.MemberList(ctx)
 	return err
 }
-
-// hasher is the SHA-256 of what is written through it.
-type hasher struct{ hash.Hash }
-
-func newHasher() *hasher { return &hasher{sha256.New()} }
-
-func (h *hasher) sum() string { return hex.EncodeToString(h.Sum(nil)) }

@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -44,6 +45,10 @@ type Options struct {
 	// Name is the snapshot file's name without its revision and extension:
 	// <cluster>-<backup>. The file is <Name>-<revision>.db.
 	Name string
+
+	// stream, when set, replaces where the snapshot comes from (etcdutil.OpenSnapshot): tests
+	// count and alter what goes through it.
+	stream func(ctx context.Context, endpoint string, conn etcdutil.ConnConfig) (io.ReadCloser, error)
 }
 
 // Result is what a successful backup wrote.
@@ -105,10 +110,12 @@ func fail(reason FailureReason, err error) error {
 }
 
 // Take streams a snapshot from one member to a temporary file in the destination folder,
-// computing its SHA-256 as it writes, syncs it, verifies it (etcd's hash, the size and hash
-// written), and renames it to <Name>-<revision>.db, syncing the folder. A failed attempt
-// leaves no file but, at worst (killed mid-write), its temporary file, which the next attempt
-// of the same backup replaces. Errors are *Failure.
+// checking it as the bytes go by (etcd's hash at its end, and its SHA-256), reads its
+// revision from the few pages of the database that hold it, syncs it, and renames it to
+// <Name>-<revision>.db, syncing the folder. The snapshot is read once, from the member: the
+// file is never read back whole. A snapshot that fails the check is never renamed. A failed
+// attempt leaves no file but, at worst (killed mid-write), its temporary file, which the next
+// attempt of the same backup replaces. Errors are *Failure.
 func Take(ctx context.Context, o Options, f etcdutil.Factory, log *logrus.Entry) (Result, error) {
 	if err := o.loadTLS(); err != nil {
 		return Result{}, err
@@ -122,23 +129,10 @@ func Take(ctx context.Context, o Options, f etcdutil.Factory, log *logrus.Entry)
 		return Result{}, fail(FailureError, fmt.Errorf("creating %s: %w", dir, err))
 	}
 	part := filepath.Join(dir, PartFile(o.Name))
-	written, err := stream(ctx, from, o.Conn, part)
+	checked, rev, err := writePart(ctx, o, from, part)
 	if err != nil {
 		os.Remove(part)
 		return Result{}, err
-	}
-	checked, err := Verify(part)
-	if err == nil && (checked.SizeBytes != written.SizeBytes || checked.SHA256 != written.SHA256) {
-		err = fmt.Errorf("%w: %s reads back as %d bytes, SHA-256 %s, not the %d bytes, SHA-256 %s written",
-			ErrCorrupt, part, checked.SizeBytes, checked.SHA256, written.SizeBytes, written.SHA256)
-	}
-	var rev int64
-	if err == nil {
-		rev, err = Revision(part)
-	}
-	if err != nil {
-		os.Remove(part)
-		return Result{}, fail(FailureCorrupt, err)
 	}
 	file := fmt.Sprintf("%s-%d.db", o.Name, rev)
 	if err := os.Rename(part, filepath.Join(dir, file)); err != nil {
@@ -167,33 +161,43 @@ func (o *Options) loadTLS() error {
 	return nil
 }
 
-// stream writes the member's snapshot to the file part, created anew, and syncs it.
-func stream(ctx context.Context, from Endpoint, conn etcdutil.ConnConfig, part string) (Checked, error) {
+// writePart writes the member's snapshot to the file part, created anew, through a Verifier,
+// and checks it once the stream ends. Only then does it read the snapshot's revision, from the
+// pages that hold it (RevisionAt), and sync the file.
+func writePart(ctx context.Context, o Options, from Endpoint, part string) (Checked, int64, error) {
 	if err := os.Remove(part); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return Checked{}, fail(FailureError, fmt.Errorf("removing an earlier attempt's %s: %w", part, err))
+		return Checked{}, 0, fail(FailureError, fmt.Errorf("removing an earlier attempt's %s: %w", part, err))
 	}
-	out, err := os.OpenFile(part, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
+	out, err := os.OpenFile(part, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o640)
 	if err != nil {
-		return Checked{}, fail(FailureError, fmt.Errorf("creating %s: %w", part, err))
+		return Checked{}, 0, fail(FailureError, fmt.Errorf("creating %s: %w", part, err))
 	}
 	defer out.Close()
-	in, err := etcdutil.OpenSnapshot(ctx, from.URL, conn)
+	in, err := o.openSnapshot(ctx, from.URL, o.Conn)
 	if err != nil {
-		return Checked{}, fail(FailureError, err)
+		return Checked{}, 0, fail(FailureError, err)
 	}
 	defer in.Close()
-	h := newHasher()
-	n, err := io.Copy(io.MultiWriter(out, h), in)
-	if err != nil {
-		return Checked{}, fail(FailureError, fmt.Errorf("streaming the snapshot of %s to %s: %w", from.Name, part, err))
+	v := NewVerifier()
+	if _, err := io.Copy(io.MultiWriter(&writeBehind{f: out}, v), in); err != nil {
+		return Checked{}, 0, fail(FailureError, fmt.Errorf("streaming the snapshot of %s to %s: %w", from.Name, part, err))
 	}
+	checked, err := v.Check("the snapshot streamed from " + from.Name)
+	if err != nil {
+		return Checked{}, 0, fail(FailureCorrupt, err)
+	}
+	rev, err := RevisionAt(out, checked.SizeBytes-sha256.Size)
+	if err != nil {
+		return Checked{}, 0, fail(FailureError, fmt.Errorf("reading the revision of %s: %w", part, err))
+	}
+	// The fsync makes the file durable before it is renamed into place and reported.
 	if err := out.Sync(); err != nil {
-		return Checked{}, fail(FailureError, fmt.Errorf("syncing %s: %w", part, err))
+		return Checked{}, 0, fail(FailureError, fmt.Errorf("syncing %s: %w", part, err))
 	}
 	if err := out.Close(); err != nil {
-		return Checked{}, fail(FailureError, fmt.Errorf("closing %s: %w", part, err))
+		return Checked{}, 0, fail(FailureError, fmt.Errorf("closing %s: %w", part, err))
 	}
-	return Checked{SizeBytes: n, SHA256: h.sum()}, nil
+	return checked, rev, nil
 }
 
 // syncDir makes a rename in dir durable.

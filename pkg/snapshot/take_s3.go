@@ -20,7 +20,8 @@ type Store interface {
 	// Check fails when the bucket cannot be written: wrong credentials, no such bucket, no
 	// answer.
 	Check(ctx context.Context) error
-	// Put streams r to the object key; the object appears whole or not at all.
+	// Put streams r to the object key; the object appears whole or not at all. An error of
+	// r, the one of its last read included, fails the upload: no object appears.
 	Put(ctx context.Context, key string, r io.Reader) (int64, error)
 	// PutBytes stores b as the object key.
 	PutBytes(ctx context.Context, key string, b []byte) error
@@ -45,11 +46,13 @@ func ObjectKey(prefix, name string) string {
 func SumKey(key string) string { return key + ".sha256" }
 
 // TakeS3 streams a snapshot from one member to the object ObjectKey(o.Path, o.Name) of the
-// bucket, checking etcd's hash and computing the SHA-256 on the way, without holding it
-// whole anywhere. It checks the bucket before asking etcd for anything. It then reads the
-// object back and checks it as Take checks its file (etcd's hash, the size and SHA-256
-// written), reads the revision from it by ranged reads (RevisionAt), and stores the SHA-256
-// beside it (SumKey). A snapshot that fails a check is deleted. Errors are *Failure.
+// bucket, checking it as the bytes go by (etcd's hash at its end, and its SHA-256), without
+// holding it whole anywhere. It checks the bucket before asking etcd for anything. A stream
+// that fails the check fails the upload before it completes (Store.Put aborts it), so no
+// object appears. It then reads the revision from the object by ranged reads of a few pages
+// (RevisionAt) and stores the SHA-256 beside it (SumKey); an object whose revision cannot be
+// read is deleted. The snapshot is read once, from the member: the object is never read back
+// whole. Errors are *Failure.
 func TakeS3(ctx context.Context, o Options, st Store, f etcdutil.Factory, log *logrus.Entry) (Result, error) {
 	if err := o.loadTLS(); err != nil {
 		return Result{}, err
@@ -62,15 +65,11 @@ func TakeS3(ctx context.Context, o Options, st Store, f etcdutil.Factory, log *l
 		return Result{}, err
 	}
 	key := ObjectKey(o.Path, o.Name)
-	written, err := upload(ctx, from, o.Conn, st, key)
+	checked, err := upload(ctx, o, from, st, key)
 	if err != nil {
 		return Result{}, err
 	}
-	checked, rev, err := readBack(ctx, st, key)
-	if err == nil && (checked.SizeBytes != written.SizeBytes || checked.SHA256 != written.SHA256) {
-		err = fail(FailureCorrupt, fmt.Errorf("%w: %s reads back as %d bytes, SHA-256 %s, not the %d bytes, SHA-256 %s written",
-			ErrCorrupt, key, checked.SizeBytes, checked.SHA256, written.SizeBytes, written.SHA256))
-	}
+	rev, err := objectRevision(ctx, st, key, checked.SizeBytes)
 	if err == nil {
 		sum := fmt.Sprintf("%s  %s\n", checked.SHA256, path.Base(key))
 		if perr := st.PutBytes(ctx, SumKey(key), []byte(sum)); perr != nil {
@@ -87,44 +86,76 @@ func TakeS3(ctx context.Context, o Options, st Store, f etcdutil.Factory, log *l
 		Member: from.Name, Location: key}, nil
 }
 
-// upload streams the member's snapshot to the object key through a Verifier.
-func upload(ctx context.Context, from Endpoint, conn etcdutil.ConnConfig, st Store, key string) (Checked, error) {
-	in, err := etcdutil.OpenSnapshot(ctx, from.URL, conn)
+// upload streams the member's snapshot to the object key through a verifyingReader: a stream
+// that fails the check fails the upload before it completes.
+func upload(ctx context.Context, o Options, from Endpoint, st Store, key string) (Checked, error) {
+	in, err := o.openSnapshot(ctx, from.URL, o.Conn)
 	if err != nil {
 		return Checked{}, fail(FailureError, err)
 	}
 	defer in.Close()
-	v := NewVerifier()
-	if _, err := st.Put(ctx, key, io.TeeReader(in, v)); err != nil {
+	r := &verifyingReader{r: in, v: NewVerifier(), name: "the snapshot streamed from " + from.Name}
+	n, err := st.Put(ctx, key, r)
+	if err != nil && r.err == nil {
 		return Checked{}, fail(FailureError, fmt.Errorf("streaming the snapshot of %s: %w", from.Name, err))
 	}
-	written, err := v.Check("the snapshot streamed from " + from.Name)
-	if err != nil {
-		// What etcd sent is not a whole snapshot: the object must not stay.
+	// With r's error, the store gave up the upload: the object was never completed.
+	written, cerr := r.v.Check(r.name)
+	if cerr == nil && n != written.SizeBytes {
+		cerr = fmt.Errorf("%w: %s stored as %d bytes, not the %d bytes streamed", ErrCorrupt, key, n, written.SizeBytes)
+	}
+	if cerr != nil && err == nil {
+		// A store that completed the upload all the same: the object must not stay.
 		if derr := st.Delete(ctx, key); derr != nil {
-			err = errors.Join(err, derr)
+			cerr = errors.Join(cerr, derr)
 		}
-		return Checked{}, fail(FailureCorrupt, err)
+	}
+	if cerr != nil {
+		return Checked{}, fail(FailureCorrupt, cerr)
 	}
 	return written, nil
 }
 
-// readBack reads the object key to its end, checks it, and reads its revision.
-func readBack(ctx context.Context, st Store, key string) (Checked, int64, error) {
+// verifyingReader reads a snapshot through a Verifier and, at the stream's end, returns the
+// Verifier's error instead of io.EOF when the snapshot fails the check, at that read and every
+// one after it: a reader of r never sees the end of a snapshot that failed.
+type verifyingReader struct {
+	r    io.Reader
+	v    *Verifier
+	name string
+	// err is the check's error, once the stream ended and failed it.
+	err error
+}
+
+func (r *verifyingReader) Read(p []byte) (int, error) {
+	if r.err != nil {
+		return 0, r.err
+	}
+	n, err := r.r.Read(p)
+	r.v.Write(p[:n])
+	if err == io.EOF {
+		if _, cerr := r.v.Check(r.name); cerr != nil {
+			r.err = cerr
+			return n, cerr
+		}
+	}
+	return n, err
+}
+
+// objectRevision reads the revision of the object key, of size bytes, from the few pages that
+// hold it.
+func objectRevision(ctx context.Context, st Store, key string, size int64) (int64, error) {
 	obj, err := st.Open(ctx, key)
 	if err != nil {
-		return Checked{}, 0, fail(FailureError, fmt.Errorf("reading back: %w", err))
+		return 0, fail(FailureError, fmt.Errorf("opening %s to read its revision: %w", key, err))
 	}
 	defer obj.Close()
-	// fail reads SnapshotCorrupt from ErrCorrupt: a store that stops answering mid-read is
-	// not a corrupt snapshot.
-	checked, err := VerifyReader(obj, key)
-	if err != nil {
-		return Checked{}, 0, fail(FailureError, err)
+	if obj.Size() != size {
+		return 0, fail(FailureCorrupt, fmt.Errorf("%w: %s is %d bytes in the store, not the %d bytes streamed", ErrCorrupt, key, obj.Size(), size))
 	}
-	rev, err := RevisionAt(obj, checked.SizeBytes-sha256.Size)
+	rev, err := RevisionAt(obj, size-sha256.Size)
 	if err != nil {
-		return Checked{}, 0, fail(FailureError, err)
+		return 0, fail(FailureError, fmt.Errorf("reading the revision of %s: %w", key, err))
 	}
-	return checked, rev, nil
+	return rev, nil
 }

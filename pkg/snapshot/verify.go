@@ -13,16 +13,12 @@ package snapshot
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash"
 	"io"
 	"os"
-	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // ErrCorrupt is wrapped by Verify's error when a file is not a whole etcd snapshot: too
@@ -64,11 +60,12 @@ func VerifyReader(r io.Reader, name string) (Checked, error) {
 }
 
 // Verifier checks a snapshot as it is written through it, so that a stream is checked on its
-// way without being read twice: the SHA-256 of everything written, and the SHA-256 of all but
-// its last 32 bytes, which Check compares with those bytes.
+// way without being read twice. It hashes each byte once: the SHA-256 of all but the last 32
+// bytes written (the database), which Check compares with those bytes (etcd's hash), and from
+// which it derives the SHA-256 of the whole by going on from a copy of the database's state.
 type Verifier struct {
-	whole, db hash.Hash
-	size      int64
+	db   hash.Hash
+	size int64
 	// tail holds the last bytes written, up to sha256.Size: the hash, once the stream ends.
 	tail []byte
 	buf  [2 * sha256.Size]byte
@@ -76,14 +73,13 @@ type Verifier struct {
 
 // NewVerifier returns a Verifier that has seen nothing.
 func NewVerifier() *Verifier {
-	v := &Verifier{whole: sha256.New(), db: sha256.New()}
+	v := &Verifier{db: sha256.New()}
 	v.tail = v.buf[:0]
 	return v
 }
 
 // Write never fails.
 func (v *Verifier) Write(p []byte) (int, error) {
-	v.whole.Write(p)
 	v.size += int64(len(p))
 	if len(p) >= sha256.Size {
 		v.db.Write(v.tail)
@@ -99,16 +95,27 @@ func (v *Verifier) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Check says whether what was written is a whole snapshot, and what it was; name says what it
-// is, in errors, which wrap ErrCorrupt.
+// Check says whether what was written so far is a whole snapshot, and what it was; name says
+// what it is, in errors, which wrap ErrCorrupt. It may be called more than once.
 func (v *Verifier) Check(name string) (Checked, error) {
 	if v.size <= sha256.Size || v.size%sectorSize != sha256.Size {
 		return Checked{}, fmt.Errorf("%w: %s is %d bytes, not a database followed by its SHA-256", ErrCorrupt, name, v.size)
 	}
+	// The whole file's SHA-256 goes on from the database's state with etcd's hash; Sum leaves
+	// the state it is called on as it was.
+	c, ok := v.db.(hash.Cloner)
+	if !ok {
+		return Checked{}, fmt.Errorf("hashing %s: this build's SHA-256 cannot copy its state", name)
+	}
+	whole, err := c.Clone()
+	if err != nil {
+		return Checked{}, fmt.Errorf("hashing %s: %w", name, err)
+	}
 	if !bytes.Equal(v.db.Sum(nil), v.tail) {
 		return Checked{}, fmt.Errorf("%w: the SHA-256 of %s's database does not match the hash at its end", ErrCorrupt, name)
 	}
-	return Checked{SizeBytes: v.size, SHA256: hex.EncodeToString(v.whole.Sum(nil))}, nil
+	whole.Write(v.tail)
+	return Checked{SizeBytes: v.size, SHA256: hex.EncodeToString(whole.Sum(nil))}, nil
 }
 
 // etcd's bbolt layout: revisions are keys of the "key" bucket, 8 bytes of main revision
@@ -119,36 +126,3 @@ var (
 	metaBucket         = []byte("meta")
 	finishedCompactKey = []byte("finishedCompactRev")
 )
-
-// boltOpenTimeout bounds the wait for bbolt's file lock, which nothing else holds.
-const boltOpenTimeout = 10 * time.Second
-
-// Revision reads the etcd revision a verified snapshot file holds: the highest revision of its
-// keys, or of its last compaction when that is higher (a compaction removes a deleted key's
-// last revision); 1, the revision etcd starts its store at, when it has neither (a cluster
-// that never held a key). It opens the database read-only.
-func Revision(path string) (int64, error) {
-	db, err := bolt.Open(path, 0o400, &bolt.Options{ReadOnly: true, Timeout: boltOpenTimeout})
-	if err != nil {
-		return 0, fmt.Errorf("%w: opening %s's database: %v", ErrCorrupt, path, err)
-	}
-	defer db.Close()
-	var rev int64
-	err = db.View(func(tx *bolt.Tx) error {
-		if b := tx.Bucket(keyBucket); b != nil {
-			if k, _ := b.Cursor().Last(); len(k) >= 8 {
-				rev = int64(binary.BigEndian.Uint64(k[:8]))
-			}
-		}
-		if b := tx.Bucket(metaBucket); b != nil {
-			if v := b.Get(finishedCompactKey); len(v) >= 8 {
-				rev = max(rev, int64(binary.BigEndian.Uint64(v[:8])))
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return 0, fmt.Errorf("reading %s's revision: %w", path, err)
-	}
-	return max(rev, 1), nil
-}

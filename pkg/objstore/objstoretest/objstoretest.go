@@ -7,16 +7,20 @@
 package objstoretest
 
 import (
+	"context"
 	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
 
 	"github.com/etcd-operator/etcd-operator/pkg/objstore"
 )
@@ -34,6 +38,10 @@ type Store struct {
 	Backend *s3mem.Backend
 	// CAFile holds the certificate the store serves.
 	CAFile string
+	// client trusts the store's certificate.
+	client *http.Client
+	// onRequest, when set, sees each request before the store serves it.
+	onRequest atomic.Pointer[func(*http.Request)]
 }
 
 // Start starts a store with the given buckets, stopped when the test ends.
@@ -47,7 +55,11 @@ func Start(t testing.TB, buckets ...string) *Store {
 	}
 	faker := gofakes3.New(backend, gofakes3.WithIntegrityCheck(true))
 	h := faker.Server()
+	s := &Store{Backend: backend}
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if fn := s.onRequest.Load(); fn != nil {
+			(*fn)(r)
+		}
 		if !strings.Contains(r.Header.Get("Authorization"), "Credential="+AccessKeyID+"/") {
 			w.Header().Set("Content-Type", "application/xml")
 			w.WriteHeader(http.StatusForbidden)
@@ -62,8 +74,13 @@ func Start(t testing.TB, buckets ...string) *Store {
 	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return &Store{URL: srv.URL, Backend: backend, CAFile: ca}
+	s.URL, s.CAFile, s.client = srv.URL, ca, srv.Client()
+	return s
 }
+
+// OnRequest has fn see each request from now on, before the store serves it (and while fn
+// runs, the store does not serve it).
+func (s *Store) OnRequest(fn func(*http.Request)) { s.onRequest.Store(&fn) }
 
 // Config is the configuration of bucket on s, with the credentials id and secret written to
 // files of a folder of the test's.
@@ -95,6 +112,28 @@ func (s *Store) Keys(t testing.TB, bucket string) []string {
 	var keys []string
 	for _, c := range list.Contents {
 		keys = append(keys, c.Key)
+	}
+	return keys
+}
+
+// Uploads are the keys of the multipart uploads of bucket that were begun and neither
+// completed nor aborted.
+func (s *Store) Uploads(t testing.TB, bucket string) []string {
+	t.Helper()
+	core, err := minio.NewCore(strings.TrimPrefix(s.URL, "https://"), &minio.Options{
+		Creds: credentials.NewStaticV4(AccessKeyID, SecretAccessKey, ""), Secure: true,
+		Transport: s.client.Transport, Region: "us-east-1", BucketLookup: minio.BucketLookupPath,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := core.ListMultipartUploads(context.Background(), bucket, "", "", "", "", 1000)
+	if err != nil {
+		t.Fatalf("listing the multipart uploads of %s: %v", bucket, err)
+	}
+	var keys []string
+	for _, u := range res.Uploads {
+		keys = append(keys, u.Key)
 	}
 	return keys
 }

@@ -52,10 +52,25 @@ type etcdctlPodSpec struct {
 	// work adds an emptyDir at /work.
 	work  bool
 	avoid []string
+	// noTools leaves out the init container and /tools: the pod starts etcd's image alone,
+	// and command names a binary of it.
+	noTools bool
 }
 
 // etcdctlTools are the busybox applets an etcdctl pod gets in /tools.
 const etcdctlTools = "sh sleep timeout touch yes head"
+
+// toolsInit is the init container that copies busybox and etcdctlTools into /tools.
+var toolsInit = fmt.Sprintf(`  initContainers:
+  - name: tools
+    image: %s
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", %q]
+    volumeMounts: [{name: tools, mountPath: /tools}]
+    securityContext:
+      allowPrivilegeEscalation: false
+      capabilities: {drop: [ALL]}
+`, WriterImage, "cp /bin/busybox /tools/busybox && for a in "+etcdctlTools+"; do ln -s busybox /tools/$a; done")
 
 func (p etcdctlPodSpec) manifest() string {
 	var b strings.Builder
@@ -75,28 +90,24 @@ spec:
 	if p.hostName != "" {
 		fmt.Fprintf(&b, "  hostAliases: [{ip: %q, hostnames: [%q]}]\n", p.hostIP, p.hostName)
 	}
-	fmt.Fprintf(&b, `  initContainers:
-  - name: tools
-    image: %s
-    imagePullPolicy: IfNotPresent
-    command: ["sh", "-c", %q]
-    volumeMounts: [{name: tools, mountPath: /tools}]
-    securityContext:
-      allowPrivilegeEscalation: false
-      capabilities: {drop: [ALL]}
-  containers:
+	if !p.noTools {
+		b.WriteString(toolsInit)
+	}
+	fmt.Fprintf(&b, `  containers:
   - name: %s
     image: %s
     imagePullPolicy: IfNotPresent
     command: [%s]
     env:
     - {name: PATH, value: /usr/local/bin:/tools}
-`, WriterImage, "cp /bin/busybox /tools/busybox && for a in "+etcdctlTools+"; do ln -s busybox /tools/$a; done",
-		EtcdctlContainer, EtcdImage, quoteAll(p.command))
+`, EtcdctlContainer, EtcdImage, quoteAll(p.command))
 	for _, e := range p.env {
 		fmt.Fprintf(&b, "    - {name: %q, value: %q}\n", e[0], e[1])
 	}
-	b.WriteString("    volumeMounts:\n    - {name: tools, mountPath: /tools, readOnly: true}\n")
+	b.WriteString("    volumeMounts:\n")
+	if !p.noTools {
+		b.WriteString("    - {name: tools, mountPath: /tools, readOnly: true}\n")
+	}
 	if p.work {
 		b.WriteString("    - {name: work, mountPath: /work}\n")
 	}
@@ -106,16 +117,23 @@ spec:
 	b.WriteString(`    securityContext:
       allowPrivilegeEscalation: false
       capabilities: {drop: [ALL]}
-  volumes:
-  - {name: tools, emptyDir: {}}
 `)
+	p.writeVolumes(&b)
+	return b.String()
+}
+
+// writeVolumes writes the pod's volumes.
+func (p etcdctlPodSpec) writeVolumes(b *strings.Builder) {
+	b.WriteString("  volumes:\n")
+	if !p.noTools {
+		b.WriteString("  - {name: tools, emptyDir: {}}\n")
+	}
 	if p.work {
 		b.WriteString("  - {name: work, emptyDir: {}}\n")
 	}
 	for i, s := range p.secrets {
-		fmt.Fprintf(&b, "  - {name: secret-%d, secret: {secretName: %s}}\n", i, s)
+		fmt.Fprintf(b, "  - {name: secret-%d, secret: {secretName: %s}}\n", i, s)
 	}
-	return b.String()
 }
 
 func quoteAll(args []string) string {
@@ -134,6 +152,15 @@ func (f *Framework) StartEtcdctlPod(pod string, secrets ...string) {
 	f.t.Helper()
 	f.Apply(etcdctlPodSpec{name: pod, app: "e2e-etcdctl", command: []string{"/tools/sleep", "86400"}, secrets: secrets, work: true}.manifest())
 	f.WaitFor("pod/"+pod, "condition=Ready", 2*time.Minute)
+}
+
+// StartEtcdctlOnce starts a pod named pod that runs etcdctl with args once, as a one-shot
+// client would: etcd's image alone (no init container), an emptyDir at /work. It returns
+// without waiting; the pod's phase says when etcdctl has ended and how.
+func (f *Framework) StartEtcdctlOnce(pod string, args ...string) {
+	f.t.Helper()
+	f.Apply(etcdctlPodSpec{name: pod, app: "e2e-etcdctl-once", command: append([]string{"/usr/local/bin/etcdctl"}, args...),
+		work: true, noTools: true}.manifest())
 }
 
 // EtcdctlIn runs etcdctl with args in an etcdctl pod (StartEtcdctlPod) and returns its
