@@ -259,6 +259,7 @@ func (s *scaleRun) cycles() bool {
 		s.deletePart(part)
 		r, ok := s.settle()
 		back = back && ok
+		scaleFigure(s.t, fmt.Sprintf("scale: cycle %d, heap in use over the baseline", i), (r.HeapInuse-s.baseHeap)/mib, "MiB")
 		scaleFigure(s.t, fmt.Sprintf("scale: cycle %d, resident memory over the baseline", i), (r.RSS-s.baseRSS)/mib, "MiB")
 		scaleFigure(s.t, fmt.Sprintf("scale: cycle %d, goroutines over the baseline", i), r.Goroutines-s.baseGoroutines, "goroutines")
 	}
@@ -271,7 +272,7 @@ func (s *scaleRun) targets(r scaleResults) {
 	limit := 40 + 0.5*r.idle.Clusters
 	target(fmt.Sprintf("resident memory <= 40 MiB + 0.5 MiB per cluster (%.1f MiB for %v): peak %.1f MiB", limit, r.idle.Clusters, r.peakRSS/mib),
 		r.peakRSS/mib <= limit)
-	target(fmt.Sprintf("after each of %d create/delete cycles, memory within 2 MiB of the baseline and goroutines back to it", scaleCycles), r.cycles)
+	target(fmt.Sprintf("after each of %d create/delete cycles, heap in use within 2 MiB of the baseline and goroutines back to it", scaleCycles), r.cycles)
 	all, bound := r.times[len(r.times)-1], r.floor+2*r.one
 	target(fmt.Sprintf("all %d Available within the floor (%d pods Ready, %.1f s) + 2 x one cluster alone (%.1f s) = %.1f s: %.1f s",
 		s.n, scaleMembers*s.n, r.floor.Seconds(), r.one.Seconds(), bound.Seconds(), all.Seconds()), all <= bound)

@@ -162,7 +162,7 @@ func (s *scaleRun) deletePart(part string) {
 	scaleFigure(s.t, "scale: "+part+" deleted -> namespaces, volumes and cluster loops gone", time.Since(start).Seconds(), "s")
 }
 
-// settle waits, up to scaleSettleBound, until the operator's resident memory is within 2 MiB
+// settle waits, up to scaleSettleBound, until the operator's Go heap in use is within 2 MiB
 // of the baseline and its goroutines no more than the baseline's; it returns the reading that
 // showed it, or the last one and false.
 func (s *scaleRun) settle() (framework.OperatorStats, bool) {
@@ -170,9 +170,9 @@ func (s *scaleRun) settle() (framework.OperatorStats, bool) {
 	err := s.pollErr(scaleSettleBound, func() (bool, error) {
 		last = s.read()
 		s.window(s.base, last, "the cycles")
-		back := last.RSS <= s.baseRSS+2*mib && last.Goroutines <= s.baseGoroutines
-		return back, fmt.Errorf("resident memory %.1f MiB (baseline %.1f), goroutines %v (baseline %v)",
-			last.RSS/mib, s.baseRSS/mib, last.Goroutines, s.baseGoroutines)
+		back := last.HeapInuse <= s.baseHeap+2*mib && last.Goroutines <= s.baseGoroutines
+		return back, fmt.Errorf("heap in use %.1f MiB (baseline %.1f), goroutines %v (baseline %v)",
+			last.HeapInuse/mib, s.baseHeap/mib, last.Goroutines, s.baseGoroutines)
 	})
 	if err != nil {
 		s.t.Logf("not back after %v: %v", scaleSettleBound, err)
