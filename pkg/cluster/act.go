@@ -43,7 +43,7 @@ func (r *Reconciler) perform(ctx context.Context, c *api.EtcdCluster, o *observa
 		res, err = r.control.CreatePod(ctx, c, member.Template{Ordinal: a.Ordinal, ClusterState: a.ClusterState,
 			InitialCluster: a.InitialCluster, Version: a.PodVersion, MemberID: a.MemberID,
 			PeerURLs: o.headlessPeerURLs(a.InitialCluster), Restore: o.restoreFor(a),
-			Client: o.clientTarget, DialTLS: o.dialTLS}, why)
+			Client: o.clientTarget, DialTLS: o.dialTLS, MaxLearners: a.MaxLearners}, why)
 	case plan.ActionDeletePod:
 		if p := o.pods[a.Ordinal]; p != nil {
 			res, err = r.control.DeletePod(ctx, c, p, why)

@@ -90,6 +90,7 @@ func (o *observation) podView(ord int, p *corev1.Pod) plan.PodView {
 		MemberID:        t.MemberID,
 		Problem:         podProblem(p),
 		Version:         t.Version,
+		MaxLearners:     t.MaxLearners,
 		Created:         p.CreationTimestamp.Time,
 		Waiting:         etcdWaiting(p),
 		RestartPending:  member.RestartPending(p),

@@ -3,6 +3,7 @@ package member
 import (
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +12,7 @@ import (
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdutil/etcdfacts"
 	"github.com/etcd-operator/etcd-operator/pkg/member/naming"
 	"github.com/etcd-operator/etcd-operator/pkg/memberinit"
 )
@@ -62,6 +64,12 @@ type Template struct {
 	// Restore, for the seed of a new cluster (ClusterStateNew) only, is the snapshot its data
 	// dir is restored from before its first start.
 	Restore *Restore
+	// MaxLearners is the number of learners the member's etcd lets the membership hold
+	// (etcdfacts.MaxLearnersFlag); 0 leaves the flag out, as pods made before it were, and so
+	// does a version without it (3.5, which holds one learner and refuses the flag). It is
+	// read back from the pod like the rest of the template, so a pod made without it stays up
+	// to date: only pods made from now on carry it.
+	MaxLearners int
 }
 
 // Restore is a snapshot a new cluster's seed is restored from: a file of a claim, which the
@@ -213,6 +221,9 @@ func ReadTemplate(cluster string, p *corev1.Pod) (t Template, ok bool) {
 		for _, a := range argv {
 			if a == forceNewClusterFlag || a == forceNewClusterFlag+"=true" {
 				t.ForceNewCluster = true
+			}
+			if v, found := strings.CutPrefix(a, etcdfacts.MaxLearnersFlag+"="); found {
+				t.MaxLearners, _ = strconv.Atoi(v)
 			}
 			list, found := strings.CutPrefix(a, initialClusterFlag)
 			if !found {

@@ -2,10 +2,12 @@ package member
 
 import (
 	"fmt"
-	corev1 "k8s.io/api/core/v1"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdutil/etcdfacts"
 )
 
 // peerURL is the peer URL of the member with the given ordinal, as the template knows it.
@@ -40,6 +42,9 @@ func etcdArgs(c *api.EtcdCluster, t Template, version string) []string {
 	args = append(args, quotaArgs(&c.Spec)...)
 	if t.ForceNewCluster {
 		args = append(args, forceNewClusterFlag)
+	}
+	if t.MaxLearners > 0 && etcdfacts.TakesMaxLearners(version) {
+		args = append(args, fmt.Sprintf("%s=%d", etcdfacts.MaxLearnersFlag, t.MaxLearners))
 	}
 	return args
 }

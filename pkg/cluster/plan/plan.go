@@ -46,9 +46,14 @@ import (
 //     claim holds its data: a new pod on the same claim, same member ID, no membership
 //     change.
 //  3. Without quorum, change nothing: every membership change needs a committed raft entry.
-//  4. A pending learner is finished first: removed if its pod is gone, cannot start past the
-//     bound, or it is no longer wanted (learners do not vote, so removing one is always
-//     safe), promoted otherwise.
+//  4. Pending learners are finished first (plan_learners.go): removed if the pod is gone,
+//     cannot start past the bound, or the member is no longer wanted (learners do not vote,
+//     so removing one is always safe), but none while another learner has not started yet;
+//     promoted otherwise, one at a time, lowest ordinal first. Before a promotion, the next
+//     member is added as a learner too when every learner has started and every member's
+//     etcd, and the joining one's, lets the membership hold one more (etcd 3.6 or later
+//     started with --max-learners; at most LearnerCap): etcd's check of an add waits for the
+//     leader's connections to the voters, but not while the seed is the only voter.
 //  5. A voting member that has lost its data (its pod is gone with its emptyDir or its claim,
 //     or member-init found its data dir empty): remove it, moving leadership away first, so
 //     that it can be added again under the same name, on a new claim.
@@ -62,7 +67,8 @@ import (
 //  7. Scale up (or re-add a replaced member): the lowest missing ordinal. A claim that holds
 //     a removed member's data is replaced first. Its pod is created
 //     first and member-init holds its etcd back; the member is registered as a learner
-//     only once cluster DNS serves the pod's name, so no peer ever caches a negative answer.
+//     only once cluster DNS serves the pod's name, so no peer ever caches a negative answer
+//     (a second learner, beside one, is rule 4's).
 //     While a pod or a learner starts, the pods of the members after it are created too,
 //     one per pass, so that they start (and their claims are provisioned) meanwhile. A pod that cannot be scheduled or
 //     started (stuck.go) is never added as a learner, and neither it nor an old pod that does
@@ -129,7 +135,7 @@ func plan(s State) Decision {
 			healthy, voting)}
 	}
 
-	if d, ok := planLearner(s); ok {
+	if d, ok := planLearners(s); ok {
 		return d
 	}
 	if d, ok := planDataGone(s); ok {
@@ -186,37 +192,6 @@ func planStrayPods(s State, members map[int]MemberView) (Decision, bool) {
 		if !p.Terminating && (p.Phase == corev1.PodFailed || p.Phase == corev1.PodSucceeded) {
 			return step(s, Action{Kind: ActionDeletePod, Ordinal: o}, api.ReasonReplacingMember,
 				"deleting failed pod %s", o), true
-		}
-	}
-	return Decision{}, false
-}
-
-// planLearner is rule 4: the pending learner is finished first, removed if its pod is gone or
-// it is no longer wanted (learners do not vote, so removing one is always safe), promoted
-// once it has started.
-func planLearner(s State) (Decision, bool) {
-	for _, m := range s.Members {
-		if !m.Learner {
-			continue
-		}
-		p, hasPod := s.Pods[m.Ordinal]
-		reason := reasonFor(s, m.Ordinal)
-		switch {
-		case !hasPod || p.Terminating || m.Ordinal >= s.Size:
-			return step(s, Action{Kind: ActionRemoveMember, Ordinal: m.Ordinal, MemberID: m.ID},
-				reason, "removing learner %s, whose pod is gone or no longer wanted", m.Ordinal), true
-		case !m.Healthy && podStuck(s, p):
-			// It holds etcd's one learner slot, and every later rule waits for it.
-			return step(s, Action{Kind: ActionRemoveMember, Ordinal: m.Ordinal, MemberID: m.ID}, reason,
-				"removing learner %s, which never started: its pod cannot start ("+escape(p.Problem.String())+")", m.Ordinal), true
-		case !m.Healthy:
-			if d, ok := podAheadOf(s, s.Members); ok {
-				return d, true
-			}
-			return waiting(s, reason, "waiting for learner %s to start", m.Ordinal), true
-		default:
-			return step(s, Action{Kind: ActionPromote, Ordinal: m.Ordinal, MemberID: m.ID},
-				reason, "promoting learner %s", m.Ordinal), true
 		}
 	}
 	return Decision{}, false

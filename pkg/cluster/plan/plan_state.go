@@ -54,6 +54,9 @@ type Action struct {
 	// PodVersion is the etcd version the member's pod is built with (CreatePod,
 	// ForceNewCluster, RestartInPlace): the State's TargetVersion.
 	PodVersion string
+	// MaxLearners is the --max-learners the pod is built with (CreatePod, ForceNewCluster):
+	// LearnerCap for a version that takes the flag, 0 (no flag) otherwise.
+	MaxLearners int
 	// Evict (RollMember): the pod's deletion takes down a healthy member that serves, so it
 	// goes through the Eviction API and the disruption budget arbitrates between the rollout
 	// and a drain (plan_budget.go). Every other deletion of a pod is a plain delete.
@@ -74,6 +77,9 @@ func withPodVersion(s State, d Decision) Decision {
 		if v := survivorVersion(s, a.Ordinal); v != "" {
 			a.PodVersion = v
 		}
+	}
+	if a.Kind != ActionRestartInPlace && etcdfacts.TakesMaxLearners(a.PodVersion) {
+		a.MaxLearners = LearnerCap
 	}
 	return d
 }
@@ -163,6 +169,9 @@ type PodView struct {
 	// NotReady: the kubelet does not report the pod Ready (its etcd's readiness probe has not
 	// passed since the container started).
 	NotReady bool
+	// MaxLearners is the --max-learners the pod's etcd was started with; 0 when it was
+	// started without the flag (etcd's default of one learner, or etcd 3.5's fixed one).
+	MaxLearners int
 	// Version is the etcd version the pod runs; Created is when the pod was made; Waiting
 	// is why its etcd container is not running, as the kubelet says (ImagePullBackOff).
 	Version string

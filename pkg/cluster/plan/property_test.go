@@ -43,6 +43,14 @@ import (
 //     etcd's membership rather than the members status last listed, fewer voting members hold
 //     their data than a majority, and no voting member holding its data has a higher raft
 //     index than the survivor.
+//  7. etcd never meets more learners than a member lets it hold (--max-learners, read from
+//     its pod: one for a pod of etcd 3.5 or without the flag): no member whose etcd runs
+//     applies an add that makes more learners than its limit, and no etcd starts (joining, or
+//     restarting on its data) with a lower limit than the most learners the membership has
+//     held (its log may hold that add, which it would reject on replay);
+//  8. a joining member's etcd starts with an --initial-cluster equal to the membership (etcd
+//     refuses it otherwise, and the pod crash-loops): no membership change while a learner
+//     that has not started waits to, but its own removal and promotions.
 //
 // The model (propModel) keeps, by ordinal: etcd's membership (voter or learner, member ID,
 // started), the pod (pending, running, terminating, published, --force-new-cluster, its
@@ -59,7 +67,10 @@ import (
 // lost), time jumping past plan.DefaultStuckAfter and the recovery grace period, status writes
 // dropped, spec.size changed between 3 and 5, a user annotating recover-quorum=highest, a
 // majority of the voters losing their pods and claims at once (a quorum lost for good).
-// Not modelled: rollouts and versions, downgrades, alarms, foreign objects, emptyDir members,
+// Each seed builds pods for etcd 3.6 (mostly) or 3.5, and its first pods are a mix: 3.6 with
+// --max-learners (as this operator makes them), 3.6 without (an earlier operator's), 3.5; a
+// seed may also start from the seed member alone, growing.
+// Not modelled: rollouts and version changes, downgrades, alarms, foreign objects, emptyDir members,
 // pods that cannot be pulled or crash-loop (only "member removed" crashes), node loss (pods
 // go within a few steps), DNS publication lag, retained claims applied again (LastMembers
 // empty), unbound or outdated claims, a member list from a minority.
@@ -137,6 +148,8 @@ type propPod struct {
 	runs        uint64 // the member etcd runs on the pod; 0 when etcd does not run
 	state       etcdfacts.ClusterState
 	initial     []int
+	version     string // etcd's version
+	maxLearners int    // --max-learners; 0 without the flag
 	problem     *plan.PodProblem
 	created     time.Time
 	deadline    time.Time
@@ -170,6 +183,8 @@ type propModel struct {
 	annot    string            // AnnotationRecoverQuorum
 	since    time.Time         // Degraded QuorumLost's lastTransitionTime
 	forcing  int               // the ordinal a ForceNewCluster is under way for; -1
+	target   string            // the version pods are built for (State.TargetVersion)
+	learners int               // the most learners the membership has held
 	trace    []string
 }
 
@@ -184,9 +199,16 @@ func newPropModel(seed uint64) *propModel {
 	if rng.IntN(2) == 0 {
 		m.policy = api.QuorumLossFromSurvivor
 	}
+	m.target = "3.6.16"
+	if rng.IntN(4) == 0 {
+		m.target = "3.5.21"
+	}
 	n := m.size
-	if rng.IntN(4) == 0 { // a scale-up or a scale-down under way
+	switch rng.IntN(6) {
+	case 0, 1: // a scale-up or a scale-down under way
 		n = 8 - m.size
+	case 2: // the seed alone, growing
+		n = 1
 	}
 	all := make([]int, n)
 	for o := range n {
@@ -196,7 +218,13 @@ func newPropModel(seed uint64) *propModel {
 		id := uint64(o + 100)
 		m.members[o] = &propMember{id: id, started: true}
 		m.pods[o] = &propPod{running: true, mark: id, runs: id, state: etcdfacts.ClusterStateExisting,
-			initial: all, created: m.now.Add(-time.Hour)}
+			initial: all, created: m.now.Add(-time.Hour), version: "3.6.16", maxLearners: plan.LearnerCap}
+		switch rng.IntN(5) {
+		case 0: // made by an operator before --max-learners
+			m.pods[o].maxLearners = 0
+		case 1:
+			m.pods[o].version, m.pods[o].maxLearners = "3.5.21", 0
+		}
 		m.claims[o] = &propClaim{mark: id, data: id}
 		m.raft[id] = m.commit
 		m.last = append(m.last, plan.LastMember{Ordinal: o, ID: id})
@@ -310,7 +338,8 @@ func (m *propModel) tick() string {
 
 // startEtcd is member-init and etcd starting on pod o, on claim c (pkg/memberinit): etcd
 // starts at once on a data dir that holds data, whoever's it is; on an empty one, it waits
-// until the member is listed, and refuses for a member that has started before.
+// until the member is listed (and then a tick or more), and refuses for a member that has
+// started before.
 func (m *propModel) startEtcd(o int, p *propPod, c *propClaim) string {
 	mem := m.members[o]
 	switch {
@@ -336,11 +365,60 @@ func (m *propModel) startEtcd(o int, p *propPod, c *propClaim) string {
 		}
 	case p.force || p.mark != 0 || (mem != nil && mem.started):
 		p.dataLost = true
-	case mem == nil:
-		// member-init holds etcd back until the member is registered
+	case mem == nil || !m.membersKnown():
+		// member-init holds etcd back until the member is registered, as a member list
+		// (linearizable: none without quorum) says
+	case m.rng.IntN(2) == 0:
+		// member-init sees the member listed at its next poll, and etcd takes a while to
+		// start: a pass may see the learner before it has.
 	default:
+		if want := plan.SortedOrdinals(m.members); !slices.Equal(p.initial, want) {
+			return fmt.Sprintf("invariant 8: learner %d's etcd joins with --initial-cluster %v, the membership is %v: etcd refuses it",
+				o, p.initial, want)
+		}
 		p.etcd = true
 		c.data, p.runs, mem.started = mem.id, mem.id, true
+	}
+	if allowed := propLearnersAllowed(p); p.etcd && allowed < m.learners {
+		// etcd checks its --max-learners against the membership it joins, or its own data's
+		// (and the log it replays), when it starts.
+		return fmt.Sprintf("invariant 7: pod %d's etcd (%s, max %d learners) starts on a membership that has held %d learners",
+			o, p.version, allowed, m.learners)
+	}
+	return ""
+}
+
+// propLearnersAllowed is how many learners pod p's etcd lets the membership hold.
+func propLearnersAllowed(p *propPod) int {
+	if p.maxLearners > 1 && !strings.HasPrefix(p.version, "3.5.") {
+		return p.maxLearners
+	}
+	return 1
+}
+
+// addLearner is etcd applying the add of a learner at ordinal o on every member whose etcd
+// runs, each with its own --max-learners (invariant 7), and act.go marking the learner's
+// claim with its new ID in the same pass (markLearnerClaim): once a learner left data there
+// unmarked, and the ordinal's next pod, made for a new member, started etcd on it as the
+// removed member.
+func (m *propModel) addLearner(o int) string {
+	m.nextID++
+	m.members[o] = &propMember{id: m.nextID, learner: true}
+	if c := m.claims[o]; c != nil && !c.terminating && c.mark == 0 {
+		c.mark = m.nextID
+	}
+	n := 0
+	for _, mem := range m.members {
+		if mem.learner {
+			n++
+		}
+	}
+	m.learners = max(m.learners, n)
+	for _, r := range plan.SortedOrdinals(m.members) {
+		if p := m.pods[r]; p != nil && p.etcd && p.runs == m.members[r].id && propLearnersAllowed(p) < n {
+			return fmt.Sprintf("invariant 7: member %d (%s, max %d learners) applies an add that makes %d learners",
+				r, p.version, propLearnersAllowed(p), n)
+		}
 	}
 	return ""
 }
@@ -362,7 +440,7 @@ func (m *propModel) observe() plan.State {
 	}
 	s := plantest.OnClaims(plan.State{Name: "c", Namespace: "ns", Size: m.size, Bootstrapped: true, MembersKnown: known,
 		Pods: map[int]plan.PodView{}, Claims: map[int]plan.ClaimView{}, Statuses: map[int]etcdfacts.Status{},
-		LastMembers: slices.Clone(m.last), Now: m.now,
+		LastMembers: slices.Clone(m.last), Now: m.now, TargetVersion: m.target,
 		Recovery: plan.QuorumLossView{Policy: m.policy, Grace: 2 * time.Minute, RecoverFrom: m.annot, Since: m.since}})
 	for _, o := range plan.SortedOrdinals(m.members) {
 		mem := m.members[o]
@@ -382,7 +460,8 @@ func (m *propModel) observe() plan.State {
 	for o, p := range m.pods {
 		v := plan.PodView{Ordinal: o, Phase: corev1.PodPending, Terminating: p.terminating, Published: p.running,
 			ClusterState: p.state, InitialCluster: slices.Clone(p.initial), DataLost: p.dataLost, ForceNewCluster: p.force,
-			MemberID: p.mark, Problem: p.problem, DeletionDeadline: p.deadline, Created: p.created}
+			MemberID: p.mark, Problem: p.problem, DeletionDeadline: p.deadline, Created: p.created,
+			Version: p.version, MaxLearners: p.maxLearners}
 		if p.running {
 			v.Phase, v.Node = corev1.PodRunning, "node-"+strconv.Itoa(o)
 		}
@@ -430,6 +509,9 @@ func (m *propModel) run(steps int) string {
 		}
 		m.logf("pass (%s): %s", m.view(s), describe(*d.Action, d.Message))
 		if v := checkAction(s, m, *d.Action); v != "" {
+			return v
+		}
+		if v := startingLearnerKept(m, *d.Action); v != "" {
 			return v
 		}
 		if v := m.apply(*d.Action); v != "" {
@@ -606,14 +688,7 @@ func (m *propModel) apply(a plan.Action) string {
 		if mem := m.members[a.Ordinal]; mem != nil {
 			return fmt.Sprintf("model: AddLearner %d, which has member %d", a.Ordinal, mem.id)
 		}
-		m.nextID++
-		m.members[a.Ordinal] = &propMember{id: m.nextID, learner: true}
-		// act.go marks the learner's claim with its new ID in the same pass
-		// (markLearnerClaim): once a learner left data there unmarked, and the ordinal's
-		// next pod, made for a new member, started etcd on it as the removed member.
-		if c := m.claims[a.Ordinal]; c != nil && !c.terminating && c.mark == 0 {
-			c.mark = m.nextID
-		}
+		return m.addLearner(a.Ordinal)
 	case plan.ActionPromote:
 		if mem := m.members[a.Ordinal]; mem != nil && mem.id == a.MemberID && mem.learner && m.answers(a.Ordinal) {
 			mem.learner = false // etcd refuses a learner that has not caught up
@@ -664,7 +739,7 @@ func (m *propModel) createPod(a plan.Action, force bool) string {
 		m.claims[a.Ordinal] = &propClaim{}
 	}
 	m.pods[a.Ordinal] = &propPod{mark: a.MemberID, force: force, state: a.ClusterState,
-		initial: slices.Clone(a.InitialCluster), created: m.now}
+		initial: slices.Clone(a.InitialCluster), created: m.now, version: a.PodVersion, maxLearners: a.MaxLearners}
 	return ""
 }
 
@@ -762,6 +837,22 @@ func checkAction(s plan.State, m *propModel, a plan.Action) string {
 			}
 		}
 		return fmt.Sprintf("invariant 3: deleting claim %d, which holds voter %d's data, while no other voting member answers", a.Ordinal, holder)
+	}
+	return ""
+}
+
+// startingLearnerKept is invariant 8 for an action: no add or removal while a learner whose
+// etcd has not started yet has a pod that waits to start it, but that learner's own removal.
+func startingLearnerKept(m *propModel, a plan.Action) string {
+	if a.Kind != plan.ActionAddLearner && a.Kind != plan.ActionRemoveMember {
+		return ""
+	}
+	for _, o := range plan.SortedOrdinals(m.members) {
+		mem, p := m.members[o], m.pods[o]
+		if !mem.learner || mem.started || p == nil || p.terminating || (a.Kind == plan.ActionRemoveMember && a.Ordinal == o) {
+			continue
+		}
+		return fmt.Sprintf("invariant 8: %s %d while learner %d waits to start on a pod made for the membership now", a.Kind, a.Ordinal, o)
 	}
 	return ""
 }

@@ -5,6 +5,11 @@
 // its own names.
 package etcdfacts
 
+import (
+	"strconv"
+	"strings"
+)
+
 // ClusterState is the value of etcd's --initial-cluster-state flag.
 type ClusterState string
 
@@ -61,3 +66,23 @@ const (
 	// AlarmCorrupt: the member's data differs from the others' (corruption check).
 	AlarmCorrupt AlarmType = "CORRUPT"
 )
+
+// MaxLearnersFlag is etcd's flag for how many learners a member lets the cluster's membership
+// hold (--max-learners=N). etcd 3.6 brought it (its default is one); etcd 3.5 holds one
+// learner at most, and refuses to start with the flag. Every member checks the limit with its
+// own setting: when it applies the change that adds a learner (a member whose limit is lower
+// than the others' rejects the change they apply, and its membership parts from theirs), when
+// it joins, and when it restarts on its data.
+const MaxLearnersFlag = "--max-learners"
+
+// TakesMaxLearners reports whether etcd of the given version ("3.6.16", "v3.7.0") knows
+// MaxLearnersFlag; false for 3.5 and for a version it cannot read.
+func TakesMaxLearners(version string) bool {
+	parts := strings.SplitN(strings.TrimPrefix(version, "v"), ".", 3)
+	if len(parts) < 2 {
+		return false
+	}
+	major, err1 := strconv.Atoi(parts[0])
+	minor, err2 := strconv.Atoi(parts[1])
+	return err1 == nil && err2 == nil && (major > 3 || (major == 3 && minor >= 6))
+}

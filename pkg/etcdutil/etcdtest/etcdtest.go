@@ -104,6 +104,15 @@ func Reserve(t testing.TB, name string) *Member {
 	return reserve(t, name, TLS{})
 }
 
+// ReserveWith is Reserve for a member whose configuration configure changes before it starts
+// (its --max-learners, say).
+func ReserveWith(t testing.TB, name string, configure func(*embed.Config)) *Member {
+	t.Helper()
+	m := reserve(t, name, TLS{})
+	m.configure = configure
+	return m
+}
+
 func reserve(t testing.TB, name string, tls TLS) *Member {
 	t.Helper()
 	host := loopbackHost(t)
@@ -186,6 +195,17 @@ func startCluster(t testing.TB, names []string, tlsOf func(name string) TLS, con
 // --initial-cluster lists members and m. Join returns once m has joined and serves clients.
 func (m *Member) Join(t testing.TB, members []*Member) {
 	t.Helper()
+	m.StartJoin(t, members)
+	m.waitReady(t)
+}
+
+// StartJoin is Join without the wait for m to serve clients: it returns once etcd has started,
+// as a joining member's etcd does when member-init execs it. By then etcd has checked its
+// --initial-cluster and its --max-learners against the cluster's membership, and StartJoin
+// fails the test when etcd refused them; the member may not have published its name, nor
+// caught up with the leader, yet.
+func (m *Member) StartJoin(t testing.TB, members []*Member) {
+	t.Helper()
 	if len(members) > 0 && members[0].group != nil {
 		members[0].group.add(m)
 	} else {
@@ -195,7 +215,6 @@ func (m *Member) Join(t testing.TB, members []*Member) {
 	}
 	all := append([]*Member{m}, members...)
 	m.start(t, embed.ClusterStateFlagExisting, all, false)
-	m.waitReady(t)
 }
 
 // Restart starts a stopped member again on its data directory, and returns once it serves
