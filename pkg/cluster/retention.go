@@ -244,12 +244,9 @@ func (r *Reconciler) drivenElsewhere(ctx context.Context, c *api.EtcdCluster) (b
 	if me == "" {
 		return false, nil
 	}
-	lease, err := r.deps.KubeClient.CoordinationV1().Leases(c.Namespace).Get(ctx, installationLeaseName(c.Name), metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		return false, nil
-	case err != nil:
-		return false, fmt.Errorf("getting lease %s: %w", installationLeaseName(c.Name), err)
+	lease, _, err := r.lease(ctx, c, false)
+	if err != nil || lease == nil {
+		return false, err
 	}
 	holder := ptr.Deref(lease.Spec.HolderIdentity, "")
 	if holder == "" || holder == me || lease.Spec.RenewTime == nil {
