@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -32,21 +33,29 @@ import (
 // what a pass writes reaches the caches before the next one, the kubelet starts every pod it
 // is given, and etcd adds, starts and promotes members.
 func TestIdlePassCostsNothing(t *testing.T) {
+	// A Secret of the user's, labelled as the docs say, so that the cache holds it.
+	peers := userSecret(t, "peers", userCA(t, "user CA", time.Now().Add(-time.Hour)),
+		[]string{"demo-0.ns.svc", "demo-1.ns.svc", "demo-2.ns.svc"}, time.Now().Add(-time.Hour), 90*24*time.Hour)
+	peers.Labels = map[string]string{member.LabelManagedBy: member.ManagedByValue}
 	for _, tc := range []struct {
 		name string
 		spec func(*api.EtcdCluster)
+		objs []runtime.Object
 	}{
-		{"plaintext, emptyDir", func(*api.EtcdCluster) {}},
+		{"plaintext, emptyDir", func(*api.EtcdCluster) {}, nil},
 		{"TLS on both ports, claims", func(c *api.EtcdCluster) {
 			c.Spec.TLS = &api.TLSSpec{Peer: &api.TLSSource{}, Client: &api.TLSSource{}}
 			c.Spec.Storage = &api.StorageSpec{VolumeClaimTemplate: &api.VolumeClaimTemplate{Spec: api.ClaimSpec{
 				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{
 					corev1.ResourceStorage: resource.MustParse("1Gi")}}}}}
 			c.Spec.NetworkPolicy = &api.NetworkPolicySpec{}
-		}},
+		}, nil},
+		{"peer TLS from a Secret of the user's", func(c *api.EtcdCluster) {
+			c.Spec.TLS = &api.TLSSpec{Peer: &api.TLSSource{SecretName: "peers"}}
+		}, []runtime.Object{peers}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := newIdleWorld(t, tc.spec)
+			w := newIdleWorld(t, tc.spec, tc.objs...)
 			w.converge()
 			w.healthy()
 			opened := w.etcd.opened()
@@ -92,10 +101,10 @@ type idleWorld struct {
 	nextIP int
 }
 
-func newIdleWorld(t *testing.T, spec func(*api.EtcdCluster)) *idleWorld {
+func newIdleWorld(t *testing.T, spec func(*api.EtcdCluster), objs ...runtime.Object) *idleWorld {
 	c := newCluster(3)
 	spec(c)
-	f := newFixture(t, c)
+	f := newFixture(t, append([]runtime.Object{c}, objs...)...)
 	w := &idleWorld{t: t, f: f, c: c}
 	w.etcd = &simEtcd{t: t, w: w}
 	f.with(func(d *Deps) {
