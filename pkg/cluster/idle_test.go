@@ -28,7 +28,8 @@ import (
 
 // An idle healthy cluster costs next to nothing: once a pass has found nothing to do, the
 // passes after it write nothing to the API, read nothing from it that the informers' caches
-// hold, and open no etcd client (the clients of the first pass are kept). The cluster is made
+// hold, record no Event, ask cluster DNS nothing, and open no etcd client (the clients of the
+// first pass are kept). The cluster is made
 // from nothing by the operator itself, in a world that answers as Kubernetes and etcd would:
 // what a pass writes reaches the caches before the next one, the kubelet starts every pod it
 // is given, and etcd adds, starts and promotes members.
@@ -58,7 +59,10 @@ func TestIdlePassCostsNothing(t *testing.T) {
 			w := newIdleWorld(t, tc.spec, tc.objs...)
 			w.converge()
 			w.healthy()
-			opened := w.etcd.opened()
+			opened, asked := w.etcd.opened(), w.dns.questions()
+			if asked == 0 {
+				t.Fatal("cluster DNS was never asked while the cluster grew")
+			}
 			for len(w.f.recorder.Events) > 0 {
 				<-w.f.recorder.Events
 			}
@@ -69,6 +73,9 @@ func TestIdlePassCostsNothing(t *testing.T) {
 			}
 			if n := w.etcd.opened() - opened; n != 0 {
 				t.Errorf("idle passes opened %d etcd clients, want none: the first pass's are kept", n)
+			}
+			if n := w.dns.questions() - asked; n != 0 {
+				t.Errorf("idle passes asked cluster DNS %d times, want none: it is asked once per pod", n)
 			}
 			if n := len(w.f.recorder.Events); n != 0 {
 				t.Errorf("idle passes recorded %d Events, first %q", n, <-w.f.recorder.Events)
@@ -98,6 +105,7 @@ type idleWorld struct {
 	f      *fixture
 	c      *api.EtcdCluster
 	etcd   *simEtcd
+	dns    *fakeDNS
 	nextIP int
 }
 
@@ -105,10 +113,14 @@ func newIdleWorld(t *testing.T, spec func(*api.EtcdCluster), objs ...runtime.Obj
 	c := newCluster(3)
 	spec(c)
 	f := newFixture(t, append([]runtime.Object{c}, objs...)...)
-	w := &idleWorld{t: t, f: f, c: c}
+	w := &idleWorld{t: t, f: f, c: c, dns: &fakeDNS{served: map[string]bool{}}}
+	for ord := range int(c.Spec.Size) {
+		w.dns.served[member.Host(c.Name, c.Namespace, ord)] = true
+	}
 	w.etcd = &simEtcd{t: t, w: w}
 	f.with(func(d *Deps) {
 		d.Etcd = w.etcd
+		d.DNS = w.dns
 		d.Secrets = f.kinf.Core().V1().Secrets().Lister()
 		d.Leases = f.kinf.Coordination().V1().Leases().Lister()
 		d.Installation = "etcd-operator-system/etcd-operator"
