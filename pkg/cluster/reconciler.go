@@ -1,7 +1,8 @@
 // Package cluster is one EtcdCluster's control loop: each pass observes the cluster (informer
 // caches and etcd's own member list), plans at most one step with a pure planner, takes that
-// step, and reports status. A pass keeps nothing for the next one: an operator killed at any
-// instant picks up from what the API and etcd say.
+// step, and reports status. A pass keeps nothing that decides anything for the next one (its
+// etcd clients only, to ask again: etcdclients.go): an operator killed at any instant picks up
+// from what the API and etcd say.
 package cluster
 
 import (
