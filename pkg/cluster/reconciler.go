@@ -116,6 +116,8 @@ type Reconciler struct {
 	now func() time.Time
 	// clients are the etcd clients each cluster's passes keep (etcdclients.go).
 	clients *etcdClients
+	// certs only saves verifying again certificates that did not change (certchecks.go).
+	certs certChecks
 }
 
 // NewReconciler returns a Reconciler over the given dependencies.

@@ -56,7 +56,7 @@ func (t *tlsPass) source(ctx context.Context, from *api.TLSSource, caSecret, por
 		return frozen, nil
 	}
 	cert, key, userCA := s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey], s.Data[caKey]
-	leaf, problem := pki.Check(cert, key, userCA, names, pki.ServerAuth|pki.ClientAuth, t.now)
+	leaf, problem := t.r.certs.check(cert, key, userCA, names, pki.ServerAuth|pki.ClientAuth, t.now)
 	if problem != nil {
 		t.fail("Secret %s (spec.tls.%s.secretName) cannot be used: %s", from.SecretName, port, problem.Message)
 		return frozen, nil
