@@ -14,7 +14,6 @@ import (
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
 	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
-	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 	versioned "github.com/etcd-operator/etcd-operator/pkg/generated/clientset/versioned"
 	"github.com/etcd-operator/etcd-operator/pkg/member"
 )
@@ -152,15 +151,14 @@ type podImage struct {
 
 // realActor is the actor of a running operator.
 type realActor struct {
-	kube     kubernetes.Interface
-	etcdAPI  versioned.Interface
-	etcd     etcdutil.Factory
+	kube    kubernetes.Interface
+	etcdAPI versioned.Interface
+	// clients are the etcd clients kept for each cluster (etcdclients.go).
+	clients  *etcdClients
 	recorder record.EventRecorder
 	log      *logrus.Entry
 	// initImage is the operator's own image, from which joining member pods copy member-init.
 	initImage string
-	// conns says how to connect to a cluster's members.
-	conns conns
 }
 
 var _ actor = (*realActor)(nil)

@@ -97,15 +97,10 @@ func (m *realActor) sameCluster(ctx context.Context, c *api.EtcdCluster, endpoin
 	if want == 0 || len(endpoints) == 0 {
 		return endpoints, nil
 	}
-	conn, err := m.conns.For(ctx, c, overTLS(endpoints))
+	cli, err := m.clients.get(ctx, c, endpoints)
 	if err != nil {
 		return nil, err
 	}
-	cli, err := m.etcd.New(endpoints, conn)
-	if err != nil {
-		return nil, fmt.Errorf("opening etcd client: %w", err)
-	}
-	defer cli.Close()
 	var kept, foreign []string
 	for _, ep := range endpoints {
 		st, err := cli.Status(ctx, ep)

@@ -2,6 +2,9 @@ package cluster
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 
@@ -30,26 +33,47 @@ type conns struct {
 // it), so its members cannot be asked anything.
 var errNoClientCertificate = errors.New("the cluster's client certificate is not issued yet")
 
+// connection is how to connect to a cluster's members, as For found it.
+type connection struct {
+	// id names the settings: the scheme and, over TLS, a digest of the client Secret's
+	// certificate, key and CA and of the name the members are checked against. Two
+	// connections with the same id connect the same way: a client opened with one serves the
+	// other (etcdClients), and a renewed certificate is a new id.
+	id string
+	// config builds the settings; it parses the certificates, so it is called only when a
+	// client is opened.
+	config func() (etcdutil.ConnConfig, error)
+}
+
 // For is how to connect to c's members: over TLS (secure) when their pods serve it, as the
 // pass found (dialTLS), and with the scheme of the URLs it dials them at
 // (member.PodClientURL).
-func (s conns) For(ctx context.Context, c *api.EtcdCluster, secure bool) (etcdutil.ConnConfig, error) {
+func (s conns) For(ctx context.Context, c *api.EtcdCluster, secure bool) (connection, error) {
 	if !secure {
-		return etcdutil.ConnConfig{}, nil
+		return connection{id: "http", config: func() (etcdutil.ConnConfig, error) { return etcdutil.ConnConfig{}, nil }}, nil
 	}
 	name := member.ClientTLSSecretName(c.Name)
 	sec, err := lookupSecret(ctx, s.secrets, s.kube, c.Namespace, name)
 	if err != nil {
-		return etcdutil.ConnConfig{}, err
+		return connection{}, err
 	}
 	if sec == nil || !metav1.IsControlledBy(sec, c) {
-		return etcdutil.ConnConfig{}, errNoClientCertificate
+		return connection{}, errNoClientCertificate
 	}
-	conn, err := etcdutil.PEMConnConfig(sec.Data[caKey], sec.Data[corev1.TLSCertKey], sec.Data[corev1.TLSPrivateKeyKey], member.ClientServiceHost(c))
-	if err != nil {
-		return etcdutil.ConnConfig{}, fmt.Errorf("secret %s: %w", name, err)
+	ca, cert, key, server := sec.Data[caKey], sec.Data[corev1.TLSCertKey], sec.Data[corev1.TLSPrivateKeyKey], member.ClientServiceHost(c)
+	digest := sha256.New()
+	for _, part := range [][]byte{ca, cert, key, []byte(server)} {
+		// Each part's length first: no two different parts read the same.
+		_ = binary.Write(digest, binary.BigEndian, uint64(len(part)))
+		digest.Write(part)
 	}
-	return conn, nil
+	return connection{id: "https " + hex.EncodeToString(digest.Sum(nil)), config: func() (etcdutil.ConnConfig, error) {
+		conn, err := etcdutil.PEMConnConfig(ca, cert, key, server)
+		if err != nil {
+			return etcdutil.ConnConfig{}, fmt.Errorf("secret %s: %w", name, err)
+		}
+		return conn, nil
+	}}, nil
 }
 
 // lookupSecret reads a Secret the operator keeps from the cache, and from the API server when

@@ -202,15 +202,10 @@ func (m *realActor) withClient(ctx context.Context, c *api.EtcdCluster, endpoint
 	if len(endpoints) == 0 {
 		return errors.New("no voting member answered")
 	}
-	conn, err := m.conns.For(ctx, c, overTLS(endpoints))
+	cli, err := m.clients.get(ctx, c, endpoints)
 	if err != nil {
 		return err
 	}
-	cli, err := m.etcd.New(endpoints, conn)
-	if err != nil {
-		return fmt.Errorf("opening etcd client: %w", err)
-	}
-	defer cli.Close()
 	return f(cli)
 }
 

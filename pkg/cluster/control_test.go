@@ -91,7 +91,7 @@ func quietLog() *logrus.Entry {
 
 func newControl(etcd etcdutil.Factory, kube *kubefake.Clientset) (*realActor, *record.FakeRecorder) {
 	rec := record.NewFakeRecorder(10)
-	return &realActor{kube: kube, etcd: etcd, recorder: rec, log: quietLog(), initImage: "op:test"}, rec
+	return &realActor{kube: kube, clients: newEtcdClients(etcd, conns{kube: kube}, nil), recorder: rec, log: quietLog(), initImage: "op:test"}, rec
 }
 
 // TestMembershipAnswers: what each membership change makes of each answer of etcd's. A change

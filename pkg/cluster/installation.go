@@ -37,31 +37,70 @@ func installationLeaseName(cluster string) string { return cluster + "-operator"
 
 // holdCluster reports whether this installation drives the cluster: it holds the cluster's
 // Lease, taking it when there is none or when its holder stopped renewing it. With no
-// installation identity (Deps.Installation empty) every cluster is driven.
+// installation identity (Deps.Installation empty) every cluster is driven. The Lease is read
+// from the cache; one about to be written (renewed, taken over) is read again from the API
+// server first, so that the write carries its latest resourceVersion.
 func (r *Reconciler) holdCluster(ctx context.Context, c *api.EtcdCluster) (bool, error) {
 	me := r.deps.Installation
 	if me == "" {
 		return true, nil
 	}
-	name := installationLeaseName(c.Name)
-	now := r.now()
-	lease, err := r.deps.KubeClient.CoordinationV1().Leases(c.Namespace).Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
+	lease, cached, err := r.lease(ctx, c, false)
+	if err == nil && cached {
+		if held, renew := r.judgeLease(c, lease); !renew {
+			return held, nil
+		}
+		lease, _, err = r.lease(ctx, c, true)
+	}
+	switch {
+	case err != nil:
+		return false, err
+	case lease == nil:
 		// Not created: another installation was first, and this pass looks again.
-		return r.control.CreateLease(ctx, r.installationLease(c, me, now))
+		return r.control.CreateLease(ctx, r.installationLease(c, me, r.now()))
 	}
-	if err != nil {
-		return false, fmt.Errorf("getting lease %s: %w", name, err)
+	if held, renew := r.judgeLease(c, lease); !renew {
+		return held, nil
 	}
+	return r.renewLease(ctx, c, lease, r.now())
+}
+
+// lease is the cluster's Lease, nil when there is none: from the cache (cached) unless
+// fresh, and from the API server when the cache has not seen it (one made a moment ago).
+func (r *Reconciler) lease(ctx context.Context, c *api.EtcdCluster, fresh bool) (lease *coordinationv1.Lease, cached bool, err error) {
+	name := installationLeaseName(c.Name)
+	if r.deps.Leases != nil && !fresh {
+		lease, err := r.deps.Leases.Leases(c.Namespace).Get(name)
+		switch {
+		case err == nil:
+			return lease, true, nil
+		case !apierrors.IsNotFound(err):
+			return nil, false, fmt.Errorf("getting lease %s from the cache: %w", name, err)
+		}
+	}
+	lease, err = r.deps.KubeClient.CoordinationV1().Leases(c.Namespace).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, false, nil
+	case err != nil:
+		return nil, false, fmt.Errorf("getting lease %s: %w", name, err)
+	}
+	return lease, false, nil
+}
+
+// judgeLease says whether this installation holds the cluster by lease, and whether it must
+// renew the lease to hold it (it holds it, renewed a while ago, or takes it over).
+func (r *Reconciler) judgeLease(c *api.EtcdCluster, lease *coordinationv1.Lease) (held, renew bool) {
+	me := r.deps.Installation
 	holder := ptr.Deref(lease.Spec.HolderIdentity, "")
 	var renewed time.Time
 	if lease.Spec.RenewTime != nil {
 		renewed = lease.Spec.RenewTime.Time
 	}
-	takeover := r.takeoverAfter()
+	now, takeover := r.now(), r.takeoverAfter()
 	switch {
 	case holder == me && now.Sub(renewed) < takeover/3:
-		return true, nil
+		return true, false
 	case holder == me:
 	case holder != "" && now.Sub(renewed) < staleAfter(lease, takeover):
 		if r.conflicts.report(conflictKey(c, "Installation", holder), types.UID(holder)) {
@@ -69,11 +108,11 @@ func (r *Reconciler) holdCluster(ctx context.Context, c *api.EtcdCluster) (bool,
 				Warn("another installation of the operator drives this cluster; leaving it alone")
 			r.event(c, corev1.EventTypeWarning, EventInstallationConflict,
 				"Installation %s drives this cluster (lease %s); installation %s leaves it alone, and takes it over only if that lease goes unrenewed for %s",
-				holder, name, me, staleAfter(lease, takeover))
+				holder, lease.Name, me, staleAfter(lease, takeover))
 		}
-		return false, nil
+		return false, false
 	}
-	return r.renewLease(ctx, c, lease, now)
+	return false, true
 }
 
 // renewLease renews the cluster's Lease for this installation, taking it over from its

@@ -117,3 +117,50 @@ func TestTakeoverWaitsForTheHoldersBound(t *testing.T) {
 		t.Errorf("lease held by %q for %ds after 11 minutes unrenewed, want the quick installation with its own 60s", holder, secs)
 	}
 }
+
+// The cluster's Lease is read from the cache, and read again from the API server before it is
+// written: a cache that lags behind a renewal by the holder never makes this installation
+// take over a cluster the holder still drives. A Lease the cache has not seen yet is asked of
+// the API server, never created twice.
+func TestInstallationLeaseFromTheCache(t *testing.T) {
+	ctx := context.Background()
+	now := time.Now()
+	f := newFixture(t, newCluster(1))
+	f.with(func(d *Deps) {
+		d.Installation = "ns-a/etcd-operator"
+		d.Leases = f.kinf.Coordination().V1().Leases().Lister()
+	})
+	f.r.now = func() time.Time { return now }
+	held := f.r.installationLease(newCluster(1), "ns-b/etcd-operator", now)
+	if _, err := f.kube.CoordinationV1().Leases("ns").Create(ctx, held, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	stale := held.DeepCopy()
+	stale.Spec.RenewTime = &metav1.MicroTime{Time: now.Add(-2 * DefaultTakeoverAfter)}
+	if err := f.kinf.Coordination().V1().Leases().Informer().GetIndexer().Add(stale); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.r.Sync(ctx, "ns", "demo"); err != nil {
+		t.Fatalf("Sync: %v", err)
+	}
+	l, err := f.kube.CoordinationV1().Leases("ns").Get(ctx, "demo-operator", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := ptr.Deref(l.Spec.HolderIdentity, ""); h != "ns-b/etcd-operator" || len(f.actions("update", "leases")) != 0 {
+		t.Errorf("holder %q, %d lease updates after a cache that missed the holder's renewal; want the holder kept, nothing written",
+			h, len(f.actions("update", "leases")))
+	}
+
+	f.kube.ClearActions()
+	if err := f.kinf.Coordination().V1().Leases().Informer().GetIndexer().Delete(stale); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.r.Sync(ctx, "ns", "demo"); err != nil {
+		t.Fatalf("Sync: %v", err)
+	}
+	if n := len(f.actions("create", "leases")); n != 0 || len(f.actions("get", "leases")) != 1 {
+		t.Errorf("a Lease the cache has not seen: %d creates, %d gets; want it read from the API server, not created",
+			n, len(f.actions("get", "leases")))
+	}
+}

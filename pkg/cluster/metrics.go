@@ -21,6 +21,11 @@ type PassRecorder interface {
 	PassSucceeded(namespace, name string, t time.Time)
 	// Forget drops what was recorded of the cluster: its loop ends.
 	Forget(namespace, name string)
+	// EtcdClientOpened records that a pass of the cluster opened a client to its members:
+	// none was kept that connects to the same members the same way (etcdClients).
+	EtcdClientOpened(namespace, name string)
+	// EtcdClientClosed records that a client of the cluster's was closed.
+	EtcdClientClosed(namespace, name string)
 }
 
 // noRecorder records nothing, for a Reconciler given no PassRecorder.
@@ -30,6 +35,8 @@ func (noRecorder) ActionTaken(string, string, plan.ActionKind) {}
 func (noRecorder) MemberReplaced(string, string)               {}
 func (noRecorder) PassSucceeded(string, string, time.Time)     {}
 func (noRecorder) Forget(string, string)                       {}
+func (noRecorder) EtcdClientOpened(string, string)             {}
+func (noRecorder) EtcdClientClosed(string, string)             {}
 
 var _ PassRecorder = noRecorder{}
 

@@ -31,6 +31,12 @@ func (f *fakeRecorder) PassSucceeded(ns, name string, t time.Time) {
 func (f *fakeRecorder) Forget(ns, name string) {
 	f.calls = append(f.calls, fmt.Sprintf("forget %s/%s", ns, name))
 }
+func (f *fakeRecorder) EtcdClientOpened(ns, name string) {
+	f.calls = append(f.calls, fmt.Sprintf("opened %s/%s", ns, name))
+}
+func (f *fakeRecorder) EtcdClientClosed(ns, name string) {
+	f.calls = append(f.calls, fmt.Sprintf("closed %s/%s", ns, name))
+}
 
 // An action counts when the actor changed the world: not when the change was made already,
 // refused for now, or failed. A member removed to be added again under its name is a

@@ -137,7 +137,7 @@ func (r *Reconciler) observeEtcd(ctx context.Context, c *api.EtcdCluster, o *obs
 	if len(endpoints) == 0 {
 		return nil
 	}
-	conn, err := r.conns.For(ctx, c, o.dialTLS)
+	cli, err := r.clients.get(ctx, c, all)
 	if errors.Is(err, errNoClientCertificate) {
 		// Nothing answers a client without a certificate. The members are not unknown, they
 		// were not asked: the pass changes nothing (blind), and ensureTLS issues it again.
@@ -148,11 +148,6 @@ func (r *Reconciler) observeEtcd(ctx context.Context, c *api.EtcdCluster, o *obs
 	if err != nil {
 		return err
 	}
-	cli, err := r.deps.Etcd.New(all, conn)
-	if err != nil {
-		return fmt.Errorf("opening etcd client: %w", err)
-	}
-	defer cli.Close()
 	o.statuses = memberStatuses(ctx, cli, endpoints, r.log(c))
 	o.dropForeignEndpoints()
 
@@ -164,11 +159,10 @@ func (r *Reconciler) observeEtcd(ctx context.Context, c *api.EtcdCluster, o *obs
 	if len(voters) == 0 {
 		return nil
 	}
-	lcli, err := r.deps.Etcd.New(voters, conn)
+	lcli, err := r.clients.get(ctx, c, voters)
 	if err != nil {
-		return fmt.Errorf("opening etcd client: %w", err)
+		return err
 	}
-	defer lcli.Close()
 	members, err := lcli.MemberList(ctx)
 	if err != nil {
 		r.log(c).WithError(err).Debug("listing members")

@@ -1,7 +1,8 @@
 // Package cluster is one EtcdCluster's control loop: each pass observes the cluster (informer
 // caches and etcd's own member list), plans at most one step with a pure planner, takes that
-// step, and reports status. A pass keeps nothing for the next one: an operator killed at any
-// instant picks up from what the API and etcd say.
+// step, and reports status. A pass keeps nothing that decides anything for the next one (its
+// etcd clients only, to ask again: etcdclients.go): an operator killed at any instant picks up
+// from what the API and etcd say.
 package cluster
 
 import (
@@ -15,6 +16,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
+	coordinationlisters "k8s.io/client-go/listers/coordination/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	networkinglisters "k8s.io/client-go/listers/networking/v1"
@@ -68,6 +70,9 @@ type Deps struct {
 	Claims         corelisters.PersistentVolumeClaimLister
 	// Secrets lists the Secrets the operator keeps for clusters' certificates (tls.go).
 	Secrets corelisters.SecretLister
+	// Leases lists the clusters' installation Leases (installation.go); nil reads them from
+	// the API server.
+	Leases coordinationlisters.LeaseLister
 	// MinLifetime is the shortest leafLifetime honoured; zero means DefaultMinLifetime.
 	MinLifetime time.Duration
 	// NetworkPolicies lists the clusters' NetworkPolicies (spec.networkPolicy).
@@ -109,8 +114,10 @@ type Reconciler struct {
 	conflicts reportedConflicts
 	// now is the clock a pass reads its time from.
 	now func() time.Time
-	// conns says how to connect to a cluster's members (conn.go).
-	conns conns
+	// clients are the etcd clients each cluster's passes keep (etcdclients.go).
+	clients *etcdClients
+	// certs only saves verifying again certificates that did not change (certchecks.go).
+	certs certChecks
 }
 
 // NewReconciler returns a Reconciler over the given dependencies.
@@ -118,9 +125,11 @@ func NewReconciler(d Deps) *Reconciler {
 	if d.Log == nil {
 		d.Log = logrus.NewEntry(logrus.StandardLogger())
 	}
-	cs := conns{secrets: d.Secrets, kube: d.KubeClient}
-	return &Reconciler{deps: d, now: time.Now, conns: cs, control: &realActor{kube: d.KubeClient, etcdAPI: d.EtcdClusterClient,
-		etcd: d.Etcd, recorder: d.Recorder, log: d.Log, initImage: d.MemberInitImage, conns: cs}}
+	r := &Reconciler{deps: d, now: time.Now}
+	r.clients = newEtcdClients(d.Etcd, conns{secrets: d.Secrets, kube: d.KubeClient}, r.passes())
+	r.control = &realActor{kube: d.KubeClient, etcdAPI: d.EtcdClusterClient, clients: r.clients,
+		recorder: d.Recorder, log: d.Log, initImage: d.MemberInitImage}
+	return r
 }
 
 func (r *Reconciler) log(c *api.EtcdCluster) *logrus.Entry {
@@ -129,8 +138,10 @@ func (r *Reconciler) log(c *api.EtcdCluster) *logrus.Entry {
 
 // Sync runs one observe → plan → act → status pass for namespace/name and returns when it
 // wants to run again even without an event. It returns ErrGone when the cluster was
-// deleted. The pass's one State is what both the planner and the status read.
+// deleted. The pass's one State is what both the planner and the status read. The etcd
+// clients the pass asked for are kept for the next one; those it did not are closed.
 func (r *Reconciler) Sync(ctx context.Context, namespace, name string) (time.Duration, error) {
+	defer r.clients.release(namespace, name)
 	cached, err := r.deps.Clusters.EtcdClusters(namespace).Get(name)
 	switch {
 	case apierrors.IsNotFound(err):

@@ -244,12 +244,9 @@ func (r *Reconciler) drivenElsewhere(ctx context.Context, c *api.EtcdCluster) (b
 	if me == "" {
 		return false, nil
 	}
-	lease, err := r.deps.KubeClient.CoordinationV1().Leases(c.Namespace).Get(ctx, installationLeaseName(c.Name), metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		return false, nil
-	case err != nil:
-		return false, fmt.Errorf("getting lease %s: %w", installationLeaseName(c.Name), err)
+	lease, _, err := r.lease(ctx, c, false)
+	if err != nil || lease == nil {
+		return false, err
 	}
 	holder := ptr.Deref(lease.Spec.HolderIdentity, "")
 	if holder == "" || holder == me || lease.Spec.RenewTime == nil {
@@ -258,10 +255,18 @@ func (r *Reconciler) drivenElsewhere(ctx context.Context, c *api.EtcdCluster) (b
 	return r.now().Sub(lease.Spec.RenewTime.Time) < staleAfter(lease, r.takeoverAfter()), nil
 }
 
-// forget drops what the reconciler keeps of a cluster that is gone.
+// forget drops what the reconciler keeps of a cluster that is gone, and closes its etcd
+// clients.
 func (r *Reconciler) forget(key string) {
 	r.served.set(key, nil)
 	r.conflicts.forget(key)
 	namespace, name, _ := strings.Cut(key, "/")
+	r.clients.forget(namespace, name)
 	r.passes().Forget(namespace, name)
+}
+
+// Forget drops what the reconciler keeps of the cluster namespace/name: its loop has ended
+// (controller.Forgetter), the cluster deleted, or this replica no longer leading.
+func (r *Reconciler) Forget(namespace, name string) {
+	r.forget(namespace + "/" + name)
 }

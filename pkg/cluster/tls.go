@@ -299,7 +299,7 @@ func (t *tlsPass) serving(data, old map[string][]byte, certKey, keyKey string, s
 func (t *tlsPass) leaf(data, old map[string][]byte, certKey, keyKey string, ca *pki.KeyPair, r pki.Request) error {
 	names := append(slices.Clone(r.DNSNames), ipStrings(r.IPs)...)
 	if old != nil {
-		cert, problem := pki.Check(old[certKey], old[keyKey], ca.CertPEM, names, r.Usages, t.now)
+		cert, problem := t.r.certs.check(old[certKey], old[keyKey], ca.CertPEM, names, r.Usages, t.now)
 		if problem == nil && t.now.Before(pki.RenewAt(cert)) && sameNames(cert.DNSNames, r.DNSNames) {
 			data[certKey], data[keyKey] = old[certKey], old[keyKey]
 			if r.Usages&pki.ServerAuth != 0 {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
@@ -45,16 +44,19 @@ func (t *tlsPass) source(ctx context.Context, from *api.TLSSource, caSecret, por
 	// A user's Secret that cannot be used freezes the port; the operator's client CA still
 	// renews the client certificates.
 	frozen := &portSource{frozen: true, clientIssuer: ca}
-	s, err := t.r.deps.KubeClient.CoreV1().Secrets(t.c.Namespace).Get(ctx, from.SecretName, metav1.GetOptions{})
+	// From the cache when the Secret carries the operator's managed-by label (the cache holds
+	// no other), else from the API server: a user's Secret costs a read per pass unless
+	// labelled (docs/tls.md).
+	s, err := t.r.secret(ctx, t.c.Namespace, from.SecretName)
 	switch {
-	case apierrors.IsNotFound(err):
+	case err != nil:
+		return nil, err
+	case s == nil:
 		t.fail("Secret %s (spec.tls.%s.secretName) does not exist", from.SecretName, port)
 		return frozen, nil
-	case err != nil:
-		return nil, fmt.Errorf("getting secret %s: %w", from.SecretName, err)
 	}
 	cert, key, userCA := s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey], s.Data[caKey]
-	leaf, problem := pki.Check(cert, key, userCA, names, pki.ServerAuth|pki.ClientAuth, t.now)
+	leaf, problem := t.r.certs.check(cert, key, userCA, names, pki.ServerAuth|pki.ClientAuth, t.now)
 	if problem != nil {
 		t.fail("Secret %s (spec.tls.%s.secretName) cannot be used: %s", from.SecretName, port, problem.Message)
 		return frozen, nil

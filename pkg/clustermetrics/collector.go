@@ -86,6 +86,14 @@ var (
 	descLastPass = clusterDesc("etcd_operator_cluster_last_successful_pass_timestamp_seconds",
 		"When the last pass over the cluster that returned no error ended, as a Unix time. Absent until the first since this replica leads.")
 
+	// The etcd clients are counted over every cluster, with no label: their number is the
+	// operator's cost, not a cluster's state.
+	descClientsOpened = prometheus.NewDesc("etcd_operator_etcd_clients_opened_total",
+		"etcd clients the cluster loops opened to their members since this replica started leading. A client is kept from one pass to the next: "+
+			"a new one is opened when a member's address, the client port's TLS or the client certificate changes, and for an action's members; an idle cluster opens none.", nil, nil)
+	descClientsOpen = prometheus.NewDesc("etcd_operator_etcd_clients_open",
+		"etcd clients the cluster loops keep open, each with its connections to its members; closed when a pass no longer asks for them or the cluster's loop ends.", nil, nil)
+
 	scheduleLabels   = []string{"namespace", "name", "cluster"}
 	descScheduleLast = prometheus.NewDesc("etcd_operator_backup_schedule_last_schedule_timestamp_seconds",
 		"The scheduled time of the last EtcdBackup the schedule created, as a Unix time. Absent before the first.", scheduleLabels, nil)
@@ -97,7 +105,7 @@ var (
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descDesired, descReady, descVoting, descLearners, descCurrent,
 		descMargin, descCondition, descCertExpiry, descLastBackup, descActions, descReplacements,
-		descLastPass, descScheduleLast, descScheduleSuccess} {
+		descLastPass, descClientsOpened, descClientsOpen, descScheduleLast, descScheduleSuccess} {
 		ch <- d
 	}
 }
@@ -121,6 +129,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			ch <- gauge(descLastBackup, float64(t), k.namespace, k.name)
 		}
 		collectCounters(ch, src.Counters, k)
+	}
+	if src.Counters != nil {
+		opened, closed := src.Counters.etcdClients()
+		ch <- prometheus.MustNewConstMetric(descClientsOpened, prometheus.CounterValue, float64(opened))
+		ch <- gauge(descClientsOpen, float64(opened-closed))
 	}
 	src.collectSchedules(ch)
 }

@@ -246,6 +246,29 @@ func TestCountersForget(t *testing.T) {
 	}
 }
 
+// The etcd clients opened and open are the operator's, over every cluster: one series each,
+// without labels, and a cluster forgotten takes nothing of them with it.
+func TestCollectorExportsEtcdClients(t *testing.T) {
+	f := newFixture()
+	for range 3 {
+		f.counters.EtcdClientOpened("ns", "demo")
+	}
+	f.counters.EtcdClientOpened("ns", "other")
+	f.counters.EtcdClientClosed("ns", "demo")
+	f.counters.Forget("ns", "other")
+	got := gather(t, f.collector)
+	for name, want := range map[string]float64{"etcd_operator_etcd_clients_opened_total": 4, "etcd_operator_etcd_clients_open": 3} {
+		ms := got[name]
+		if len(ms) != 1 || len(ms[0].GetLabel()) != 0 {
+			t.Errorf("%s: %v, want one series without labels", name, ms)
+			continue
+		}
+		if v := ms[0].GetCounter().GetValue() + ms[0].GetGauge().GetValue(); v != want {
+			t.Errorf("%s = %v, want %v", name, v, want)
+		}
+	}
+}
+
 // gather collects c into a registry of its own and returns its series by metric name.
 func gather(t *testing.T, c prometheus.Collector) map[string][]*dto.Metric {
 	t.Helper()

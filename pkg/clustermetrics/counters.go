@@ -9,13 +9,16 @@ import (
 
 // Counters are what the clusters' passes did, as only this operator's memory knows it: the
 // actions taken by kind, the members replaced and the time of the last successful pass, by
-// cluster. The cluster loops write them (cluster.PassRecorder), the Collector reads them at
+// cluster, and the etcd clients opened and closed, by all of them. The cluster loops write them (cluster.PassRecorder), the Collector reads them at
 // scrape time. A cluster's counts are dropped when its loop ends (Forget); they start again
 // from zero in a new leader, which Prometheus' rate() and increase() take as a counter reset.
 // Safe for concurrent use.
 type Counters struct {
 	mu       sync.Mutex
 	clusters map[key]*counts
+	// clientsOpened and clientsClosed count the etcd clients every cluster's loop opened and
+	// closed. They are not dropped with a cluster: what a deleted cluster opened was opened.
+	clientsOpened, clientsClosed uint64
 }
 
 // key is a cluster's namespace and name.
@@ -71,6 +74,27 @@ func (c *Counters) Forget(namespace, name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.clusters, key{namespace, name})
+}
+
+// EtcdClientOpened counts an etcd client a pass opened.
+func (c *Counters) EtcdClientOpened(string, string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.clientsOpened++
+}
+
+// EtcdClientClosed counts an etcd client closed.
+func (c *Counters) EtcdClientClosed(string, string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.clientsClosed++
+}
+
+// etcdClients returns the etcd clients opened and closed so far.
+func (c *Counters) etcdClients() (opened, closed uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.clientsOpened, c.clientsClosed
 }
 
 // get returns a copy of the cluster's counts; ok is false when none were recorded.

@@ -40,6 +40,15 @@ type Syncer interface {
 	Sync(ctx context.Context, namespace, name string) (requeueAfter time.Duration, err error)
 }
 
+// Forgetter is a Syncer that keeps something of an object between its passes (connections, a
+// cache of answers): Forget is called once the object's loop has ended, after its last pass
+// and before any later loop of the same key runs one, whether the object is gone, its loop
+// was stopped on a delete event, or the controller shuts down. Nothing a Syncer decides may
+// rest on what it keeps, so Forget only releases.
+type Forgetter interface {
+	Forget(namespace, name string)
+}
+
 // SyncFunc adapts a function to Syncer.
 type SyncFunc func(ctx context.Context, namespace, name string) (time.Duration, error)
 

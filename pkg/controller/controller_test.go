@@ -103,7 +103,9 @@ func TestBurstReachesEachClusterInOrder(t *testing.T) {
 	t.Logf("%d events coalesced into %d passes", clusters*(updates+1), total)
 }
 
-// Deleting an EtcdCluster stops its loop; a new cluster of the same name gets a new one.
+// Deleting an EtcdCluster stops its loop, and the Syncer is told to forget it once its last
+// pass is over; a new cluster of the same name gets a new loop. The Syncer forgets the other
+// clusters when the controller stops.
 func TestDeletedClusterLoopStops(t *testing.T) {
 	s := newFakeSyncer()
 	e := newEnv(t, s, nil)
@@ -130,6 +132,12 @@ func TestDeletedClusterLoopStops(t *testing.T) {
 	if got := testutil.ToFloat64(e.metrics.loops["EtcdCluster"]); got != 1 {
 		t.Errorf("clusters managed gauge = %v, want 1", got)
 	}
+	if got, passes := s.forgotten(key), s.passCount(key); len(got) != 1 || got[0] != passes {
+		t.Errorf("the deleted cluster was forgotten after %v passes, want once, after all %d", got, passes)
+	}
+	if got := s.forgotten(objectKey("default", "survivor")); len(got) != 0 {
+		t.Errorf("the other cluster was forgotten while its loop runs: %v", got)
+	}
 
 	before := s.passCount(key)
 	e.createCluster(t, "default", "doomed")
@@ -137,6 +145,13 @@ func TestDeletedClusterLoopStops(t *testing.T) {
 		running, _ := e.loopState(key)
 		return running && s.passCount(key) > before
 	})
+	e.stop(t)
+	if got := s.forgotten(objectKey("default", "survivor")); len(got) != 1 {
+		t.Errorf("after the controller stopped, the running cluster was forgotten %d times, want once", len(got))
+	}
+	if s.forgotInFlight != 0 {
+		t.Errorf("%d Forget calls while a pass of the cluster ran", s.forgotInFlight)
+	}
 }
 
 // Pod events reach the loop of the cluster named by the pod's controller ownerReference.

@@ -38,6 +38,10 @@ type fakeSyncer struct {
 	inflight map[string]int
 	overlaps int
 	passes   map[string][]passRecord
+	// forgets are the Forget calls by key, each with the passes the key had run by then;
+	// forgotInFlight counts the calls made while a pass of the key ran.
+	forgets        map[string][]int
+	forgotInFlight int
 }
 
 type passRecord struct {
@@ -46,7 +50,27 @@ type passRecord struct {
 }
 
 func newFakeSyncer() *fakeSyncer {
-	return &fakeSyncer{inflight: map[string]int{}, passes: map[string][]passRecord{}, work: 200 * time.Microsecond}
+	return &fakeSyncer{inflight: map[string]int{}, passes: map[string][]passRecord{}, forgets: map[string][]int{},
+		work: 200 * time.Microsecond}
+}
+
+var _ Forgetter = (*fakeSyncer)(nil)
+
+func (s *fakeSyncer) Forget(namespace, name string) {
+	key := objectKey(namespace, name)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inflight[key] > 0 {
+		s.forgotInFlight++
+	}
+	s.forgets[key] = append(s.forgets[key], len(s.passes[key]))
+}
+
+// forgotten returns a copy of the Forget calls of key: the passes run by each.
+func (s *fakeSyncer) forgotten(key string) []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]int(nil), s.forgets[key]...)
 }
 
 func (s *fakeSyncer) Sync(ctx context.Context, namespace, name string) (time.Duration, error) {

@@ -181,10 +181,13 @@ func (l *loop) gone() {
 	}
 }
 
-// exit forgets the loop once its goroutine ends.
+// exit forgets the loop once its goroutine ends, and has the Syncer forget the object.
 func (l *loop) exit() {
 	if l.prev != nil {
 		<-l.prev
+	}
+	if f, ok := l.d.kind.Syncer.(Forgetter); ok {
+		f.Forget(l.namespace, l.name)
 	}
 	l.d.mu.Lock()
 	if l.d.exiting[l.key] == l {

@@ -115,6 +115,9 @@ func TestSyncReportsGone(t *testing.T) {
 	if got := testutil.ToFloat64(e.metrics.reconcileErrors); got != 0 {
 		t.Errorf("reconcile errors = %v, want 0: a gone cluster is not a failure", got)
 	}
+	if got := s.forgotten(key); len(got) != 1 || got[0] != 1 {
+		t.Errorf("the gone cluster was forgotten after %v passes, want once, after its one pass", got)
+	}
 
 	// The next event about that name consults the cache again and starts a new loop.
 	if err := e.setSeq("default", "vanishing", 1); err != nil {

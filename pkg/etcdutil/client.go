@@ -6,14 +6,20 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net/url"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/credentials"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/credentials/insecure"
 )
 
 // Defaults of the factory: short, so that a pass never waits long on a member that is gone.
@@ -48,14 +54,14 @@ type factory struct {
 
 var _ Factory = (*factory)(nil)
 
-// New opens a client over endpoints. Connections are made in the background, so New does
-// not block on an unreachable member; calls wait for a connection up to their timeout.
+// New opens a client over endpoints. It connects to nothing yet: the connections its calls
+// need are made on first use and kept until Close (see client), so New does not block on an
+// unreachable member, and calls wait for a connection up to their timeout.
 func (f *factory) New(endpoints []string, conn ConnConfig) (Client, error) {
-	cli, err := f.open(endpoints, conn)
-	if err != nil {
-		return nil, err
+	if len(endpoints) == 0 {
+		return nil, errors.New("creating etcd client: no endpoints")
 	}
-	return &client{cli: cli, factory: f, conn: conn}, nil
+	return &client{factory: f, conn: conn, endpoints: slices.Clone(endpoints), members: map[string]*grpc.ClientConn{}}, nil
 }
 
 // tlsConfig is the TLS configuration a client of conn dials with: nil for plaintext, else a
@@ -105,15 +111,7 @@ func (f *factory) open(endpoints []string, conn ConnConfig) (*clientv3.Client, e
 		DialTimeout: f.dialTimeout,
 		TLS:         tlsConfig(conn),
 		Logger:      zap.NewNop(),
-		DialOptions: []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
-			Backoff: backoff.Config{
-				BaseDelay:  100 * time.Millisecond,
-				Multiplier: 1.6,
-				Jitter:     0.2,
-				MaxDelay:   f.callTimeout,
-			},
-			MinConnectTimeout: f.dialTimeout,
-		})},
+		DialOptions: []grpc.DialOption{grpc.WithConnectParams(f.connectParams())},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating etcd client for %s: %w", strings.Join(endpoints, ","), err)
@@ -121,31 +119,97 @@ func (f *factory) open(endpoints []string, conn ConnConfig) (*clientv3.Client, e
 	return cli, nil
 }
 
-// client is a Client over one clientv3.Client, which balances calls over its endpoints.
+// dialMember makes a connection to the member at endpoint alone, with the client's settings
+// (scheme, TLS, reconnect backoff). It connects on its first call, not here.
+func (f *factory) dialMember(endpoint string, conn ConnConfig) (*grpc.ClientConn, error) {
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("endpoint %q is not a URL with a host", endpoint)
+	}
+	creds := insecure.NewCredentials()
+	if u.Scheme == "https" {
+		creds = credentials.NewTransportCredential(tlsConfig(conn))
+	}
+	cc, err := grpc.NewClient("passthrough:///"+u.Host, grpc.WithTransportCredentials(creds), grpc.WithConnectParams(f.connectParams()))
+	if err != nil {
+		return nil, fmt.Errorf("connecting to %s: %w", endpoint, err)
+	}
+	return cc, nil
+}
+
+// connectParams retry connecting quickly: gRPC's default backoff grows to two minutes.
+func (f *factory) connectParams() grpc.ConnectParams {
+	return grpc.ConnectParams{
+		Backoff: backoff.Config{
+			BaseDelay:  100 * time.Millisecond,
+			Multiplier: 1.6,
+			Jitter:     0.2,
+			MaxDelay:   f.callTimeout,
+		},
+		MinConnectTimeout: f.dialTimeout,
+	}
+}
+
+// client is a Client over endpoints. Its calls to the cluster go through one clientv3.Client,
+// which balances them over the endpoints; Status goes to one member alone, over a connection
+// of that member's own. Both are opened on first use and kept, so a client kept from one
+// pass to the next dials nothing again while its members answer: a connection that failed is
+// dropped and dialed again on the next Status, and every connection is closed by Close.
 type client struct {
-	cli     *clientv3.Client
 	factory *factory
-	// conn is how cli connects, for the clients it opens to one member (MoveLeader).
-	conn ConnConfig
+	// conn is how the client connects, for the clients it opens to one member (MoveLeader).
+	conn      ConnConfig
+	endpoints []string
+
+	mu sync.Mutex
+	// cli balances calls over the endpoints; nil until the first call that needs it.
+	cli *clientv3.Client
+	// members are the connections of Status, by endpoint.
+	members map[string]*grpc.ClientConn
+	closed  bool
 }
 
 var _ Client = (*client)(nil)
 
+// errClosed: a call on a client after Close.
+var errClosed = errors.New("etcd client is closed")
+
+// balanced is the clientv3.Client over the client's endpoints, opened on first use.
+func (c *client) balanced() (*clientv3.Client, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, errClosed
+	}
+	if c.cli == nil {
+		cli, err := c.factory.open(c.endpoints, c.conn)
+		if err != nil {
+			return nil, err
+		}
+		c.cli = cli
+	}
+	return c.cli, nil
+}
+
 // call runs one request within the call timeout. A learner refuses every request but
 // Status; clientv3's retry interceptor then sends the request to the next endpoint, when
 // there is one, so a learner among the endpoints costs a round trip, not the call.
-func (c *client) call(ctx context.Context, do func(context.Context) error) error {
+func (c *client) call(ctx context.Context, do func(context.Context, *clientv3.Client) error) error {
+	cli, err := c.balanced()
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(ctx, c.factory.callTimeout)
 	defer cancel()
-	return mapErr(do(ctx))
+	return mapErr(do(ctx, cli))
 }
 
 // MemberList uses clientv3's default, a linearizable member list: the answering member
 // confirms with the leader that it has applied every membership change made so far.
 func (c *client) MemberList(ctx context.Context) ([]Member, error) {
 	var resp *clientv3.MemberListResponse
-	err := c.call(ctx, func(ctx context.Context) (err error) {
-		resp, err = c.cli.MemberList(ctx)
+	err := c.call(ctx, func(ctx context.Context, cli *clientv3.Client) (err error) {
+		resp, err = cli.MemberList(ctx)
 		return err
 	})
 	if err != nil {
@@ -160,8 +224,8 @@ func (c *client) MemberList(ctx context.Context) ([]Member, error) {
 
 func (c *client) MemberAddAsLearner(ctx context.Context, peerURL string) (Member, error) {
 	var resp *clientv3.MemberAddResponse
-	err := c.call(ctx, func(ctx context.Context) (err error) {
-		resp, err = c.cli.MemberAddAsLearner(ctx, []string{peerURL})
+	err := c.call(ctx, func(ctx context.Context, cli *clientv3.Client) (err error) {
+		resp, err = cli.MemberAddAsLearner(ctx, []string{peerURL})
 		return err
 	})
 	if err != nil {
@@ -172,8 +236,8 @@ func (c *client) MemberAddAsLearner(ctx context.Context, peerURL string) (Member
 }
 
 func (c *client) MemberPromote(ctx context.Context, id uint64) error {
-	err := c.call(ctx, func(ctx context.Context) error {
-		_, err := c.cli.MemberPromote(ctx, id)
+	err := c.call(ctx, func(ctx context.Context, cli *clientv3.Client) error {
+		_, err := cli.MemberPromote(ctx, id)
 		return err
 	})
 	if err != nil {
@@ -183,8 +247,8 @@ func (c *client) MemberPromote(ctx context.Context, id uint64) error {
 }
 
 func (c *client) MemberUpdate(ctx context.Context, id uint64, peerURLs []string) error {
-	err := c.call(ctx, func(ctx context.Context) error {
-		_, err := c.cli.MemberUpdate(ctx, id, peerURLs)
+	err := c.call(ctx, func(ctx context.Context, cli *clientv3.Client) error {
+		_, err := cli.MemberUpdate(ctx, id, peerURLs)
 		return err
 	})
 	if err != nil {
@@ -194,8 +258,8 @@ func (c *client) MemberUpdate(ctx context.Context, id uint64, peerURLs []string)
 }
 
 func (c *client) MemberRemove(ctx context.Context, id uint64) error {
-	err := c.call(ctx, func(ctx context.Context) error {
-		_, err := c.cli.MemberRemove(ctx, id)
+	err := c.call(ctx, func(ctx context.Context, cli *clientv3.Client) error {
+		_, err := cli.MemberRemove(ctx, id)
 		return err
 	})
 	if err != nil {
@@ -225,25 +289,22 @@ func (c *client) MoveLeader(ctx context.Context, leaderEndpoint string, transfer
 	return nil
 }
 
-// Status dials endpoint alone, whichever endpoints the client balances over, and does not
-// wait for a member that is not serving: a refused connection, or an answer that is not
-// etcd's (a member pod whose etcd has not started: member-init answers probes on the client
-// port), fails it at once instead of at the call timeout. The operator asks every running
-// member pod for its status each pass, and one waiting pod would otherwise hold each pass
-// back by the whole timeout.
+// Status asks endpoint alone, whichever endpoints the client balances over, over the
+// connection the client keeps to it, and does not wait for a member that is not serving: a
+// refused connection, or an answer that is not etcd's (a member pod whose etcd has not
+// started: member-init answers probes on the client port), fails it at once instead of at
+// the call timeout. The operator asks every running member pod for its status each pass, and
+// one waiting pod would otherwise hold each pass back by the whole timeout.
 func (c *client) Status(ctx context.Context, endpoint string) (Status, error) {
-	var resp *pb.StatusResponse
-	err := c.call(ctx, func(ctx context.Context) error {
-		conn, err := c.cli.Dial(endpoint)
-		if err != nil {
-			return err
-		}
-		defer conn.Close()
-		resp, err = pb.NewMaintenanceClient(conn).Status(ctx, &pb.StatusRequest{}, grpc.WaitForReady(false))
-		return err
-	})
+	conn, err := c.memberConn(endpoint)
 	if err != nil {
 		return Status{}, fmt.Errorf("getting status of %s: %w", endpoint, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.factory.callTimeout)
+	defer cancel()
+	resp, err := pb.NewMaintenanceClient(conn).Status(ctx, &pb.StatusRequest{}, grpc.WaitForReady(false))
+	if err != nil {
+		return Status{}, fmt.Errorf("getting status of %s: %w", endpoint, mapErr(err))
 	}
 	st := Status{
 		ID:               resp.Header.MemberId,
@@ -268,8 +329,8 @@ func (c *client) Status(ctx context.Context, endpoint string) (Status, error) {
 
 func (c *client) AlarmList(ctx context.Context) ([]Alarm, error) {
 	var resp *clientv3.AlarmResponse
-	err := c.call(ctx, func(ctx context.Context) (err error) {
-		resp, err = c.cli.AlarmList(ctx)
+	err := c.call(ctx, func(ctx context.Context, cli *clientv3.Client) (err error) {
+		resp, err = cli.AlarmList(ctx)
 		return err
 	})
 	if err != nil {
@@ -284,8 +345,52 @@ func (c *client) AlarmList(ctx context.Context) ([]Alarm, error) {
 	return out, nil
 }
 
+// memberConn is the client's connection to endpoint alone, dialed on first use. One that
+// failed (its member was down when last asked) is dialed anew: a fresh connection tries the
+// member at once, where the failed one would wait out its reconnect backoff and answer
+// "unavailable" meanwhile, and a member back in the meantime would be missed for a pass.
+func (c *client) memberConn(endpoint string) (*grpc.ClientConn, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, errClosed
+	}
+	if conn, ok := c.members[endpoint]; ok {
+		if s := conn.GetState(); s != connectivity.TransientFailure && s != connectivity.Shutdown {
+			return conn, nil
+		}
+		_ = conn.Close()
+		delete(c.members, endpoint)
+	}
+	conn, err := c.factory.dialMember(endpoint, c.conn)
+	if err != nil {
+		return nil, err
+	}
+	c.members[endpoint] = conn
+	return conn, nil
+}
+
+// Close closes every connection the client opened; its calls fail from then on.
 func (c *client) Close() error {
-	if err := c.cli.Close(); err != nil && !errors.Is(err, context.Canceled) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	var errs []error
+	for ep, conn := range c.members {
+		if err := conn.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("closing the connection to %s: %w", ep, err))
+		}
+	}
+	c.members = nil
+	if c.cli != nil {
+		if err := c.cli.Close(); err != nil && !errors.Is(err, context.Canceled) {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("closing etcd client: %w", err)
 	}
 	return nil

@@ -13,7 +13,8 @@ import (
 
 // The operator dials members at their addresses and checks their certificates against the
 // client Service's name, which the certificates carry and the address dialed is not: the
-// clients of the factory and the snapshot stream both connect, and a wrong name is refused.
+// clients of the factory (their calls to the cluster and to one member) and the snapshot
+// stream all connect, and a wrong name is refused.
 func TestConnConfigServerName(t *testing.T) {
 	ca := newCA(t, "demo CA")
 	client := issue(t, ca, clientCert())
@@ -36,6 +37,9 @@ func TestConnConfigServerName(t *testing.T) {
 	if _, err := cli.MemberList(ctx); err != nil {
 		t.Errorf("member list over TLS checked against %s: %v", clientServiceName, err)
 	}
+	if _, err := cli.Status(ctx, m.member.ClientURL); err != nil {
+		t.Errorf("status over TLS checked against %s: %v", clientServiceName, err)
+	}
 	snap, err := etcdutil.OpenSnapshot(ctx, m.member.ClientURL, conn(clientServiceName))
 	if err != nil {
 		t.Fatalf("snapshot over TLS checked against %s: %v", clientServiceName, err)
@@ -52,6 +56,9 @@ func TestConnConfigServerName(t *testing.T) {
 	defer wrong.Close()
 	if _, err := wrong.MemberList(ctx); err == nil {
 		t.Error("member list checked against a name the certificate lacks: no error")
+	}
+	if _, err := wrong.Status(ctx, m.member.ClientURL); err == nil {
+		t.Error("status checked against a name the certificate lacks: no error")
 	}
 }
 

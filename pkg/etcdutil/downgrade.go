@@ -58,8 +58,8 @@ func (c *client) DowngradeCancel(ctx context.Context) error {
 }
 
 func (c *client) downgrade(ctx context.Context, action clientv3.DowngradeAction, target, verb string) error {
-	err := c.call(ctx, func(ctx context.Context) error {
-		_, err := c.cli.Downgrade(ctx, action, target)
+	err := c.call(ctx, func(ctx context.Context, cli *clientv3.Client) error {
+		_, err := cli.Downgrade(ctx, action, target)
 		return err
 	})
 	if err == nil || (action == clientv3.DowngradeCancel && isDowngradeErr(err, rpctypes.ErrNoInflightDowngrade)) {

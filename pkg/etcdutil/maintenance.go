@@ -38,16 +38,19 @@ var _ Maintainer = (*client)(nil)
 // NewMaintainer opens a Maintainer over endpoints, with a factory's timeouts (NewFactory) and
 // connecting as conn says (Factory.New).
 func NewMaintainer(dialTimeout, callTimeout time.Duration, endpoints []string, conn ConnConfig) (Maintainer, error) {
-	f := newFactory(dialTimeout, callTimeout)
-	cli, err := f.open(endpoints, conn)
+	cli, err := newFactory(dialTimeout, callTimeout).New(endpoints, conn)
 	if err != nil {
 		return nil, err
 	}
-	return &client{cli: cli, factory: f, conn: conn}, nil
+	return cli.(*client), nil
 }
 
 func (c *client) Defragment(ctx context.Context, endpoint string) error {
-	if _, err := c.cli.Defragment(ctx, endpoint); err != nil {
+	cli, err := c.balanced()
+	if err != nil {
+		return fmt.Errorf("defragmenting %s: %w", endpoint, err)
+	}
+	if _, err := cli.Defragment(ctx, endpoint); err != nil {
 		return fmt.Errorf("defragmenting %s: %w", endpoint, mapErr(err))
 	}
 	return nil
@@ -55,9 +58,11 @@ func (c *client) Defragment(ctx context.Context, endpoint string) error {
 
 func (c *client) Compact(ctx context.Context, physical bool) (int64, error) {
 	var rev int64
-	err := c.call(ctx, func(ctx context.Context) error {
+	var cli *clientv3.Client
+	err := c.call(ctx, func(ctx context.Context, balanced *clientv3.Client) error {
+		cli = balanced
 		// Any key will do: the header carries the store's revision, and counting reads no value.
-		resp, err := c.cli.Get(ctx, "\x00", clientv3.WithCountOnly())
+		resp, err := cli.Get(ctx, "\x00", clientv3.WithCountOnly())
 		if err != nil {
 			return err
 		}
@@ -71,7 +76,7 @@ func (c *client) Compact(ctx context.Context, physical bool) (int64, error) {
 	if physical {
 		opts = append(opts, clientv3.WithCompactPhysical())
 	}
-	_, err = c.cli.Compact(ctx, rev, opts...)
+	_, err = cli.Compact(ctx, rev, opts...)
 	if err != nil && !errors.Is(rpctypes.Error(err), rpctypes.ErrCompacted) {
 		return 0, fmt.Errorf("compacting to revision %d: %w", rev, mapErr(err))
 	}
@@ -85,8 +90,8 @@ func (c *client) AlarmDisarm(ctx context.Context, a Alarm) error {
 	if !ok || pb.AlarmType(t) == pb.AlarmType_NONE || a.MemberID == 0 {
 		return fmt.Errorf("disarming alarm %q of member %x: not an alarm etcd raises", a.Type, a.MemberID)
 	}
-	err := c.call(ctx, func(ctx context.Context) error {
-		_, err := c.cli.AlarmDisarm(ctx, &clientv3.AlarmMember{MemberID: a.MemberID, Alarm: pb.AlarmType(t)})
+	err := c.call(ctx, func(ctx context.Context, cli *clientv3.Client) error {
+		_, err := cli.AlarmDisarm(ctx, &clientv3.AlarmMember{MemberID: a.MemberID, Alarm: pb.AlarmType(t)})
 		return err
 	})
 	if err != nil {

@@ -79,6 +79,10 @@ var _ cluster.PassRecorder = (*clustermetrics.Counters)(nil)
 // loop.
 var _ controller.Syncer = (*cluster.Reconciler)(nil)
 
+// The cluster Reconciler keeps each cluster's etcd clients between passes; the controller has
+// it close them when the cluster's loop ends.
+var _ controller.Forgetter = (*cluster.Reconciler)(nil)
+
 // clusterKind registers EtcdClusters with the controller: each cluster's loop runs syncer's
 // passes, and the events of the objects a cluster owns wake its loop. Pods, Services, budgets
 // and NetworkPolicies name their cluster through their controller ownerReference;
@@ -127,6 +131,7 @@ func newClusterReconciler(o *Options, cl *clients, inf *controller.Informers, re
 		OperatorPeer:      member.OperatorPeer(o.LeaseNamespace),
 		Claims:            kube.Core().V1().PersistentVolumeClaims().Lister(),
 		Secrets:           kube.Core().V1().Secrets().Lister(),
+		Leases:            kube.Coordination().V1().Leases().Lister(),
 		MinLifetime:       o.TLSMinLifetime,
 		Recorder:          recorder,
 		Etcd:              etcdutil.NewFactory(0, 0),
