@@ -115,11 +115,11 @@ func ReserveWith(t testing.TB, name string, configure func(*embed.Config)) *Memb
 
 func reserve(t testing.TB, name string, tls TLS) *Member {
 	t.Helper()
-	host := loopbackHost(t)
+	addrs := freeAddrs(t, loopbackHost(t), 2)
 	return &Member{
 		Name:      name,
-		PeerURL:   scheme(tls.Peer) + "://" + freeAddr(t, host),
-		ClientURL: scheme(tls.Client) + "://" + freeAddr(t, host),
+		PeerURL:   scheme(tls.Peer) + "://" + addrs[0],
+		ClientURL: scheme(tls.Client) + "://" + addrs[1],
 		Dir:       t.TempDir(),
 		tls:       tls,
 	}
@@ -331,15 +331,22 @@ func loopbackHost(t testing.TB) string {
 	return ""
 }
 
-// freeAddr returns host:port with a port that was free on host a moment ago.
-func freeAddr(t testing.TB, host string) string {
+// freeAddrs returns n host:port addresses whose ports were free on host a moment ago, all
+// different: each is held until the last is picked, as a port closed a moment ago may be the
+// next one the kernel hands out, and a member whose peer and client ports were the same would
+// not start.
+func freeAddrs(t testing.TB, host string, n int) []string {
 	t.Helper()
-	l, err := net.Listen("tcp", host+":0")
-	if err != nil {
-		t.Fatalf("reserving a port on %s: %v", host, err)
+	addrs := make([]string, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", host+":0")
+		if err != nil {
+			t.Fatalf("reserving a port on %s: %v", host, err)
+		}
+		defer l.Close()
+		addrs = append(addrs, l.Addr().String())
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return addrs
 }
 
 func randomHex(t testing.TB, n int) string {
