@@ -94,6 +94,9 @@ func planGrow(s State, members map[int]MemberView) Decision {
 			// Claims are made with their pod: this one's went before the pod had a node.
 			return step(s, Action{Kind: ActionDeletePod, Ordinal: o}, reasonFor(s, o),
 				"deleting pod %s, whose claim is gone, to make both again", o)
+		case joinLacksFlag(s, o, p):
+			return step(s, Action{Kind: ActionDeletePod, Ordinal: o}, reasonFor(s, o),
+				"deleting pod %s, built without --max-learners while other member pods run with it: the log it would take may hold the add of a second learner (see docs/upgrades.md)", o)
 		case p.Problem != nil && p.Outdated:
 			// It holds no member, and the spec has changed since it was built (a fix of
 			// spec.pod or spec.version): it is made again from the current one.

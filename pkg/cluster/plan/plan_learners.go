@@ -116,10 +116,13 @@ func learnerStarted(m MemberView) bool { return m.Name != "" || m.Healthy }
 //     member on 3.5, or whose pod has no flag (made before it, or by an earlier operator).
 //   - Not while a voter does not answer: etcd would refuse the add for as long, and the
 //     learners there would wait for their promotion meanwhile. Not during etcd's downgrade,
-//     when etcd lets nobody join.
+//     when etcd lets nobody join, nor while pods are built for a version without the flag
+//     (a downgrade to 3.5 cancelled with a member on it): no such add is made after etcd
+//     lowered the cluster version to 3.5, which is what keeps a member restarted on 3.5 from
+//     replaying one (plan_join.go).
 func addAnotherLearner(s State, learners []MemberView) (Decision, bool) {
 	voting, healthy := VotingCounts(s.Members)
-	if s.DowngradeTarget != "" || (voting > 1 && healthy < voting) || len(learners) >= LearnerCap {
+	if s.DowngradeTarget != "" || !etcdfacts.TakesMaxLearners(s.TargetVersion) || (voting > 1 && healthy < voting) || len(learners) >= LearnerCap {
 		return Decision{}, false
 	}
 	if slices.ContainsFunc(learners, func(m MemberView) bool { return !learnerStarted(m) }) {

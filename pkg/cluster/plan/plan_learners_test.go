@@ -50,6 +50,16 @@ func TestPlanLearners(t *testing.T) {
 			progress: api.ReasonScalingUp,
 		},
 		{
+			name: "pods built for 3.5 (a downgrade to it cancelled): no second learner, whatever the pods take",
+			state: func() State {
+				s := growing(3, []MemberView{plantest.Leader(0), learner(1, true)}, seed, first, second)
+				s.TargetVersion = "3.5.35"
+				return s
+			}(),
+			want:     promoteFirst,
+			progress: api.ReasonScalingUp,
+		},
+		{
 			name:     "learner 1 answers before etcd lists its name: it has started",
 			state:    growing(3, []MemberView{plantest.Leader(0), answeringLearner(1)}, seed, first, second),
 			want:     addSecond,

@@ -63,16 +63,21 @@ type Action struct {
 	Evict bool
 }
 
-// withPodVersion puts the version the pod is built with in an action that builds one. A
-// survivor forced into a cluster of one restarts on the version it ran, not the target: a
-// spec.version changed while quorum was lost would otherwise start --force-new-cluster on a
-// newer etcd over the survivor's older log; the rollout upgrades it once the cluster is back.
+// withPodVersion puts the version the pod is built with in an action that builds one: the
+// TargetVersion, but for a member that joins while other pods' etcds may hold the add of a
+// second learner (joinVersion, plan_join.go). A survivor forced into a cluster of one restarts
+// on the version it ran, not the target: a spec.version changed while quorum was lost would
+// otherwise start --force-new-cluster on a newer etcd over the survivor's older log; the
+// rollout upgrades it once the cluster is back.
 func withPodVersion(s State, d Decision) Decision {
 	a := d.Action
 	if a == nil || (a.Kind != ActionCreatePod && a.Kind != ActionForceNewCluster && a.Kind != ActionRestartInPlace) {
 		return d
 	}
 	a.PodVersion = s.TargetVersion
+	if v := joinVersion(s, a.Ordinal); v != "" && isJoin(s, a) {
+		a.PodVersion = v
+	}
 	if a.Kind == ActionForceNewCluster {
 		if v := survivorVersion(s, a.Ordinal); v != "" {
 			a.PodVersion = v

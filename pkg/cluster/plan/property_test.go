@@ -45,9 +45,13 @@ import (
 //     index than the survivor.
 //  7. etcd never meets more learners than a member lets it hold (--max-learners, read from
 //     its pod: one for a pod of etcd 3.5 or without the flag): no member whose etcd runs
-//     applies an add that makes more learners than its limit, and no etcd starts (joining, or
-//     restarting on its data) with a lower limit than the most learners the membership has
-//     held (its log may hold that add, which it would reject on replay);
+//     applies an add that makes more learners than its limit; no etcd restarts with a lower
+//     limit on data whose log (after its last snapshot) holds an add of a second learner; and
+//     no etcd with a lower limit joins while the etcd of any member that runs (a leader, or
+//     one that may become it) holds such an add in memory, from the log it applied, replayed
+//     or took when it joined. etcd's downgrade to 3.5 (a disturbance: pods are built for 3.5
+//     from then on, the cluster version lowered) has every member snapshot its data, so that
+//     their logs hold no add from before, while their etcds still hold it until they restart;
 //  8. a joining member's etcd starts with an --initial-cluster equal to the membership (etcd
 //     refuses it otherwise, and the pod crash-loops): no membership change while a learner
 //     that has not started waits to, but its own removal and promotions.
@@ -70,7 +74,8 @@ import (
 // Each seed builds pods for etcd 3.6 (mostly) or 3.5, and its first pods are a mix: 3.6 with
 // --max-learners (as this operator makes them), 3.6 without (an earlier operator's), 3.5; a
 // seed may also start from the seed member alone, growing.
-// Not modelled: rollouts and version changes, downgrades, alarms, foreign objects, emptyDir members,
+// Not modelled: rollouts and version changes but etcd's downgrade to 3.5 as above (the members
+// are not rolled), alarms, foreign objects, emptyDir members,
 // pods that cannot be pulled or crash-loop (only "member removed" crashes), node loss (pods
 // go within a few steps), DNS publication lag, retained claims applied again (LastMembers
 // empty), unbound or outdated claims, a member list from a minority.
@@ -150,6 +155,7 @@ type propPod struct {
 	initial     []int
 	version     string // etcd's version
 	maxLearners int    // --max-learners; 0 without the flag
+	holds       bool   // its etcd holds the add of a second learner in memory (invariant 7)
 	problem     *plan.PodProblem
 	created     time.Time
 	deadline    time.Time
@@ -160,6 +166,7 @@ type propClaim struct {
 	mark        uint64 // the claim's mark (ClaimView.MemberID)
 	removed     bool   // flagged as its mark's member removed (ClaimView.Removed)
 	data        uint64 // the member whose data the claim holds; 0: empty
+	addInLog    bool   // the data's log, after its last snapshot, holds the add of a second learner
 }
 
 type propModel struct {
@@ -184,7 +191,6 @@ type propModel struct {
 	since    time.Time         // Degraded QuorumLost's lastTransitionTime
 	forcing  int               // the ordinal a ForceNewCluster is under way for; -1
 	target   string            // the version pods are built for (State.TargetVersion)
-	learners int               // the most learners the membership has held
 	trace    []string
 }
 
@@ -201,7 +207,7 @@ func newPropModel(seed uint64) *propModel {
 	}
 	m.target = "3.6.16"
 	if rng.IntN(4) == 0 {
-		m.target = "3.5.21"
+		m.target = propOlder
 	}
 	n := m.size
 	switch rng.IntN(6) {
@@ -348,6 +354,7 @@ func (m *propModel) startEtcd(o int, p *propPod, c *propClaim) string {
 		p.etcd = true
 		m.members = map[int]*propMember{o: {id: c.data, started: true}}
 		m.leader, p.runs = c.data, c.data
+		return m.replays(o, p, c, false)
 	case c.data != 0:
 		// etcd runs the member whose data it is; one removed from the membership is refused
 		// by its peers (it does not answer).
@@ -362,6 +369,7 @@ func (m *propModel) startEtcd(o int, p *propPod, c *propClaim) string {
 		}
 		if mem != nil && mem.id == c.data {
 			mem.started = true
+			return m.replays(o, p, c, false)
 		}
 	case p.force || p.mark != 0 || (mem != nil && mem.started):
 		p.dataLost = true
@@ -378,12 +386,30 @@ func (m *propModel) startEtcd(o int, p *propPod, c *propClaim) string {
 		}
 		p.etcd = true
 		c.data, p.runs, mem.started = mem.id, mem.id, true
+		return m.replays(o, p, c, true)
 	}
-	if allowed := propLearnersAllowed(p); p.etcd && allowed < m.learners {
-		// etcd checks its --max-learners against the membership it joins, or its own data's
-		// (and the log it replays), when it starts.
-		return fmt.Sprintf("invariant 7: pod %d's etcd (%s, max %d learners) starts on a membership that has held %d learners",
-			o, p.version, allowed, m.learners)
+	return ""
+}
+
+// replays is invariant 7 for an etcd that starts on pod o: restarting on its data, it replays
+// that data's log; joining, it takes the leader's, which any member's etcd that runs may be.
+// A member joining replays the lowering of the cluster version too, and snapshots its data.
+func (m *propModel) replays(o int, p *propPod, c *propClaim, joins bool) string {
+	p.holds = c.addInLog
+	what := "restarts on data whose log holds"
+	if joins {
+		what = "joins while a member's etcd that runs holds"
+		p.holds = false
+		for r, mem := range m.members {
+			if q := m.pods[r]; r != o && q != nil && q.etcd && q.runs == mem.id && q.holds {
+				p.holds = true
+			}
+		}
+		c.addInLog = p.holds && m.target != propOlder
+	}
+	if allowed := propLearnersAllowed(p); p.holds && allowed < 2 {
+		// etcd checks its --max-learners again when it applies the add it replays or takes
+		return fmt.Sprintf("invariant 7: pod %d's etcd (%s, max %d learners) %s the add of a second learner", o, p.version, allowed, what)
 	}
 	return ""
 }
@@ -413,11 +439,17 @@ func (m *propModel) addLearner(o int) string {
 			n++
 		}
 	}
-	m.learners = max(m.learners, n)
 	for _, r := range plan.SortedOrdinals(m.members) {
-		if p := m.pods[r]; p != nil && p.etcd && p.runs == m.members[r].id && propLearnersAllowed(p) < n {
+		p := m.pods[r]
+		if p == nil || !p.etcd || p.runs != m.members[r].id {
+			continue
+		}
+		if propLearnersAllowed(p) < n {
 			return fmt.Sprintf("invariant 7: member %d (%s, max %d learners) applies an add that makes %d learners",
 				r, p.version, propLearnersAllowed(p), n)
+		}
+		if c := m.claims[r]; n > 1 && c != nil && c.data == p.runs {
+			p.holds, c.addInLog = true, true
 		}
 	}
 	return ""
@@ -636,6 +668,10 @@ func (m *propModel) disturb() {
 			m.logf("disturb: spec.size set to %d", m.size)
 			return
 		}
+		if m.downgrade() {
+			m.logf("disturb: etcd's downgrade to 3.5: the cluster version lowered, every member's data snapshotted")
+			return
+		}
 	case 8: // the user asks to recover from the survivor with the highest raft index
 		if m.annot == "" && !m.membersKnown() && m.policy == api.QuorumLossManual {
 			m.annot = api.RecoverFromHighest
@@ -663,6 +699,31 @@ func (m *propModel) disturb() {
 		}
 	}
 	m.logf("disturb: nothing")
+}
+
+// propOlder is the version pods are built for once etcd's downgrade to 3.5 is under way.
+const propOlder = "3.5.21"
+
+// downgrade is etcd's downgrade to 3.5, enabled once every member is a voter that answers:
+// each member applies the lowering of the cluster version and snapshots its data
+// (applierMembership.ClusterVersionSet), and pods are built for 3.5 from then on; the rollout
+// of the members is not modelled, nor is etcd refusing joins until it is cancelled.
+func (m *propModel) downgrade() bool {
+	if m.target == propOlder || !m.membersKnown() {
+		return false
+	}
+	for o, mem := range m.members {
+		if mem.learner || !m.answers(o) {
+			return false
+		}
+	}
+	m.target = propOlder
+	for o, mem := range m.members {
+		if c := m.claims[o]; c != nil && c.data == mem.id {
+			c.addInLog = false
+		}
+	}
+	return true
 }
 
 func (m *propModel) deletePod(o int) {
