@@ -75,6 +75,11 @@ func planGrow(s State, members map[int]MemberView) Decision {
 			return d
 		}
 		p, hasPod := s.Pods[o]
+		if hasPod && !p.Terminating {
+			if d, ok := remakePod(s, o, p, want); ok {
+				return d
+			}
+		}
 		switch {
 		case !hasPod:
 			return step(s, Action{Kind: ActionCreatePod, Ordinal: o, ClusterState: etcdfacts.ClusterStateExisting,
@@ -85,23 +90,6 @@ func planGrow(s State, members map[int]MemberView) Decision {
 			if going < 0 {
 				going = o
 			}
-		case p.ClusterState != etcdfacts.ClusterStateExisting || !slices.Equal(p.InitialCluster, want):
-			// Its etcd would be refused (or worse, bootstrap a cluster of its own):
-			// member-init still holds it back, so the pod can go.
-			return step(s, Action{Kind: ActionDeletePod, Ordinal: o}, reasonFor(s, o),
-				"deleting pod %s, created for a membership that has changed", o)
-		case claimGoneUnder(s, o):
-			// Claims are made with their pod: this one's went before the pod had a node.
-			return step(s, Action{Kind: ActionDeletePod, Ordinal: o}, reasonFor(s, o),
-				"deleting pod %s, whose claim is gone, to make both again", o)
-		case joinLacksFlag(s, o, p):
-			return step(s, Action{Kind: ActionDeletePod, Ordinal: o}, reasonFor(s, o),
-				"deleting pod %s, built without --max-learners while other member pods run with it: the log it would take may hold the add of a second learner (see docs/upgrades.md)", o)
-		case p.Problem != nil && p.Outdated:
-			// It holds no member, and the spec has changed since it was built (a fix of
-			// spec.pod or spec.version): it is made again from the current one.
-			return step(s, Action{Kind: ActionDeletePod, Ordinal: o}, reasonFor(s, o),
-				"deleting pod %s, which cannot start and was built from an earlier spec", o)
 		case p.Problem != nil:
 			// A pod that cannot be scheduled or started must not hold back the other
 			// ordinals, and never becomes a learner that would take etcd's one learner slot.
@@ -120,6 +108,31 @@ func planGrow(s State, members map[int]MemberView) Decision {
 		}
 	}
 	return waitForHeldBack(s, stuck, going)
+}
+
+// remakePod deletes the pod made for ordinal o, which joins as a member of want, when it
+// cannot join as it is: it is made again on the next pass.
+func remakePod(s State, o int, p PodView, want []int) (Decision, bool) {
+	switch {
+	case p.ClusterState != etcdfacts.ClusterStateExisting || !slices.Equal(p.InitialCluster, want):
+		// Its etcd would be refused (or worse, bootstrap a cluster of its own):
+		// member-init still holds it back, so the pod can go.
+		return step(s, Action{Kind: ActionDeletePod, Ordinal: o}, reasonFor(s, o),
+			"deleting pod %s, created for a membership that has changed", o), true
+	case claimGoneUnder(s, o):
+		// Claims are made with their pod: this one's went before the pod had a node.
+		return step(s, Action{Kind: ActionDeletePod, Ordinal: o}, reasonFor(s, o),
+			"deleting pod %s, whose claim is gone, to make both again", o), true
+	case joinLacksFlag(s, o, p):
+		return step(s, Action{Kind: ActionDeletePod, Ordinal: o}, reasonFor(s, o),
+			"deleting pod %s, built without --max-learners while other member pods run with it: the log it would take may hold the add of a second learner (see docs/upgrades.md)", o), true
+	case p.Problem != nil && p.Outdated:
+		// It holds no member, and the spec has changed since it was built (a fix of
+		// spec.pod or spec.version): it is made again from the current one.
+		return step(s, Action{Kind: ActionDeletePod, Ordinal: o}, reasonFor(s, o),
+			"deleting pod %s, which cannot start and was built from an earlier spec", o), true
+	}
+	return Decision{}, false
 }
 
 // waitForHeldBack says what growing waits for once no ordinal can move: the first pod that
