@@ -122,7 +122,7 @@ func (m *realActor) PatchPodMetadata(ctx context.Context, c *api.EtcdCluster, p 
 		return Result{}, err
 	}
 	m.logFor(c, p.Name, plan.ActionPatchPod).Info("patched pod labels and annotations")
-	m.event(c, corev1.EventTypeNormal, EventPodPatched, "Patched the labels and annotations of pod %s from spec.pod", p.Name)
+	m.event(c, corev1.EventTypeNormal, EventPodPatched, "Patched the labels and annotations of pod %s", p.Name)
 	return Result{Changed: true}, nil
 }
 

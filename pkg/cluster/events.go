@@ -55,8 +55,8 @@ const (
 	// EventMemberRolled: an out-of-date member's pod was deleted, for the member to come back
 	// on the current version and template.
 	EventMemberRolled EventReason = "MemberRolled"
-	// EventPodPatched: a member pod's labels and annotations from spec.pod were updated in
-	// place.
+	// EventPodPatched: a member pod's labels and annotations (from spec.pod, or the
+	// operator's metrics port label) were updated in place.
 	EventPodPatched EventReason = "PodPatched"
 	// EventPodEvicted: a serving member's pod was evicted for the rollout, within the
 	// disruption budget.

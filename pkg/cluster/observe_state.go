@@ -76,7 +76,7 @@ func (o *observation) podViews(s *plan.State) {
 		if pv.Outdated {
 			_, _, pv.ImageOnly = member.ImageChange(c, p, target, o.initImage)
 		}
-		pv.StaleMetadata = !member.PolicyMetadataPatch(c, p).Empty()
+		pv.StaleMetadata = !member.MetadataPatchFor(c, p).Empty()
 		s.Pods[ord] = pv
 	}
 }

@@ -62,10 +62,11 @@ func (r *Reconciler) restartInPlace(ctx context.Context, c *api.EtcdCluster, p *
 	return r.control.SetPodImage(ctx, c, p, podImage{Image: image, Hash: hash, RestartedFrom: from, At: r.now()}, why)
 }
 
-// patchPodMetadata patches a member pod's labels and annotations from spec.pod in place. The
-// patch carries the pod's UID, so a pod replaced meanwhile is not patched.
+// patchPodMetadata patches a member pod's labels and annotations in place: those from
+// spec.pod, and the operator's label that names its metrics port (member.MetadataPatchFor).
+// The patch carries the pod's UID, so a pod replaced meanwhile is not patched.
 func (r *Reconciler) patchPodMetadata(ctx context.Context, c *api.EtcdCluster, p *corev1.Pod) (Result, error) {
-	mp := member.PolicyMetadataPatch(c, p)
+	mp := member.MetadataPatchFor(c, p)
 	if mp.Empty() {
 		return Result{}, nil
 	}

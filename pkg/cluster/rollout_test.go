@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -87,6 +88,46 @@ func TestPatchPodMetadata(t *testing.T) {
 	}
 	if e := drain(f.recorder); !strings.Contains(e, string(EventPodPatched)) {
 		t.Errorf("events %q: no %s", e, EventPodPatched)
+	}
+}
+
+// A member pod made by an operator that did not label its metrics port (or whose label was
+// changed) is stale metadata, not out of date: it gets the label in place, from the mode its
+// etcd serves, with its spec and template hash untouched, and is then in line.
+func TestMetricsPortLabelPatchedInPlace(t *testing.T) {
+	c := newCluster(3)
+	c.Spec.Version, c.Status.CurrentVersion = "3.6.16", "3.6.16"
+	o := observed(c)
+	o.initImage = "x"
+	delete(o.pods[0].Labels, member.LabelMetricsPort)
+	o.pods[1].Labels[member.LabelMetricsPort] = member.MetricsPortName
+	s := o.state(time.Now())
+	for ord, want := range []bool{true, true, false} {
+		if pv := s.Pods[ord]; pv.StaleMetadata != want || pv.Outdated {
+			t.Errorf("pod %d: stale metadata %v, outdated %v; want stale %v, not outdated", ord, pv.StaleMetadata, pv.Outdated, want)
+		}
+	}
+
+	for _, p := range []*corev1.Pod{o.pods[0], o.pods[1]} {
+		p.UID = "pod-uid"
+		f := newFixture(t, c, p)
+		res, err := f.r.patchPodMetadata(context.Background(), c, p)
+		if err != nil || !res.Changed {
+			t.Fatalf("patch of %s: %+v, %v", p.Name, res, err)
+		}
+		got, err := f.kube.CoreV1().Pods("ns").Get(context.Background(), p.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v := got.Labels[member.LabelMetricsPort]; v != member.ClientPortName {
+			t.Errorf("%s: %s=%q after the patch, want %q", p.Name, member.LabelMetricsPort, v, member.ClientPortName)
+		}
+		if got.Annotations[member.AnnotationTemplateHash] != p.Annotations[member.AnnotationTemplateHash] || !equality.Semantic.DeepEqual(got.Spec, p.Spec) {
+			t.Errorf("%s: the patch changed the pod's spec or template hash", p.Name)
+		}
+		if mp := member.MetadataPatchFor(c, got); !mp.Empty() {
+			t.Errorf("%s: the patched pod still needs %+v", p.Name, mp)
+		}
 	}
 }
 

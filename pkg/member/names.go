@@ -29,6 +29,13 @@ const (
 	LabelCluster = "etcd.operator.dev/cluster"
 	// LabelMember holds the member name on member pods.
 	LabelMember = "etcd.operator.dev/member"
+	// LabelMetricsPort names, on a member pod, the port of its etcd container that serves
+	// etcd's metrics in plaintext (MetricsPortOf): a scrape keeps that port's target and
+	// drops the other, which may take TLS only (deploy/monitoring/). It follows from how the
+	// pod's etcd serves its client port, which only a new pod changes; the operator sets it
+	// when it makes the pod, and patches it in place on a pod that lacks it or says otherwise
+	// (MetadataPatchFor), without a restart.
+	LabelMetricsPort = "etcd.operator.dev/metrics-port"
 	// LabelBackupCluster holds, on an EtcdBackup's pods, the cluster they snapshot; the
 	// cluster's NetworkPolicy lets them reach the client port.
 	LabelBackupCluster = "etcd.operator.dev/backup-cluster"

@@ -176,6 +176,7 @@ func podMeta(c *api.EtcdCluster, t Template, policy *api.PodPolicy) (podLabels, 
 	maps.Copy(podLabels, policy.Labels)
 	maps.Copy(podLabels, ClusterLabels(c.Name))
 	podLabels[LabelMember] = Name(c.Name, t.Ordinal)
+	podLabels[LabelMetricsPort] = MetricsPortOf(t.clientMode(c))
 	annotations = map[string]string{}
 	maps.Copy(annotations, policy.Annotations)
 	annotations[AnnotationClusterState] = string(t.ClusterState)

@@ -88,3 +88,38 @@ func TestEtcdAcceptsClientDual(t *testing.T) {
 		t.Errorf("etcd reads client URLs %s, client TLS %+v", urls, cfg.ClientTLSInfo)
 	}
 }
+
+// Every member pod says, in LabelMetricsPort, which of its etcd container's ports serves
+// etcd's metrics in plaintext, from the mode the pod itself serves (whatever the spec asks
+// now): the client port in plaintext, the metrics port once the client port takes TLS. The
+// pod declares that port.
+func TestMetricsPortLabel(t *testing.T) {
+	for _, tc := range []struct {
+		mode    ClientMode
+		specTLS bool
+		want    string
+	}{
+		{"", false, "client"},
+		{"", true, "metrics"},
+		{ClientPlain, true, "client"},
+		{ClientDual, false, "metrics"},
+		{ClientDual, true, "metrics"},
+		{ClientSecure, false, "metrics"},
+	} {
+		c := tlsCluster(true, tc.specTLS, "3.6.16")
+		p := Pod(c, Template{Ordinal: 1, ClusterState: etcdutil.ClusterStateExisting, InitialCluster: []int{0, 1}, Client: tc.mode}, "op:1")
+		if got := p.Labels[LabelMetricsPort]; got != tc.want {
+			t.Errorf("mode %q, spec client TLS %v: %s=%q, want %q", tc.mode, tc.specTLS, LabelMetricsPort, got, tc.want)
+		}
+		declared := false
+		for _, port := range p.Spec.Containers[0].Ports {
+			declared = declared || port.Name == tc.want
+		}
+		if !declared {
+			t.Errorf("mode %q: the etcd container declares no port %q: %+v", tc.mode, tc.want, p.Spec.Containers[0].Ports)
+		}
+		if patch := MetadataPatchFor(c, p); !patch.Empty() {
+			t.Errorf("mode %q: a pod just built needs a patch: %+v", tc.mode, patch)
+		}
+	}
+}

@@ -68,12 +68,12 @@ func DataClaim(p *corev1.Pod) string {
 func etcdContainer(c *api.EtcdCluster, t Template, policy *api.PodPolicy, version string) corev1.Container {
 	readyPath, livePath := probePaths(version)
 	ports := []corev1.ContainerPort{
-		{Name: "client", ContainerPort: ClientPort, Protocol: corev1.ProtocolTCP},
+		{Name: ClientPortName, ContainerPort: ClientPort, Protocol: corev1.ProtocolTCP},
 		{Name: "peer", ContainerPort: PeerPort, Protocol: corev1.ProtocolTCP},
 	}
 	mode := t.clientMode(c)
 	if mode.TLS() {
-		ports = append(ports, corev1.ContainerPort{Name: "metrics", ContainerPort: MetricsPort, Protocol: corev1.ProtocolTCP})
+		ports = append(ports, corev1.ContainerPort{Name: MetricsPortName, ContainerPort: MetricsPort, Protocol: corev1.ProtocolTCP})
 	}
 	mounts := []corev1.VolumeMount{{Name: DataVolumeName, MountPath: DataMountPath}}
 	if PeerTLS(c) || mode.TLS() {

@@ -48,6 +48,22 @@ const (
 // demands one.
 const MetricsPort int32 = 2381
 
+// Names of the etcd container's ports that a scrape tells apart (deploy/monitoring/).
+const (
+	ClientPortName  = "client"
+	MetricsPortName = "metrics"
+)
+
+// MetricsPortOf is the name of the port on which a member pod whose client port is served as
+// m serves etcd's metrics in plaintext: the client port, or, once that takes TLS, the metrics
+// port (which the pod declares then only). It is the value of LabelMetricsPort.
+func MetricsPortOf(m ClientMode) string {
+	if m.TLS() {
+		return MetricsPortName
+	}
+	return ClientPortName
+}
+
 // TLSKeys are the keys of a member's Secret its pod needs: those of the peer port with peer
 // TLS, those of the client port when it serves TLS (client).
 func TLSKeys(c *api.EtcdCluster, client bool) []string {

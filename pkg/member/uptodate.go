@@ -129,6 +129,25 @@ func PolicyMetadataPatch(c *api.EtcdCluster, p *corev1.Pod) MetadataPatch {
 	return out
 }
 
+// MetadataPatchFor is what brings the labels and annotations of member pod p in line in place:
+// those of spec.pod (PolicyMetadataPatch), and the operator's LabelMetricsPort, from the
+// client mode p's etcd serves as read back from p (not from the spec: while the client port
+// moves on or off TLS, pods serve different modes).
+func MetadataPatchFor(c *api.EtcdCluster, p *corev1.Pod) MetadataPatch {
+	out := PolicyMetadataPatch(c, p)
+	t, ok := ReadTemplate(c.Name, p)
+	if !ok {
+		return out
+	}
+	if want := MetricsPortOf(t.Client); p.Labels[LabelMetricsPort] != want {
+		if out.Labels == nil {
+			out.Labels = map[string]*string{}
+		}
+		out.Labels[LabelMetricsPort] = &want
+	}
+	return out
+}
+
 // metadataDiff sets what want holds and have does not, and removes the keys in had that want
 // no longer holds. Keys of the operator's own (reserved) are left as they are.
 func metadataDiff(have, want map[string]string, had []string, reserved map[string]string) map[string]*string {

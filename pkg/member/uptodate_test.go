@@ -181,3 +181,46 @@ func TestRestartPending(t *testing.T) {
 		t.Error("changed before any container ran, none runs yet: not pending")
 	}
 }
+
+// A pod without LabelMetricsPort (made by an earlier operator), or with another value, gets
+// it patched in place, from the mode the pod serves rather than the spec's; spec.pod's labels
+// and annotations are patched beside it; the template hash says the pod needs no restart.
+func TestMetadataPatchForMetricsPort(t *testing.T) {
+	tmpl := Template{Ordinal: 1, ClusterState: etcdutil.ClusterStateExisting, InitialCluster: []int{0, 1}}
+	for _, tc := range []struct {
+		name   string
+		mode   ClientMode
+		labels map[string]*string
+		want   string
+	}{
+		{name: "plaintext, no label", mode: ClientPlain, want: "client"},
+		{name: "client TLS, no label", mode: ClientSecure, want: "metrics"},
+		{name: "both, no label", mode: ClientDual, want: "metrics"},
+		{name: "client TLS, wrong label", mode: ClientSecure, labels: map[string]*string{LabelMetricsPort: ptrTo("client")}, want: "metrics"},
+		{name: "plaintext, wrong label", mode: ClientPlain, labels: map[string]*string{LabelMetricsPort: ptrTo("metrics")}, want: "client"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tmpl.Client = tc.mode
+			c := tlsCluster(false, false, "3.6.16")
+			p := Pod(c, tmpl, "op:1")
+			delete(p.Labels, LabelMetricsPort)
+			for k, v := range tc.labels {
+				p.Labels[k] = *v
+			}
+			// The spec asks for plaintext: the mode the pod serves wins.
+			c.Spec.Pod.Labels = map[string]string{"team": "b"}
+			patch := MetadataPatchFor(c, p)
+			if v := patch.Labels[LabelMetricsPort]; v == nil || *v != tc.want {
+				t.Errorf("patch %s = %v, want %q", LabelMetricsPort, v, tc.want)
+			}
+			if v := patch.Labels["team"]; v == nil || *v != "b" {
+				t.Errorf("spec.pod's label is not patched beside it: %v", patch.Labels)
+			}
+			if !UpToDate(c, p, Target{Version: "3.6.16", Client: tc.mode}, "op:1") {
+				t.Error("the label alone makes the pod out of date")
+			}
+		})
+	}
+}
+
+func ptrTo(s string) *string { return &s }
