@@ -29,7 +29,7 @@ BENCH_SCALE_N ?=
 # suite (docs/testing.md); E2E_DEPLOY_DIR=deploy runs the suite on the production bounds
 E2E_DEPLOY_DIR ?= test/e2e/deploy
 
-.PHONY: help up cluster image deploy down kubeconfig test unit verify alerts-test e2e e2e-rollout bench s3 plugin helm
+.PHONY: help up cluster image deploy down kubeconfig test unit verify alerts-test e2e e2e-rollout bench s3 plugin helm prometheus
 
 help:
 	@echo "make up          start the cluster, build and load the operator image, deploy it and the example"
@@ -48,6 +48,7 @@ help:
 	@echo "make s3          deploy an S3-compatible store (versitygw, namespace etcd-s3, bucket etcd-backups) for backups to S3"
 	@echo "make plugin      build the kubectl plugin bin/kubectl-etcd (docs/plugin.md)"
 	@echo "make helm        build helm from Go modules (cached) as bin/helm, for charts/etcd-operator (docs/install.md)"
+	@echo "make prometheus  build Prometheus from Go modules (cached) as bin/prometheus, for the e2e alert test (docs/monitoring.md)"
 
 up: cluster image deploy
 
@@ -98,10 +99,16 @@ plugin:
 helm:
 	hack/helm.sh
 
+# the Prometheus server of the version hack/tools/prometheus/go.mod pins, with Kubernetes service
+# discovery (Debian's has none), built from Go modules into the tool cache (minutes the first
+# time, then cached), linked as bin/prometheus; the e2e suite's alert test runs it
+prometheus:
+	hack/prometheus.sh
+
 # ends with every test's wall time, slowest first (hack/test-times.sh), pass or fail; bin/ first
 # on PATH, so that the plugin's test runs `kubectl etcd` on the kubectl-etcd just built and the
-# Helm test the helm of make helm
-e2e: plugin helm
+# Helm test the helm of make helm; the alert test runs bin/prometheus (make prometheus)
+e2e: plugin helm prometheus
 	@mkdir -p _output
 	eval "$$(hack/cluster.sh env)"; rc=0; KUBECONFIG=$$(hack/cluster.sh kubeconfig) PATH=$(CURDIR)/bin:$(KUBECTL_DIR):$$PATH \
 		go test -tags e2e ./test/e2e/ -v -timeout 60m -count=1 $(if $(E2E_RUN),-run '$(E2E_RUN)') $(E2E_FLAGS) \
