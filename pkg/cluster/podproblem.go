@@ -53,15 +53,30 @@ func podProblem(p *corev1.Pod) *plan.PodProblem {
 		if w := st.State.Waiting; w != nil && cannotStart[w.Reason] {
 			msg := fmt.Sprintf("container %s: %s", st.Name, w.Message)
 			if t := st.LastTerminationState.Terminated; w.Reason == plan.ReasonCrashLoop && t != nil && strings.TrimSpace(t.Message) != "" {
-				// Why it exited (an init container's refusal to fetch a snapshot, say) is
-				// what to act on; the back-off is not.
-				msg = fmt.Sprintf("container %s exited with code %d: ", st.Name, t.ExitCode)
-				msg += clipHead(t.Message, maxProblemMessage-len(msg))
+				msg = exitMessage(st.Name, t)
 			}
 			return &plan.PodProblem{Reason: w.Reason, Message: clip(msg), Since: notReadySince(p)}
 		}
 	}
+	for _, st := range p.Status.InitContainerStatuses {
+		// Kubelets that keep a failed init container's terminated state through its back-off
+		// (not CrashLoopBackOff) would otherwise leave the pod's trouble unseen until the
+		// next restart: the pod cannot go on until the init container succeeds.
+		if t := st.State.Terminated; t != nil && t.ExitCode != 0 {
+			return &plan.PodProblem{Reason: plan.ReasonCrashLoop, Message: clip(exitMessage(st.Name, t)), Since: notReadySince(p)}
+		}
+	}
 	return nil
+}
+
+// exitMessage is why a container exited (an init container's refusal to fetch a snapshot, say):
+// what to act on, not the back-off.
+func exitMessage(name string, t *corev1.ContainerStateTerminated) string {
+	msg := fmt.Sprintf("container %s exited with code %d", name, t.ExitCode)
+	if m := strings.TrimSpace(t.Message); m != "" {
+		msg += ": " + clipHead(m, maxProblemMessage-len(msg)-len(": "))
+	}
+	return msg
 }
 
 // crashLoopMessage is what the kubelet says of a crash-looping etcd container: how often it

@@ -113,6 +113,21 @@ func TestPodProblem(t *testing.T) {
 		}(), plan.ReasonCrashLoop, "container fetch-snapshot exited with code 1: restore-failed: restore from snapshot failed: snapshot nowhere/missing.db: " +
 			"bucket etcd-backups: opening nowhere/missing.db: object not found: NoSuchKey",
 			notReady.Time, time.Time{}},
+		{"an init container that failed, kept terminated through its back-off: its refusal is quoted", func() *corev1.Pod {
+			p := base()
+			p.Status.InitContainerStatuses = []corev1.ContainerStatus{
+				{Name: member.InstallContainerName, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Completed"}}},
+				{Name: member.FetchContainerName, RestartCount: 2,
+					State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error",
+						Message: "restore-failed: restore from snapshot failed: snapshot nowhere/missing.db: NoSuchKey"}}}}
+			return p
+		}(), plan.ReasonCrashLoop, "container fetch-snapshot exited with code 1: restore-failed: restore from snapshot failed", notReady.Time, time.Time{}},
+		{"init containers that completed are no problem", func() *corev1.Pod {
+			p := base()
+			p.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: member.FetchContainerName,
+				State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Completed"}}}}
+			return p
+		}(), "", "", time.Time{}, time.Time{}},
 		{"unschedulable", func() *corev1.Pod {
 			p := base()
 			p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
