@@ -45,7 +45,10 @@ for d in $deploys; do
 done
 [ -z "$deploys" ] || ts "operator Deployments in $OPERATOR_NS available"
 if [ -f "$EXAMPLE" ]; then
-	kubectl apply -f "$EXAMPLE"
+	# On a fresh node the operator makes its CRDs as it starts: the API server may refuse the
+	# kind for a moment after they are Established, until its discovery serves it.
+	waitfor "the operator's CRDs Established" 60 kubectl wait --for=condition=Established crd --all --timeout=2s
+	waitfor "$EXAMPLE applied" 60 kubectl apply -f "$EXAMPLE" || kubectl apply -f "$EXAMPLE"
 else
 	ts "$EXAMPLE does not exist yet: no example applied"
 fi
