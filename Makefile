@@ -125,4 +125,4 @@ bench:
 		E2E_BENCH_ONLY='$(BENCH_ONLY)' E2E_BENCH_SCALE_IDLE='$(BENCH_SCALE_IDLE)' E2E_BENCH_SCALE_N='$(BENCH_SCALE_N)' \
 		go test -tags e2e ./test/e2e/ -run '^TestBenchFigures$$' -v -timeout 120m -count=1 2>&1 | tee _output/bench.log
 	@echo "== figures (also in _output/bench.log)"; grep '^\(BENCH\|TARGET\)' _output/bench.log
-	hack/bench-doc.sh _output/bench.log docs/bench.md
+	E2E_BENCH_ONLY='$(BENCH_ONLY)' hack/bench-doc.sh _output/bench.log docs/bench.md
