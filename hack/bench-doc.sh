@@ -21,7 +21,7 @@ generated() {
 	echo "cluster: $mode. Do not edit by hand: run \`make bench\` again."
 	if [ -n "${E2E_BENCH_ONLY:-}" ]; then
 		# a partial run: the parts it left out have no rows here
-		echo "Parts run: $E2E_BENCH_ONLY (BENCH_ONLY); the others' figures come from a run of them all."
+		echo "Parts run: $E2E_BENCH_ONLY (BENCH_ONLY): the other parts have no rows on this page."
 	fi
 }
 
