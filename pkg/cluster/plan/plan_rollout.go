@@ -16,8 +16,8 @@ import (
 
 // The actions of a rollout.
 const (
-	// ActionPatchPod brings a member pod's labels and annotations from spec.pod in line with
-	// the spec, in place.
+	// ActionPatchPod brings a member pod's labels and annotations in line, in place: those from
+	// spec.pod, and the operator's own that can change without a restart (the metrics port's).
 	ActionPatchPod ActionKind = "PatchPod"
 	// ActionRollMember deletes an out-of-date member pod, for the member to be restarted on
 	// its data (claims) or replaced (emptyDir) on the current template.
@@ -45,7 +45,7 @@ func planRollout(s State) Decision {
 	for _, o := range SortedOrdinals(s.Pods) {
 		if p := s.Pods[o]; !p.Terminating && p.StaleMetadata {
 			return step(s, Action{Kind: ActionPatchPod, Ordinal: o}, api.ReasonRollingPods,
-				"patching the labels and annotations of pod %s from spec.pod", o)
+				"patching the labels and annotations of pod %s in place", o)
 		}
 	}
 	if d, ok := planDowngrade(s); ok {
