@@ -14,21 +14,12 @@ HELM_VERSION=$(sed -n 's/^[[:space:]]*helm.sh\/helm\/v3 \(v[^ ]*\).*/\1/p' "$MOD
 [ -n "$HELM_VERSION" ] || die "hack/tools/helm/go.mod requires no helm.sh/helm/v3"
 # the Kubernetes libraries helm is built with: helm template's default cluster version
 K8S_MINOR=$(sed -n 's/^[[:space:]]*k8s.io\/client-go v0\.\([0-9]*\)\..*/\1/p' "$MOD/go.mod" | head -1)
-HELM=$TOOLS_BIN/helm-$HELM_VERSION-$(hash_of "$MOD/go.sum" "$0")/helm
-if [ ! -x "$HELM" ]; then
-	start=$SECONDS
-	ts "building helm $HELM_VERSION (first time: a few minutes)"
-	mkdir -p "$(dirname "$HELM")"
-	ld="-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
-	for pkg in helm.sh/helm/v3/pkg/chartutil helm.sh/helm/v3/pkg/lint/rules; do
-		ld+=" -X $pkg.k8sVersionMajor=1 -X $pkg.k8sVersionMinor=$K8S_MINOR"
-	done
-	(cd "$MOD" && CGO_ENABLED=0 go build -trimpath -ldflags "$ld" -o "$HELM.part" helm.sh/helm/v3/cmd/helm)
-	mv "$HELM.part" "$HELM"
-	ts "built helm $HELM_VERSION in $((SECONDS - start))s"
-fi
-mkdir -p "$ROOT/bin"
-ln -sfn "$HELM" "$ROOT/bin/helm"
+ld="-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
+for pkg in helm.sh/helm/v3/pkg/chartutil helm.sh/helm/v3/pkg/lint/rules; do
+	ld+=" -X $pkg.k8sVersionMajor=1 -X $pkg.k8sVersionMinor=$K8S_MINOR"
+done
+tool_from_module helm "$HELM_VERSION" "$MOD" helm.sh/helm/v3/cmd/helm "$ld"
+HELM=$TOOL
 
 if [ "${1:-}" = check ]; then
 	# deploy/'s tests build deploy/ with the kustomize library of the tool module: it must be

@@ -18,16 +18,5 @@ MOD_VERSION=$(sed -n 's/^\(require\)\{0,1\}[[:space:]]*github.com\/prometheus\/p
 v=${MOD_VERSION#v0.}
 VERSION=${v:0:1}.$((10#${v:1:2})).${v#*.}
 TAGS=remove_all_sd,enable_kubernetes_sd
-PROM=$TOOLS_BIN/prometheus-$VERSION-$(hash_of "$MOD/go.sum" "$0")/prometheus
-if [ ! -x "$PROM" ]; then
-	start=$SECONDS
-	ts "building prometheus $VERSION with $TAGS (first time: a few minutes)"
-	mkdir -p "$(dirname "$PROM")"
-	ld="-s -w -X github.com/prometheus/common/version.Version=$VERSION"
-	(cd "$MOD" && CGO_ENABLED=0 go build -trimpath -tags "$TAGS" -ldflags "$ld" -o "$PROM.part" \
-		github.com/prometheus/prometheus/cmd/prometheus)
-	mv "$PROM.part" "$PROM"
-	ts "built prometheus $VERSION in $((SECONDS - start))s"
-fi
-mkdir -p "$ROOT/bin"
-ln -sfn "$PROM" "$ROOT/bin/prometheus"
+tool_from_module prometheus "$VERSION" "$MOD" github.com/prometheus/prometheus/cmd/prometheus \
+	"-s -w -X github.com/prometheus/common/version.Version=$VERSION" "$TAGS"

@@ -101,6 +101,24 @@ any_alive() {
 # hash_of FILE...: short content hash, used to key cached tools and images by their recipe.
 hash_of() { cat "$@" | sha256sum | cut -c1-12; }
 
+# tool_from_module NAME VERSION MOD PKG LDFLAGS [TAGS]: builds PKG of the tool module MOD
+# (hack/tools/NAME) into the tool cache, once per version, go.sum and calling script (seconds
+# when cached), links it as bin/NAME and sets TOOL to its path.
+tool_from_module() {
+	local name=$1 version=$2 mod=$3 pkg=$4 ld=$5 tags=${6:-} start=$SECONDS
+	# the recipe: the module's sums, the calling script and this function
+	TOOL=$TOOLS_BIN/$name-$version-$({ cat "$mod/go.sum" "$0"; declare -f tool_from_module; } | sha256sum | cut -c1-12)/$name
+	if [ ! -x "$TOOL" ]; then
+		ts "building $name $version${tags:+ with $tags} (first time: a few minutes)"
+		mkdir -p "$(dirname "$TOOL")"
+		(cd "$mod" && CGO_ENABLED=0 go build -trimpath -tags "$tags" -ldflags "$ld" -o "$TOOL.part" "$pkg")
+		mv "$TOOL.part" "$TOOL"
+		ts "built $name $version in $((SECONDS - start))s"
+	fi
+	mkdir -p "$ROOT/bin"
+	ln -sfn "$TOOL" "$ROOT/bin/$name"
+}
+
 # cri_tool: path of the small CRI client built from hack/local/build/k8s/crirm.
 cri_tool() { echo "$TOOLS_BIN/crirm-$(hash_of "$LOCAL_DIR/build/k8s/crirm/main.go" "$LOCAL_DIR/build/k8s/go.sum")"; }
 # images_dir: folder of the image tarballs for this version set and image recipe.
