@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,16 +31,7 @@ func openStore(t *testing.T, srv *objstoretest.Store, bucket, id string) *objsto
 // objectBytes is the whole object key.
 func objectBytes(t *testing.T, st Store, key string) []byte {
 	t.Helper()
-	o, err := st.Open(context.Background(), key)
-	if err != nil {
-		t.Fatalf("opening %s: %v", key, err)
-	}
-	defer o.Close()
-	b, err := io.ReadAll(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return readWhole(t, key)(st.Open(context.Background(), key))
 }
 
 // A snapshot streamed to S3 is the object <prefix>/<name>.db, verified, with its SHA-256

@@ -186,16 +186,23 @@ func corruptions(good []byte) map[string][]byte {
 // memberSnapshot is the member's snapshot, whole.
 func memberSnapshot(t *testing.T, url string) []byte {
 	t.Helper()
-	in, err := etcdutil.OpenSnapshot(context.Background(), url, etcdutil.ConnConfig{})
-	if err != nil {
-		t.Fatal(err)
+	return readWhole(t, "the snapshot of "+url)(etcdutil.OpenSnapshot(context.Background(), url, etcdutil.ConnConfig{}))
+}
+
+// readWhole reads and closes what an opening gave, whole; what names it in a failure.
+func readWhole(t *testing.T, what string) func(io.ReadCloser, error) []byte {
+	return func(in io.ReadCloser, err error) []byte {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("opening %s: %v", what, err)
+		}
+		defer in.Close()
+		b, err := io.ReadAll(in)
+		if err != nil {
+			t.Fatalf("reading %s: %v", what, err)
+		}
+		return b
 	}
-	defer in.Close()
-	b, err := io.ReadAll(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 // A corrupt stream fails the check as it ends, in the one pass that writes it: the temporary
