@@ -1,16 +1,14 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/etcd-operator/etcd-operator/pkg/deptest"
 )
 
 // runMainEnv, when set, makes the test binary run main instead of the tests: the tests run
@@ -36,30 +34,12 @@ var agentOnly = []string{
 }
 
 func TestOperatorLinksNoAgentPackage(t *testing.T) {
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go command")
-	}
-	out, err := exec.Command(goTool, "list", "-deps", "-json=ImportPath", ".").Output()
-	if err != nil {
-		t.Fatalf("go list -deps: %v", err)
-	}
-	var n int
-	for dec := json.NewDecoder(bytes.NewReader(out)); ; n++ {
-		var p struct{ ImportPath string }
-		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			t.Fatalf("reading go list: %v", err)
-		}
+	for _, p := range deptest.Deps(t) {
 		for _, a := range agentOnly {
-			if p.ImportPath == a || strings.HasPrefix(p.ImportPath, a+"/") {
+			if deptest.Under(p.ImportPath, a) {
 				t.Errorf("the operator's binary links %s, which only the agent binary needs", p.ImportPath)
 			}
 		}
-	}
-	if n == 0 {
-		t.Fatal("go list listed no package")
 	}
 }
 
