@@ -56,7 +56,7 @@ func TestAgentCommandsExecTheAgent(t *testing.T) {
 	// The agent stands in for cmd/etcd-operator-agent: it writes the arguments it got.
 	got := filepath.Join(dir, "args")
 	agent := filepath.Join(dir, agentBinary)
-	script := "#!/bin/sh\nprintf '%s\\n' \"$0\" \"$@\" >" + got + "\n"
+	script := "#!/bin/sh\nprintf '%s\\n' \"$0\" \"$@\" >'" + got + "'\n"
 	if err := os.WriteFile(agent, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
