@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Builds the operator image ${IMAGE:-etcd-operator:dev} and loads it into the cluster:
-#   local: a static binary (CGO_ENABLED=0) packed by hack/tools/mkimage like a distroless
-#          static image (binary at /etcd-operator, user 65532:65532), imported into the
+#   local: two static binaries (CGO_ENABLED=0) packed by hack/tools/mkimage like a distroless
+#          static image (user 65532:65532): the operator at /etcd-operator, the entrypoint,
+#          and beside it /etcd-operator-agent, the subcommands its pods run (member-init,
+#          install, backup, fetch-snapshot), which the entrypoint execs; imported into the
 #          node's containerd with ctr; no Docker, no registry.
 #   kind:  the same tarball, docker load'ed into the kind path's engine and loaded into the
 #          nodes with kind load docker-image (no docker build: it would pull its base images).
 # When the image changed and Deployments in etcd-operator-system run it, they are restarted.
 # OPERATOR_SRC (a Go module folder, default the clone) and OPERATOR_PKG (default
-# ./cmd/etcd-operator) choose what is built.
+# ./cmd/etcd-operator) choose what is built; the agent is ./cmd/etcd-operator-agent of
+# OPERATOR_SRC, when it has one (sources before the split built one binary).
 set -euo pipefail
 SCRIPT_NAME=image
 . "$(dirname "$0")/local/lib.sh"
@@ -17,6 +20,7 @@ OUT=${OUTPUT_DIR:-$ROOT/_output}
 OPERATOR_NS=etcd-operator-system
 SRC=${OPERATOR_SRC:-$ROOT}
 PKG=${OPERATOR_PKG:-./cmd/etcd-operator}
+AGENT_PKG=./cmd/etcd-operator-agent
 # grpcnotrace keeps golang.org/x/net/trace (and with it html/template) out of the binary.
 # text/template's reflective method calls make the linker keep every exported method of
 # every reachable type; without them the binary loses a third of its size and the operator
@@ -32,6 +36,11 @@ mode=$("$ROOT/hack/cluster.sh" mode)
 mkdir -p "$OUT/bin" "$OUT/images"
 ts "building $OUT/bin/etcd-operator"
 (cd "$SRC" && CGO_ENABLED=0 go build -trimpath -tags "$GO_BUILD_TAGS" -ldflags "-s -w" -o "$OUT/bin/etcd-operator" "$PKG")
+rm -f "$OUT/bin/etcd-operator-agent"
+if [ -d "$SRC/$AGENT_PKG" ]; then
+	ts "building $OUT/bin/etcd-operator-agent"
+	(cd "$SRC" && CGO_ENABLED=0 go build -trimpath -tags "$GO_BUILD_TAGS" -ldflags "-s -w" -o "$OUT/bin/etcd-operator-agent" "$AGENT_PKG")
+fi
 work=$(mktemp -d "$OUT/images/.work.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 # a distroless static base: /etc/passwd and /etc/group with nonroot (65532), /tmp
@@ -40,6 +49,7 @@ chmod 1777 "$work/base/tmp"
 printf 'root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' >"$work/base/etc/passwd"
 printf 'root:x:0:\nnobody:x:65534:\nnonroot:x:65532:\n' >"$work/base/etc/group"
 cp "$OUT/bin/etcd-operator" "$work/bin/etcd-operator"
+[ ! -f "$OUT/bin/etcd-operator-agent" ] || cp "$OUT/bin/etcd-operator-agent" "$work/bin/etcd-operator-agent"
 mk=$(mkimage_tool)
 [ -x "$mk" ] || (cd "$ROOT" && mkdir -p "$TOOLS_BIN" && CGO_ENABLED=0 go build -trimpath -o "$mk" ./hack/tools/mkimage)
 id=$("$mk" -o "$OUT/images/etcd-operator.tar" -ref "$IMAGE" -layer "$work/base" -layer "$work/bin" \

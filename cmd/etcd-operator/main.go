@@ -1,9 +1,9 @@
-// Command etcd-operator runs the etcd operator. In the member pods it creates, the same binary
-// is copied into the pod by `etcd-operator install` and runs as `etcd-operator member-init`,
-// which holds a joining member's etcd back until the member is added (and restores a new
-// cluster's seed from a snapshot). An EtcdBackup's pod runs it as `etcd-operator backup`, and
-// the init container of a seed restored from S3 as `etcd-operator fetch-snapshot`. main only
-// wires: flags, logger, signals, Run.
+// Command etcd-operator runs the etcd operator. It is the entrypoint of the operator's image,
+// whose pods run it too: a member pod's init container as `etcd-operator install`, an
+// EtcdBackup's pod as `etcd-operator backup`, the init container of a seed restored from S3 as
+// `etcd-operator fetch-snapshot`. Those subcommands are the agent binary's
+// (cmd/etcd-operator-agent), beside this one in the image, which this one execs (agent.go):
+// the operator's process never links them. main only wires: flags, logger, signals, Run.
 package main
 
 import (
@@ -14,39 +14,27 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
 	"syscall"
 	// The IANA time zone database, built in: an EtcdBackupSchedule's spec.timeZone is read
 	// with time.LoadLocation, and the operator's distroless image has no /usr/share/zoneinfo.
 	_ "time/tzdata"
 
-	"github.com/etcd-operator/etcd-operator/pkg/dnsutil"
-	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
-	"github.com/etcd-operator/etcd-operator/pkg/member"
-	"github.com/etcd-operator/etcd-operator/pkg/memberinit"
-	"github.com/etcd-operator/etcd-operator/pkg/objstore"
 	"github.com/etcd-operator/etcd-operator/pkg/operator"
-	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
 )
 
 func main() {
-	// Neither the operator nor member-init serves heap profiles: sampling allocations for one
-	// would only cost memory (the runtime's profile buckets) and time.
+	if len(os.Args) > 1 && slices.Contains(agentCommands, os.Args[1]) {
+		err := execAgent(os.Args[1:])
+		fmt.Fprintf(os.Stderr, "etcd-operator: %v\n", err)
+		os.Exit(1)
+	}
+	// The operator does not serve heap profiles: sampling allocations for one would only cost
+	// memory (the runtime's profile buckets) and time.
 	runtime.MemProfileRate = 0
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	var err error
-	switch {
-	case len(os.Args) > 1 && os.Args[1] == member.MemberInitCommand:
-		err = runMemberInit(ctx, os.Args[2:])
-	case len(os.Args) > 1 && os.Args[1] == member.InstallCommand:
-		err = runInstall(os.Args[2:])
-	case len(os.Args) > 1 && os.Args[1] == snapshot.Command:
-		err = runBackup(ctx, os.Args[2:])
-	case len(os.Args) > 1 && os.Args[1] == memberinit.FetchCommand:
-		err = runFetch(ctx, os.Args[2:])
-	default:
-		err = runOperator(ctx, os.Args[1:])
-	}
+	err := runOperator(ctx, os.Args[1:])
 	stop()
 	switch {
 	case errors.Is(err, flag.ErrHelp):
@@ -75,113 +63,4 @@ func runOperator(ctx context.Context, args []string) error {
 		return err
 	}
 	return operator.Run(ctx, &o, log)
-}
-
-func runMemberInit(ctx context.Context, args []string) error {
-	o, err := memberinit.Parse(args)
-	if err != nil {
-		return err
-	}
-	// In a pod, the members' names are dialled only once cluster DNS serves them.
-	if dns, err := dnsutil.NewFromResolvConf(dnsutil.ResolvConf); err == nil {
-		o.DNS = dns
-	} else {
-		fmt.Fprintf(os.Stderr, "member-init: cannot ask cluster DNS, dialling members without asking: %v\n", err)
-	}
-	if err := memberinit.Run(ctx, o, etcdutil.NewFactory(0, 0), os.Stdout); err != nil {
-		// The operator reads a lost member's refusal from the container's status. Best
-		// effort: the error is printed and the container fails either way.
-		if werr := memberinit.WriteTermination(o.TerminationLog, err); werr != nil {
-			fmt.Fprintf(os.Stderr, "member-init: %v\n", werr)
-		}
-		return err
-	}
-	if len(o.Exec) == 0 {
-		return nil
-	}
-	if err := ctx.Err(); err != nil {
-		return err // the pod is being stopped: etcd would not get the signal
-	}
-	return memberinit.Exec(o)
-}
-
-func runInstall(args []string) error {
-	fs := flag.NewFlagSet(member.InstallCommand, flag.ContinueOnError)
-	to := fs.String("to", "", "path to copy this binary to")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if *to == "" || fs.NArg() > 0 {
-		return errors.New("usage: etcd-operator install --to=PATH")
-	}
-	return memberinit.Install(*to)
-}
-
-// runBackup takes one snapshot (or deletes one) in an EtcdBackup's pod and reports the outcome
-// as the container's termination message, which the operator reads.
-func runBackup(ctx context.Context, args []string) error {
-	a, err := snapshot.Parse(args)
-	if err != nil {
-		return err
-	}
-	log, err := operator.NewLogger("info", "text", os.Stderr)
-	if err != nil {
-		return err
-	}
-	entry := log.WithField("backup", a.Name)
-	var store *objstore.Store
-	if !a.S3.IsZero() {
-		if store, err = objstore.Open(a.S3); err != nil {
-			if werr := snapshot.ReportOf(snapshot.Result{}, err).Write(a.TerminationLog); werr != nil {
-				entry.WithError(werr).Warn("Cannot write the termination message")
-			}
-			return err
-		}
-	}
-	if len(a.Delete) > 0 {
-		if store != nil {
-			err = store.Delete(ctx, a.Delete...)
-		} else {
-			err = snapshot.Delete(a.Root, a.Delete...)
-		}
-		if werr := snapshot.ReportOf(snapshot.Result{}, err).Write(a.TerminationLog); werr != nil {
-			entry.WithError(werr).Warn("Cannot write the termination message")
-		}
-		return err
-	}
-	var res snapshot.Result
-	if store != nil {
-		res, err = snapshot.TakeS3(ctx, a.Options, store, etcdutil.NewFactory(0, 0), entry)
-	} else {
-		res, err = snapshot.Take(ctx, a.Options, etcdutil.NewFactory(0, 0), entry)
-	}
-	if werr := snapshot.ReportOf(res, err).Write(a.TerminationLog); werr != nil {
-		entry.WithError(werr).Warn("Cannot write the termination message")
-	}
-	if err != nil {
-		return err
-	}
-	entry.WithFields(map[string]any{"location": res.Location, "revision": res.Revision, "bytes": res.SizeBytes}).Info("Snapshot written and verified")
-	return nil
-}
-
-// runFetch downloads a restored seed's snapshot from S3, in the seed pod's init container;
-// a refusal is its termination message, which the operator quotes in the cluster's status.
-func runFetch(ctx context.Context, args []string) error {
-	o, err := memberinit.ParseFetch(args)
-	if err != nil {
-		return err
-	}
-	st, err := objstore.Open(o.S3)
-	if err == nil {
-		err = memberinit.Fetch(ctx, o, st, os.Stdout)
-	} else {
-		err = fmt.Errorf("%w: %v", memberinit.ErrRestoreFailed, err)
-	}
-	if err != nil {
-		if werr := memberinit.WriteTermination(o.TerminationLog, err); werr != nil {
-			fmt.Fprintf(os.Stderr, "%s: %v\n", memberinit.FetchCommand, werr)
-		}
-	}
-	return err
 }

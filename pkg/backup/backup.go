@@ -1,5 +1,5 @@
 // Package backup runs one EtcdBackup's pass: it takes the snapshot in a pod that runs the
-// operator's own binary (`etcd-operator backup`, package snapshot) with the destination's
+// agent binary of the operator's image (`etcd-operator backup`, package snapshot) with the destination's
 // claim, or its S3 credentials, mounted there alone, never through the operator's memory, reads the outcome the pod
 // reports as its termination message, and writes it to status. A backup is taken once: it
 // succeeds, or fails with a reason after at most maxAttempts pods. With deletionPolicy Delete,

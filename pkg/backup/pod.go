@@ -28,7 +28,8 @@ const (
 	RoleDelete      = "delete"
 )
 
-// Where a backup pod mounts the destination, and the operator binary in the operator image.
+// Where a backup pod mounts the destination, and the operator binary in the operator image,
+// which runs the backup subcommand in the agent binary beside it.
 const (
 	destinationVolume = "destination"
 	destinationMount  = "/backup"

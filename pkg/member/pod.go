@@ -110,7 +110,7 @@ func OwnerReference(c *api.EtcdCluster) metav1.OwnerReference {
 
 // Pod builds the pod of one member from the cluster's spec and the template. initImage is
 // the operator's own image, from which a joining member's init container copies member-init.
-// A joining member's etcd is held back (by the operator binary's member-init) until the
+// A joining member's etcd is held back (by the agent binary's member-init) until the
 // member is in the member list, so etcd never starts with a configuration the cluster would
 // reject, and never asks DNS for a name before it exists. The seed of a new cluster starts at
 // once.

@@ -62,7 +62,7 @@ func readRestore(p *corev1.Pod) *Restore {
 }
 
 // wrapInMemberInit makes a joining member's etcd container wait for the member to be added:
-// an init container copies the operator binary into a volume, and the etcd container runs it
+// an init container copies the agent binary into a volume, and the etcd container runs it
 // as `member-init ... -- etcd <flags>`. member-init asks the other members named in
 // t.InitialCluster, answers the liveness probe while it waits, and execs etcd when the member
 // is listed, or at once when the data dir already holds the member. It answers the probe on

@@ -7,6 +7,7 @@ import (
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
 	"github.com/etcd-operator/etcd-operator/pkg/member/naming"
+	"github.com/etcd-operator/etcd-operator/pkg/memberinit"
 )
 
 const (
@@ -19,8 +20,8 @@ const (
 	DataVolumeName = "data"
 	// EtcdContainerName is the name of the container that runs etcd.
 	EtcdContainerName = naming.EtcdContainerName
-	// InstallContainerName is the name of the init container that copies the operator binary
-	// into a joining member's pod, for its etcd container to wait with until the member has
+	// InstallContainerName is the name of the init container that copies the agent binary
+	// (cmd/etcd-operator-agent, in the operator's image) into a joining member's pod, for its etcd container to wait with until the member has
 	// been registered in the cluster.
 	InstallContainerName = "install-member-init"
 	// MemberInitVolumeName is the volume the binary is copied to, mounted at MemberInitDir.
@@ -35,10 +36,10 @@ const (
 	MemberIDFileName  = "member-id"
 	// EtcdBinary is etcd's binary in the etcd image.
 	EtcdBinary = "/usr/local/bin/etcd"
-	// MemberInitCommand and InstallCommand are the operator binary's subcommands a member
-	// pod runs.
-	MemberInitCommand = "member-init"
-	InstallCommand    = "install"
+	// MemberInitCommand and InstallCommand are the agent binary's subcommands a member pod
+	// runs.
+	MemberInitCommand = memberinit.Command
+	InstallCommand    = memberinit.InstallCommand
 )
 
 // dataVolume returns the data volume a spec asks for: the member's claim, or an emptyDir.

@@ -15,7 +15,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
 )
 
-// FetchCommand is the operator binary's subcommand that the restored seed's init container
+// FetchCommand is the agent binary's subcommand that the restored seed's init container
 // runs to download its snapshot from S3 (Fetch).
 const FetchCommand = "fetch-snapshot"
 

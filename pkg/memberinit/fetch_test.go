@@ -15,16 +15,17 @@ import (
 
 	"github.com/etcd-operator/etcd-operator/pkg/objstore"
 	"github.com/etcd-operator/etcd-operator/pkg/objstore/objstoretest"
+	"github.com/etcd-operator/etcd-operator/pkg/objstore/s3"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
 )
 
 // fetchWorld is a store with the snapshot goodSnapshot at key "ns/c-b.db", its SHA-256
 // beside it, and the options of a seed that fetches it.
-func fetchWorld(t *testing.T) (*objstore.Store, FetchOptions, []byte) {
+func fetchWorld(t *testing.T) (*s3.Store, FetchOptions, []byte) {
 	t.Helper()
 	srv := objstoretest.Start(t, "backups")
 	cfg := srv.Config(t, "backups", objstoretest.AccessKeyID, objstoretest.SecretAccessKey)
-	st, err := objstore.Open(cfg)
+	st, err := s3.Open(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,26 +75,26 @@ func TestFetchRefusesABadSnapshot(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name  string
-		setup func(t *testing.T, st *objstore.Store, o *FetchOptions, good []byte)
+		setup func(t *testing.T, st *s3.Store, o *FetchOptions, good []byte)
 		words string
 	}{
-		{"missing", func(t *testing.T, st *objstore.Store, o *FetchOptions, _ []byte) { o.Key = "ns/gone.db" }, "NoSuchKey"},
-		{"truncated", func(t *testing.T, st *objstore.Store, o *FetchOptions, good []byte) {
+		{"missing", func(t *testing.T, st *s3.Store, o *FetchOptions, _ []byte) { o.Key = "ns/gone.db" }, "NoSuchKey"},
+		{"truncated", func(t *testing.T, st *s3.Store, o *FetchOptions, good []byte) {
 			if _, err := st.Put(ctx, o.Key, bytes.NewReader(good[:len(good)-100])); err != nil {
 				t.Fatal(err)
 			}
 		}, "snapshot corrupt or truncated"},
-		{"a flipped byte", func(t *testing.T, st *objstore.Store, o *FetchOptions, good []byte) {
+		{"a flipped byte", func(t *testing.T, st *s3.Store, o *FetchOptions, good []byte) {
 			bad := slices.Clone(good)
 			bad[10] ^= 0xff
 			if _, err := st.Put(ctx, o.Key, bytes.NewReader(bad)); err != nil {
 				t.Fatal(err)
 			}
 		}, "does not match"},
-		{"another SHA-256 recorded", func(t *testing.T, st *objstore.Store, o *FetchOptions, _ []byte) {
+		{"another SHA-256 recorded", func(t *testing.T, st *s3.Store, o *FetchOptions, _ []byte) {
 			o.SHA256 = strings.Repeat("ab", 32)
 		}, "not the " + strings.Repeat("ab", 32)},
-		{"wrong credentials", func(t *testing.T, st *objstore.Store, o *FetchOptions, _ []byte) {}, "AccessDenied"},
+		{"wrong credentials", func(t *testing.T, st *s3.Store, o *FetchOptions, _ []byte) {}, "AccessDenied"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st, o, good := fetchWorld(t)
@@ -101,7 +102,7 @@ func TestFetchRefusesABadSnapshot(t *testing.T) {
 			if tc.name == "wrong credentials" {
 				o.S3.CredentialsDir = objstoretest.Credentials(t, "AKIDWRONG", "wrong")
 				var err error
-				if st, err = objstore.Open(o.S3); err != nil {
+				if st, err = s3.Open(o.S3); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -1,14 +1,15 @@
 // Package memberinit holds a joining member's etcd back until the operator has added the
 // member to the cluster (`etcd-operator member-init`), so that etcd never starts with an
 // --initial-cluster the cluster would refuse, which would only put the pod into
-// CrashLoopBackOff. The etcd image has no shell, so the operator's own binary does it: an init
-// container copies the binary into a volume the etcd container shares (Install), and the etcd
-// container runs member-init, which execs etcd once the member is listed (Exec). Waiting in
-// the etcd container itself, rather than in an init container, spares every joining member
-// the kubelet's noticing that an init container has exited (its pod lifecycle relist runs
-// once a second) and starting another container: the member's etcd starts within one poll of
-// being added. While it waits, member-init answers etcd's liveness probe, so that a long wait
-// (a cluster without quorum) does not get the container restarted and backed off.
+// CrashLoopBackOff. The etcd image has no shell, so the agent binary of the operator's image
+// does it: an init container copies the binary into a volume the etcd container shares
+// (Install), and the etcd container runs member-init, which execs etcd once the member is
+// listed (Exec). Waiting in the etcd container itself, rather than in an init container,
+// spares every joining member the kubelet's noticing that an init container has exited (its
+// pod lifecycle relist runs once a second) and starting another container: the member's etcd
+// starts within one poll of being added. While it waits, member-init answers etcd's liveness
+// probe, so that a long wait (a cluster without quorum) does not get the container restarted
+// and backed off.
 //
 // It never looks up its own member's DNS name: the operator adds the member only once the
 // pod's record is published, and an earlier lookup would make CoreDNS cache the negative

@@ -15,6 +15,14 @@ import (
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 )
 
+// Command and InstallCommand are the agent binary's subcommands a member pod runs:
+// member-init in the etcd container, install in the init container that copies the binary
+// into the pod (Install).
+const (
+	Command        = "member-init"
+	InstallCommand = "install"
+)
+
 // DefaultPollInterval is how often a joining member asks for the member list by default.
 const DefaultPollInterval = 200 * time.Millisecond
 

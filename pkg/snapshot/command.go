@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// Command is the operator binary's subcommand that a backup's pod runs.
+// Command is the agent binary's subcommand that a backup's pod runs.
 const Command = "backup"
 
 // DefaultTerminationLog is the kubelet's default terminationMessagePath, where the pod

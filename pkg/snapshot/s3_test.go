@@ -15,13 +15,16 @@ import (
 
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil/etcdtest"
-	"github.com/etcd-operator/etcd-operator/pkg/objstore"
 	"github.com/etcd-operator/etcd-operator/pkg/objstore/objstoretest"
+	"github.com/etcd-operator/etcd-operator/pkg/objstore/s3"
 )
 
-func openStore(t *testing.T, srv *objstoretest.Store, bucket, id string) *objstore.Store {
+// The agent hands TakeS3 and memberinit.Fetch an s3.Store.
+var _ Store = (*s3.Store)(nil)
+
+func openStore(t *testing.T, srv *objstoretest.Store, bucket, id string) *s3.Store {
 	t.Helper()
-	st, err := objstore.Open(srv.Config(t, bucket, id, objstoretest.SecretAccessKey))
+	st, err := s3.Open(srv.Config(t, bucket, id, objstoretest.SecretAccessKey))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +70,7 @@ func TestTakeS3Failures(t *testing.T) {
 	nobody := []Endpoint{{Name: "c-0", URL: "http://127.0.0.1:1"}}
 	for _, tc := range []struct {
 		name   string
-		st     *objstore.Store
+		st     *s3.Store
 		reason FailureReason
 	}{
 		{"wrong credentials", openStore(t, srv, "backups", "AKIDWRONG"), FailureAccessDenied},

@@ -25,6 +25,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil/etcdtest"
 	"github.com/etcd-operator/etcd-operator/pkg/objstore"
 	"github.com/etcd-operator/etcd-operator/pkg/objstore/objstoretest"
+	"github.com/etcd-operator/etcd-operator/pkg/objstore/s3"
 )
 
 // fewPages bounds what reading a snapshot's revision may read of it: the two meta pages and
@@ -320,7 +321,7 @@ func TestTakeS3ReadsTheSnapshotOnce(t *testing.T) {
 // synthetic is a stream of the shape of a snapshot over two parts of an upload: random
 // sectors followed by their SHA-256.
 func synthetic() []byte {
-	db := make([]byte, objstore.PartSize+100*sectorSize)
+	db := make([]byte, s3.PartSize+100*sectorSize)
 	rand.Read(db)
 	sum := sha256.Sum256(db)
 	return append(db, sum[:]...)
@@ -338,7 +339,7 @@ func TestTakeS3NeverCompletesACorruptStream(t *testing.T) {
 	}
 	big := synthetic()
 	cases["a wrong hash, over two parts"] = &streams{data: corruptions(big)["a wrong hash"]}
-	cases["cut at a part's end, the error with its last bytes"] = &streams{data: big[:objstore.PartSize], dataErr: true}
+	cases["cut at a part's end, the error with its last bytes"] = &streams{data: big[:s3.PartSize], dataErr: true}
 	srv := objstoretest.Start(t, "backups")
 	for name, s := range cases {
 		t.Run(name, func(t *testing.T) {

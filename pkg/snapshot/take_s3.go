@@ -15,7 +15,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/pkg/objstore"
 )
 
-// Store is the bucket TakeS3 writes to (objstore.Store, or a fake in tests).
+// Store is the bucket TakeS3 writes to (s3.Store, or a fake in tests).
 type Store interface {
 	// Check fails when the bucket cannot be written: wrong credentials, no such bucket, no
 	// answer.
@@ -30,8 +30,6 @@ type Store interface {
 	// Delete deletes the objects keys; one already gone is not an error.
 	Delete(ctx context.Context, keys ...string) error
 }
-
-var _ Store = (*objstore.Store)(nil)
 
 // ObjectKey is the key of the snapshot named name under prefix: <prefix>/<name>.db. Unlike a
 // file's, it carries no revision: the revision is known only once the object is stored, and

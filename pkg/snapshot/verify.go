@@ -1,5 +1,5 @@
-// Package snapshot is what the operator's binary does with etcd snapshot files outside the
-// operator's own process: the backup pod's `etcd-operator backup` streams a snapshot from one
+// Package snapshot is what the agent binary (cmd/etcd-operator-agent, in the operator's image)
+// does with etcd snapshot files, outside the operator's process: the backup pod's `etcd-operator backup` streams a snapshot from one
 // member to a file (Take), and member-init checks a file before restoring a seed from it
 // (Verify). Neither holds a snapshot in memory: a 2 GiB database is streamed through a small
 // buffer.

@@ -1,17 +1,14 @@
 package plan
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/etcd-operator/etcd-operator/pkg/deptest"
 )
 
 // The planner is pure by its imports, not by convention: these tests fail the build of any
@@ -32,46 +29,12 @@ var forbiddenImports = map[string]bool{
 	"net": true, "net/http": true, "os": true, "os/exec": true, "syscall": true,
 }
 
-// goPackage is what go list -json says of one package.
-type goPackage struct {
-	ImportPath string
-	Module     *struct{ Path string }
-	Imports    []string
-}
-
-// planDeps lists the planner's package and its dependencies, as go list -deps says.
-func planDeps(t *testing.T) (self goPackage, deps []goPackage) {
-	t.Helper()
-	out, err := exec.Command("go", "list", "-deps", "-json", ".").Output()
-	if err != nil {
-		t.Fatalf("go list -deps: %v", err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(out))
-	for {
-		var p goPackage
-		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			t.Fatalf("reading go list: %v", err)
-		}
-		deps = append(deps, p)
-	}
-	if len(deps) == 0 {
-		t.Fatal("go list listed no package")
-	}
-	// go list -deps lists the named package last.
-	return deps[len(deps)-1], deps
-}
-
 func TestPlanDoesNoIO(t *testing.T) {
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("no go command")
-	}
-	self, deps := planDeps(t)
-	module := self.Module.Path
+	deps := deptest.Deps(t)
+	module := deps[len(deps)-1].Module.Path
 	for _, p := range deps {
 		for _, f := range forbiddenDeps {
-			if p.ImportPath == f || strings.HasPrefix(p.ImportPath, f+"/") {
+			if deptest.Under(p.ImportPath, f) {
 				t.Errorf("the planner depends on %s", p.ImportPath)
 			}
 		}

@@ -1,4 +1,4 @@
-package objstore_test
+package s3_test
 
 import (
 	"bytes"
@@ -16,11 +16,12 @@ import (
 
 	"github.com/etcd-operator/etcd-operator/pkg/objstore"
 	"github.com/etcd-operator/etcd-operator/pkg/objstore/objstoretest"
+	"github.com/etcd-operator/etcd-operator/pkg/objstore/s3"
 )
 
-func open(t *testing.T, c objstore.Config) *objstore.Store {
+func open(t *testing.T, c objstore.Config) *s3.Store {
 	t.Helper()
-	s, err := objstore.Open(c)
+	s, err := s3.Open(c)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -36,7 +37,7 @@ func TestPutOpenDelete(t *testing.T) {
 	if err := s.Check(ctx); err != nil {
 		t.Fatalf("Check: %v", err)
 	}
-	data := make([]byte, objstore.PartSize+12345)
+	data := make([]byte, s3.PartSize+12345)
 	rand.Read(data)
 	// A reader that hides its size, as etcd's snapshot stream does.
 	n, err := s.Put(ctx, "ns/a.db", io.MultiReader(bytes.NewReader(data)))
@@ -53,7 +54,7 @@ func TestPutOpenDelete(t *testing.T) {
 		t.Fatalf("read back %d bytes (size %d), %v: not the %d bytes put", len(got), o.Size(), err, len(data))
 	}
 	at := make([]byte, 100)
-	if _, err := o.ReadAt(at, objstore.PartSize-50); err != nil || !bytes.Equal(at, data[objstore.PartSize-50:objstore.PartSize+50]) {
+	if _, err := o.ReadAt(at, s3.PartSize-50); err != nil || !bytes.Equal(at, data[s3.PartSize-50:s3.PartSize+50]) {
 		t.Fatalf("ReadAt across the parts: %v", err)
 	}
 	if err := s.Delete(ctx, "ns/a.db", "ns/never.db"); err != nil {
@@ -116,7 +117,7 @@ func TestFailuresAreClassified(t *testing.T) {
 // Missing or empty credential files and endpoints with a path are refused before any call.
 func TestOpenRefusesBadConfig(t *testing.T) {
 	good := objstore.Config{Endpoint: "https://s3.example.com", Bucket: "b", CredentialsDir: objstoretest.Credentials(t, "id", "secret")}
-	if _, err := objstore.Open(good); err != nil {
+	if _, err := s3.Open(good); err != nil {
 		t.Fatalf("Open: %v", err)
 	}
 	for name, c := range map[string]objstore.Config{
@@ -125,7 +126,7 @@ func TestOpenRefusesBadConfig(t *testing.T) {
 		"no credentials":      {Endpoint: "https://s3.example.com", Bucket: "b", CredentialsDir: t.TempDir()},
 		"an empty credential": {Endpoint: "https://s3.example.com", Bucket: "b", CredentialsDir: objstoretest.Credentials(t, "", "secret")},
 	} {
-		if _, err := objstore.Open(c); err == nil {
+		if _, err := s3.Open(c); err == nil {
 			t.Errorf("%s: Open accepted %+v", name, c)
 		}
 	}
@@ -164,9 +165,9 @@ const partHold = 20 * time.Second
 func TestPutReadsTheNextPartWhileItSends(t *testing.T) {
 	srv := objstoretest.Start(t, "backups")
 	s := open(t, srv.Config(t, "backups", objstoretest.AccessKeyID, objstoretest.SecretAccessKey))
-	data := make([]byte, 2*objstore.PartSize+12345)
+	data := make([]byte, 2*s3.PartSize+12345)
 	rand.Read(data)
-	r := &readsPast{r: bytes.NewReader(data), at: objstore.PartSize, reached: make(chan struct{})}
+	r := &readsPast{r: bytes.NewReader(data), at: s3.PartSize, reached: make(chan struct{})}
 	var waited atomic.Bool
 	srv.OnRequest(func(req *http.Request) {
 		if req.Method != http.MethodPut || req.URL.Query().Get("partNumber") != "1" {
