@@ -11,7 +11,7 @@ IMAGE ?= etcd-operator:dev
 export IMAGE
 # kubectl built for the pinned Kubernetes version (hack/local/versions.env)
 KUBECTL_DIR := $(shell . hack/local/lib.sh && echo $$K8S_BIN)
-# E2E_RUN: a go test -run regexp (make e2e E2E_RUN='TestStatefulSetFloor|TestDefaultStorageClassPVC');
+# E2E_RUN: a go test -run regexp (make e2e E2E_RUN='TestClusterLifecycle|TestDefaultStorageClassPVC');
 # E2E_FLAGS: more go test flags, passed to the shell as written
 E2E_RUN ?=
 E2E_FLAGS ?=

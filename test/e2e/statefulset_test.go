@@ -3,14 +3,6 @@
 // Package e2e holds the end-to-end tests, run against a real cluster by make e2e.
 package e2e
 
-import (
-	"strings"
-	"testing"
-	"time"
-
-	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
-)
-
 // etcdStatefulSet is the plain way to run a 3-member etcd on Kubernetes, without
 // any operator: a headless Service that publishes not-ready addresses (peers must
 // resolve each other before they are healthy), a StatefulSet with parallel pod
@@ -80,54 +72,3 @@ spec:
       accessModes: [ReadWriteOnce]
       resources: {requests: {storage: 64Mi}}
 `
-
-// TestStatefulSetFloor is the physical floor the operator's speed is compared
-// with: how long a plain 3-member etcd StatefulSet takes from kubectl apply to a
-// healthy cluster on this cluster (CoreDNS with its default 30 s cache), and that
-// a key survives the deletion of a member pod. Keep it.
-func TestStatefulSetFloor(t *testing.T) {
-	t.Parallel()
-	f := framework.New(t)
-
-	start := time.Now()
-	f.Apply(etcdStatefulSet)
-	f.WaitEtcdHealthy("etcd-0", 3, 3*time.Minute)
-	healthy := time.Since(start)
-	t.Logf("FLOOR: plain 3-member etcd StatefulSet apply -> healthy (3 started members, endpoint health --cluster) in %.1fs", healthy.Seconds())
-	f.WaitFor("statefulset/etcd", "jsonpath={.status.readyReplicas}=3", 2*time.Minute)
-	t.Logf("FLOOR: apply -> 3 pods Ready in %.1fs", time.Since(start).Seconds())
-
-	if out, err := f.Etcdctl("etcd-0", "put", "floor-key", "survives"); err != nil || !strings.Contains(out, "OK") {
-		t.Fatalf("put: %q %v", out, err)
-	}
-
-	var pod struct {
-		Metadata struct{ UID string } `json:"metadata"`
-	}
-	if err := f.GetJSON("pod/etcd-1", &pod); err != nil {
-		t.Fatal(err)
-	}
-	deleted := time.Now()
-	f.Delete("pod/etcd-1")
-	f.Eventually("etcd-1 to be recreated", 2*time.Minute, func() (bool, error) {
-		var p struct {
-			Metadata struct{ UID string } `json:"metadata"`
-		}
-		if err := f.GetJSON("pod/etcd-1", &p); err != nil {
-			return false, err
-		}
-		return p.Metadata.UID != "" && p.Metadata.UID != pod.Metadata.UID, nil
-	})
-	f.WaitFor("pod/etcd-1", "condition=Ready", 2*time.Minute)
-	f.WaitEtcdHealthy("etcd-1", 3, 2*time.Minute)
-	t.Logf("FLOOR: member pod deleted -> recreated and cluster healthy in %.1fs", time.Since(deleted).Seconds())
-
-	// a serializable read answers from etcd-1's own store: the key is in the recreated member
-	out, err := f.Etcdctl("etcd-1", "get", "floor-key", "--print-value-only", "--consistency=s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := strings.TrimSpace(out); got != "survives" {
-		t.Fatalf("floor-key on the recreated etcd-1 = %q, want %q", got, "survives")
-	}
-}
