@@ -44,12 +44,12 @@ type scheduledBackup struct {
 	} `json:"status"`
 }
 
-// TestBackupSchedule: the example schedule, every minute with keep 2, on the example cluster.
+// TestBackupSchedule: the example schedule, every minute with keep 1, on the example cluster.
 // It makes a backup per minute, each owned by it and named <schedule>-<minutes since 1970>,
-// and once three have succeeded the oldest is deleted, its file with it (deletionPolicy
+// and once the second has succeeded the first is deleted, its file with it (deletionPolicy
 // Delete, the default of a schedule's backups); suspended, it makes no more, and the claim
-// holds the files of the backups kept and no other. It waits for three scheduled minutes:
-// about 4 minutes in all, mostly idle.
+// holds the file of the backup kept and no other. It waits for two scheduled minutes, mostly
+// idle: keep 1 tests the same retention as a larger keep, a minute sooner.
 func TestBackupSchedule(t *testing.T) {
 	t.Parallel()
 	f := framework.New(t)
@@ -57,24 +57,24 @@ func TestBackupSchedule(t *testing.T) {
 	f.Apply(exampleManifest(t))
 	f.WaitClusterInSpec("example", 3, 3*time.Minute)
 	f.Apply(strings.SplitN(exampleFile(t, "etcdbackup-volume.yaml"), "---", 2)[0])
-	f.Apply(everyMinuteSchedule(t, 2))
+	f.Apply(everyMinuteSchedule(t, 1))
 
 	files := map[string]string{} // every Succeeded backup seen: its file
 	var left scheduledState
-	f.Eventually("three backups succeeded, the oldest deleted and two kept", 6*time.Minute, func() (bool, error) {
+	f.Eventually("two backups succeeded, the first deleted and one kept", 5*time.Minute, func() (bool, error) {
 		left = listScheduled(f, "every-minute", files)
 		seen := slices.Sorted(maps.Keys(files))
-		return len(seen) >= 3 && !slices.Contains(left.succeeded, seen[0]) && len(left.succeeded) == 2,
+		return len(seen) >= 2 && !slices.Contains(left.succeeded, seen[0]) && len(left.succeeded) == 1,
 			fmt.Errorf("succeeded so far %v, left %+v", seen, left)
 	})
 	f.Patch("etcdbackupschedule/every-minute", `{"spec":{"suspend":true}}`)
-	f.Eventually("the schedule suspended, no backup running or being deleted, two kept", 3*time.Minute, func() (bool, error) {
+	f.Eventually("the schedule suspended, no backup running or being deleted, one kept", 3*time.Minute, func() (bool, error) {
 		ready, err := f.NS("get", "etcdbackupschedule/every-minute", "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].reason}`)
 		if err != nil {
 			return false, err
 		}
 		left = listScheduled(f, "every-minute", files)
-		return ready == "Suspended" && left.others == 0 && left.deleting == 0 && len(left.succeeded) == 2,
+		return ready == "Suspended" && left.others == 0 && left.deleting == 0 && len(left.succeeded) == 1,
 			fmt.Errorf("Ready %q; left %+v", ready, left)
 	})
 	onClaim := claimFiles(f, "etcd-backups", "example")
