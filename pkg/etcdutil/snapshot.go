@@ -2,18 +2,33 @@ package etcdutil
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"io"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 )
 
+// Snapshot is a member's snapshot stream (OpenSnapshot): its database, then the database's
+// SHA-256.
+type Snapshot struct {
+	ctx context.Context
+	cli *clientv3.Client
+	ss  pb.Maintenance_SnapshotClient
+	// size is what the member announced; blob what is left of the last message received.
+	size int64
+	blob []byte
+}
+
 // OpenSnapshot opens etcd's snapshot stream from the member at endpoint alone: its database
 // followed by the database's SHA-256, point in time of that member. The stream is bounded by
 // ctx only (a large database takes as long as it takes); connecting is bounded by the
-// factory's dial timeout. Closing the returned reader closes the stream and its connection.
-func OpenSnapshot(ctx context.Context, endpoint string, conn ConnConfig) (io.ReadCloser, error) {
+// factory's dial timeout. It receives the stream's first message, which announces its size.
+// The stream is never opened again: a broken one is an error of Read, not a snapshot that
+// starts over. Closing it closes the stream and its connection.
+func OpenSnapshot(ctx context.Context, endpoint string, conn ConnConfig) (*Snapshot, error) {
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints:   []string{endpoint},
 		DialTimeout: DefaultDialTimeout,
@@ -23,24 +38,47 @@ func OpenSnapshot(ctx context.Context, endpoint string, conn ConnConfig) (io.Rea
 	if err != nil {
 		return nil, fmt.Errorf("creating etcd client for %s: %w", endpoint, err)
 	}
-	resp, err := cli.SnapshotWithVersion(ctx)
+	ss, err := pb.NewMaintenanceClient(cli.ActiveConnection()).Snapshot(ctx, &pb.SnapshotRequest{})
+	var first *pb.SnapshotResponse
+	if err == nil {
+		first, err = ss.Recv()
+	}
 	if err != nil {
 		cli.Close()
-		return nil, fmt.Errorf("opening snapshot stream from %s: %w", endpoint, mapErr(err))
+		return nil, fmt.Errorf("opening snapshot stream from %s: %w", endpoint, mapErr(clientv3.ContextError(ctx, err)))
 	}
-	return &snapshotStream{ReadCloser: resp.Snapshot, cli: cli}, nil
+	// Each message but the last says how many bytes of the database are left after its own;
+	// the last is the hash.
+	size := int64(first.RemainingBytes) + int64(len(first.Blob)) + sha256.Size
+	return &Snapshot{ctx: ctx, cli: cli, ss: ss, size: size, blob: first.Blob}, nil
 }
 
-// snapshotStream closes its client with the stream.
-type snapshotStream struct {
-	io.ReadCloser
-	cli *clientv3.Client
+// Size is the stream's length as the member announced it in its first message: the
+// database's size and its hash's. Only the stream's end shows that the member kept to it.
+func (s *Snapshot) Size() int64 { return s.size }
+
+// Read reads the stream; io.EOF once the member ended it.
+func (s *Snapshot) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	for len(s.blob) == 0 {
+		resp, err := s.ss.Recv()
+		if err == io.EOF {
+			return 0, io.EOF
+		}
+		if err != nil {
+			return 0, mapErr(clientv3.ContextError(s.ctx, err))
+		}
+		s.blob = resp.Blob
+	}
+	n := copy(p, s.blob)
+	s.blob = s.blob[n:]
+	return n, nil
 }
 
-func (s *snapshotStream) Close() error {
-	err := s.ReadCloser.Close()
-	if cerr := s.cli.Close(); err == nil {
-		err = cerr
-	}
-	return err
+// Close ends the stream and closes its connection.
+func (s *Snapshot) Close() error {
+	s.blob = nil
+	return s.cli.Close()
 }
