@@ -34,7 +34,7 @@ func fetchWorld(t *testing.T) (*s3.Store, FetchOptions, []byte) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if _, err := st.Put(ctx, "ns/c-b.db", bytes.NewReader(good)); err != nil {
+	if _, err := st.Put(ctx, "ns/c-b.db", bytes.NewReader(good), int64(len(good))); err != nil {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256(good)
@@ -80,14 +80,14 @@ func TestFetchRefusesABadSnapshot(t *testing.T) {
 	}{
 		{"missing", func(t *testing.T, st *s3.Store, o *FetchOptions, _ []byte) { o.Key = "ns/gone.db" }, "NoSuchKey"},
 		{"truncated", func(t *testing.T, st *s3.Store, o *FetchOptions, good []byte) {
-			if _, err := st.Put(ctx, o.Key, bytes.NewReader(good[:len(good)-100])); err != nil {
+			if _, err := st.Put(ctx, o.Key, bytes.NewReader(good[:len(good)-100]), -1); err != nil {
 				t.Fatal(err)
 			}
 		}, "snapshot corrupt or truncated"},
 		{"a flipped byte", func(t *testing.T, st *s3.Store, o *FetchOptions, good []byte) {
 			bad := slices.Clone(good)
 			bad[10] ^= 0xff
-			if _, err := st.Put(ctx, o.Key, bytes.NewReader(bad)); err != nil {
+			if _, err := st.Put(ctx, o.Key, bytes.NewReader(bad), int64(len(bad))); err != nil {
 				t.Fatal(err)
 			}
 		}, "does not match"},

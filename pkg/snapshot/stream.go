@@ -8,12 +8,24 @@ import (
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 )
 
+// snapshotStream is a member's snapshot as it streams, with the size the member announced
+// (etcdutil.Snapshot).
+type snapshotStream interface {
+	io.ReadCloser
+	// Size is the stream's announced length, the hash included; -1 when unknown.
+	Size() int64
+}
+
 // openSnapshot opens the member's snapshot stream: etcdutil.OpenSnapshot, or the test's.
-func (o *Options) openSnapshot(ctx context.Context, endpoint string, conn etcdutil.ConnConfig) (io.ReadCloser, error) {
+func (o *Options) openSnapshot(ctx context.Context, endpoint string, conn etcdutil.ConnConfig) (snapshotStream, error) {
 	if o.stream != nil {
 		return o.stream(ctx, endpoint, conn)
 	}
-	return etcdutil.OpenSnapshot(ctx, endpoint, conn)
+	s, err := etcdutil.OpenSnapshot(ctx, endpoint, conn)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // writeBehindChunk is how much is written to the file between two requests that the kernel

@@ -38,34 +38,45 @@ type streams struct {
 	data []byte
 	// dataErr serves data with io.EOF returned with its last bytes, as some readers do.
 	dataErr bool
+	// announce, when not 0, is the size the streams announce instead of their own: -1 for a
+	// size unknown.
+	announce int64
 
 	mu     sync.Mutex
 	opened int
 	read   int64
 }
 
-func (s *streams) open(ctx context.Context, endpoint string, conn etcdutil.ConnConfig) (io.ReadCloser, error) {
+func (s *streams) open(ctx context.Context, endpoint string, conn etcdutil.ConnConfig) (snapshotStream, error) {
 	s.mu.Lock()
 	s.opened++
 	s.mu.Unlock()
-	var in io.ReadCloser
-	if s.data == nil {
-		var err error
-		if in, err = etcdutil.OpenSnapshot(ctx, endpoint, conn); err != nil {
+	c := &countedStream{s: s, size: int64(len(s.data))}
+	switch {
+	case s.data == nil:
+		in, err := etcdutil.OpenSnapshot(ctx, endpoint, conn)
+		if err != nil {
 			return nil, err
 		}
-	} else if s.dataErr {
-		in = io.NopCloser(iotest.DataErrReader(bytes.NewReader(s.data)))
-	} else {
-		in = io.NopCloser(bytes.NewReader(s.data))
+		c.ReadCloser, c.size = in, in.Size()
+	case s.dataErr:
+		c.ReadCloser = io.NopCloser(iotest.DataErrReader(bytes.NewReader(s.data)))
+	default:
+		c.ReadCloser = io.NopCloser(bytes.NewReader(s.data))
 	}
-	return &countedStream{ReadCloser: in, s: s}, nil
+	if s.announce != 0 {
+		c.size = s.announce
+	}
+	return c, nil
 }
 
 type countedStream struct {
 	io.ReadCloser
-	s *streams
+	s    *streams
+	size int64
 }
+
+func (c *countedStream) Size() int64 { return c.size }
 
 func (c *countedStream) Read(p []byte) (int, error) {
 	n, err := c.ReadCloser.Read(p)
@@ -244,8 +255,8 @@ type countingStore struct {
 	read, readAt      int64
 }
 
-func (c *countingStore) Put(ctx context.Context, key string, r io.Reader) (int64, error) {
-	n, err := c.Store.Put(ctx, key, r)
+func (c *countingStore) Put(ctx context.Context, key string, r io.Reader, size int64) (int64, error) {
+	n, err := c.Store.Put(ctx, key, r, size)
 	if err == nil {
 		c.mu.Lock()
 		c.completed++
@@ -287,34 +298,39 @@ func (o *countedObject) ReadAt(p []byte, off int64) (int, error) {
 }
 
 // A good snapshot streamed to S3 is read once, from the member: the object is never read back
-// as a stream, only the few pages of its revision at offsets.
+// as a stream, only the few pages of its revision at offsets. In one request, the size the
+// member announced, and in parts, the size unknown.
 func TestTakeS3ReadsTheSnapshotOnce(t *testing.T) {
 	members := etcdtest.StartCluster(t, 1)
 	fill(t, members[0].ClientURL, 600, 4000)
 	rev := put(t, members[0].ClientURL, 0, 3)
 	srv := objstoretest.Start(t, "backups")
-	st := &countingStore{Store: openStore(t, srv, "backups", objstoretest.AccessKeyID)}
-	s := &streams{}
-	res, err := TakeS3(context.Background(), Options{Members: endpointsOf(members), Name: "c-b", stream: s.open}, st,
-		etcdutil.NewFactory(0, 0), quietLog())
-	if err != nil {
-		t.Fatalf("TakeS3: %v", err)
-	}
-	if s.opened != 1 || s.read != res.SizeBytes {
-		t.Errorf("the stream was opened %d times and %d bytes read; want once, its %d bytes", s.opened, s.read, res.SizeBytes)
-	}
-	if st.read != 0 || st.readAt > fewPages || res.SizeBytes < 8*fewPages {
-		t.Errorf("read back %d bytes as a stream and %d at offsets of %d; want none and a few pages", st.read, st.readAt, res.SizeBytes)
-	}
-	if res.Revision != rev {
-		t.Errorf("revision %d, want %d", res.Revision, rev)
-	}
-	data := objectBytes(t, st.Store, res.Location)
-	if int64(len(data)) != res.SizeBytes || fmt.Sprintf("%x", sha256.Sum256(data)) != res.SHA256 {
-		t.Errorf("the object is %d bytes of SHA-256 %x; reported %+v", len(data), sha256.Sum256(data), res)
-	}
-	if _, err := VerifyReader(bytes.NewReader(data), res.Location); err != nil {
-		t.Errorf("VerifyReader of the object: %v", err)
+	for name, announce := range map[string]int64{"in one request": 0, "in parts": -1} {
+		t.Run(name, func(t *testing.T) {
+			st := &countingStore{Store: openStore(t, srv, "backups", objstoretest.AccessKeyID)}
+			s := &streams{announce: announce}
+			res, err := TakeS3(context.Background(), Options{Members: endpointsOf(members), Name: "c-b", stream: s.open}, st,
+				etcdutil.NewFactory(0, 0), quietLog())
+			if err != nil {
+				t.Fatalf("TakeS3: %v", err)
+			}
+			if s.opened != 1 || s.read != res.SizeBytes {
+				t.Errorf("the stream was opened %d times and %d bytes read; want once, its %d bytes", s.opened, s.read, res.SizeBytes)
+			}
+			if st.read != 0 || st.readAt > fewPages || res.SizeBytes < 8*fewPages {
+				t.Errorf("read back %d bytes as a stream and %d at offsets of %d; want none and a few pages", st.read, st.readAt, res.SizeBytes)
+			}
+			if res.Revision != rev {
+				t.Errorf("revision %d, want %d", res.Revision, rev)
+			}
+			data := objectBytes(t, st.Store, res.Location)
+			if int64(len(data)) != res.SizeBytes || fmt.Sprintf("%x", sha256.Sum256(data)) != res.SHA256 {
+				t.Errorf("the object is %d bytes of SHA-256 %x; reported %+v", len(data), sha256.Sum256(data), res)
+			}
+			if _, err := VerifyReader(bytes.NewReader(data), res.Location); err != nil {
+				t.Errorf("VerifyReader of the object: %v", err)
+			}
+		})
 	}
 }
 
@@ -328,18 +344,25 @@ func synthetic() []byte {
 }
 
 // A corrupt stream fails the upload before it completes: no object, no multipart upload
-// left, nothing read back. Over more than one part too, and when the stream ends with a
-// part, the check's error coming with the part's last bytes.
+// left, nothing read back. In one request (the size announced) and in parts (the size
+// unknown); over more than one part too, and when the stream ends with a part, the check's
+// error coming with the part's last bytes. A good snapshot that runs past the size its
+// stream announced, or ends short of it, fails the same way.
 func TestTakeS3NeverCompletesACorruptStream(t *testing.T) {
 	members := etcdtest.StartCluster(t, 1)
 	put(t, members[0].ClientURL, 0, 50)
 	cases := map[string]*streams{}
-	for name, data := range corruptions(memberSnapshot(t, members[0].ClientURL)) {
-		cases[name] = &streams{data: data}
+	good := memberSnapshot(t, members[0].ClientURL)
+	for name, data := range corruptions(good) {
+		cases[name+", in one request"] = &streams{data: data}
+		cases[name+", in parts"] = &streams{data: data, announce: -1}
 	}
+	cases["running past the size announced"] = &streams{data: good, announce: int64(len(good) - sectorSize)}
+	cases["ending short of the size announced"] = &streams{data: good, announce: int64(len(good) + sectorSize)}
 	big := synthetic()
-	cases["a wrong hash, over two parts"] = &streams{data: corruptions(big)["a wrong hash"]}
-	cases["cut at a part's end, the error with its last bytes"] = &streams{data: big[:s3.PartSize], dataErr: true}
+	cases["a wrong hash, in one request"] = &streams{data: corruptions(big)["a wrong hash"]}
+	cases["a wrong hash, over two parts"] = &streams{data: corruptions(big)["a wrong hash"], announce: -1}
+	cases["cut at a part's end, the error with its last bytes"] = &streams{data: big[:s3.PartSize], dataErr: true, announce: -1}
 	srv := objstoretest.Start(t, "backups")
 	for name, s := range cases {
 		t.Run(name, func(t *testing.T) {

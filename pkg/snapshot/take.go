@@ -48,7 +48,7 @@ type Options struct {
 
 	// stream, when set, replaces where the snapshot comes from (etcdutil.OpenSnapshot): tests
 	// count and alter what goes through it.
-	stream func(ctx context.Context, endpoint string, conn etcdutil.ConnConfig) (io.ReadCloser, error)
+	stream func(ctx context.Context, endpoint string, conn etcdutil.ConnConfig) (snapshotStream, error)
 }
 
 // Result is what a successful backup wrote.

@@ -20,9 +20,11 @@ type Store interface {
 	// Check fails when the bucket cannot be written: wrong credentials, no such bucket, no
 	// answer.
 	Check(ctx context.Context) error
-	// Put streams r to the object key; the object appears whole or not at all. An error of
-	// r, the one of its last read included, fails the upload: no object appears.
-	Put(ctx context.Context, key string, r io.Reader) (int64, error)
+	// Put streams r to the object key; the object appears whole or not at all. size, when not
+	// -1, is r's length: the store may complete the object once it has size bytes, so r must
+	// hold its last bytes back until it knows them good. An error of r, the one of its last
+	// read included, fails the upload: no object appears.
+	Put(ctx context.Context, key string, r io.Reader, size int64) (int64, error)
 	// PutBytes stores b as the object key.
 	PutBytes(ctx context.Context, key string, b []byte) error
 	// Open opens the object key; an error wrapping objstore.ErrNotFound when there is none.
@@ -45,12 +47,12 @@ func SumKey(key string) string { return key + ".sha256" }
 
 // TakeS3 streams a snapshot from one member to the object ObjectKey(o.Path, o.Name) of the
 // bucket, checking it as the bytes go by (etcd's hash at its end, and its SHA-256), without
-// holding it whole anywhere. It checks the bucket before asking etcd for anything. A stream
-// that fails the check fails the upload before it completes (Store.Put aborts it), so no
-// object appears. It then reads the revision from the object by ranged reads of a few pages
-// (RevisionAt) and stores the SHA-256 beside it (SumKey); an object whose revision cannot be
-// read is deleted. The snapshot is read once, from the member: the object is never read back
-// whole. Errors are *Failure.
+// holding it whole anywhere. It checks the bucket before asking etcd for anything. The
+// stream's last bytes reach the store only once it passed the check: one that fails it fails
+// the upload before it completes, so no object appears. It then reads the revision from the
+// object by ranged reads of a few pages (RevisionAt) and stores the SHA-256 beside it
+// (SumKey); an object whose revision cannot be read is deleted. The snapshot is read once,
+// from the member: the object is never read back whole. Errors are *Failure.
 func TakeS3(ctx context.Context, o Options, st Store, f etcdutil.Factory, log *logrus.Entry) (Result, error) {
 	if err := o.loadTLS(); err != nil {
 		return Result{}, err
@@ -84,22 +86,26 @@ func TakeS3(ctx context.Context, o Options, st Store, f etcdutil.Factory, log *l
 		Member: from.Name, Location: key}, nil
 }
 
-// upload streams the member's snapshot to the object key through a verifyingReader: a stream
-// that fails the check fails the upload before it completes.
+// upload streams the member's snapshot to the object key through a verifyingReader, of the
+// size the member announced: a stream that fails the check fails the upload before it
+// completes.
 func upload(ctx context.Context, o Options, from Endpoint, st Store, key string) (Checked, error) {
 	in, err := o.openSnapshot(ctx, from.URL, o.Conn)
 	if err != nil {
 		return Checked{}, fail(FailureError, err)
 	}
 	defer in.Close()
-	r := &verifyingReader{r: in, v: NewVerifier(), name: "the snapshot streamed from " + from.Name}
-	n, err := st.Put(ctx, key, r)
+	r := newVerifyingReader(in, in.Size(), "the snapshot streamed from "+from.Name)
+	n, err := st.Put(ctx, key, r, in.Size())
 	if err != nil && r.err == nil {
 		return Checked{}, fail(FailureError, fmt.Errorf("streaming the snapshot of %s: %w", from.Name, err))
 	}
 	// With r's error, the store gave up the upload: the object was never completed.
 	written, cerr := r.v.Check(r.name)
-	if cerr == nil && n != written.SizeBytes {
+	if cerr == nil {
+		cerr = r.err
+	}
+	if cerr == nil && (!r.checked || n != written.SizeBytes) {
 		cerr = fmt.Errorf("%w: %s stored as %d bytes, not the %d bytes streamed", ErrCorrupt, key, n, written.SizeBytes)
 	}
 	if cerr != nil && err == nil {
@@ -112,32 +118,6 @@ func upload(ctx context.Context, o Options, from Endpoint, st Store, key string)
 		return Checked{}, fail(FailureCorrupt, cerr)
 	}
 	return written, nil
-}
-
-// verifyingReader reads a snapshot through a Verifier and, at the stream's end, returns the
-// Verifier's error instead of io.EOF when the snapshot fails the check, at that read and every
-// one after it: a reader of r never sees the end of a snapshot that failed.
-type verifyingReader struct {
-	r    io.Reader
-	v    *Verifier
-	name string
-	// err is the check's error, once the stream ended and failed it.
-	err error
-}
-
-func (r *verifyingReader) Read(p []byte) (int, error) {
-	if r.err != nil {
-		return 0, r.err
-	}
-	n, err := r.r.Read(p)
-	r.v.Write(p[:n])
-	if err == io.EOF {
-		if _, cerr := r.v.Check(r.name); cerr != nil {
-			r.err = cerr
-			return n, cerr
-		}
-	}
-	return n, err
 }
 
 // objectRevision reads the revision of the object key, of size bytes, from the few pages that

@@ -9,6 +9,7 @@ package objstoretest
 import (
 	"context"
 	"encoding/pem"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -117,7 +118,7 @@ func (s *Store) Keys(t testing.TB, bucket string) []string {
 }
 
 // Uploads are the keys of the multipart uploads of bucket that were begun and neither
-// completed nor aborted.
+// completed nor aborted; none when no multipart upload was begun.
 func (s *Store) Uploads(t testing.TB, bucket string) []string {
 	t.Helper()
 	core, err := minio.NewCore(strings.TrimPrefix(s.URL, "https://"), &minio.Options{
@@ -128,6 +129,10 @@ func (s *Store) Uploads(t testing.TB, bucket string) []string {
 		t.Fatal(err)
 	}
 	res, err := core.ListMultipartUploads(context.Background(), bucket, "", "", "", "", 1000)
+	// gofakes3 answers NoSuchUpload for a bucket where no multipart upload was ever begun.
+	if resp := (minio.ErrorResponse{}); errors.As(err, &resp) && resp.Code == "NoSuchUpload" {
+		return nil
+	}
 	if err != nil {
 		t.Fatalf("listing the multipart uploads of %s: %v", bucket, err)
 	}

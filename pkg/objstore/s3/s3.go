@@ -1,8 +1,8 @@
 // Package s3 is the client of the S3-compatible bucket an EtcdBackup writes to and a restored
 // seed reads from, through minio-go (package objstore describes the bucket). Only the agent
 // binary links it, in the pods that move a snapshot, never the operator: the credentials are
-// files those pods alone mount, and a snapshot streams through buffers of a few parts
-// (PartSize), whatever its size.
+// files those pods alone mount, and a snapshot streams through small buffers, or buffers of a
+// few parts (PartSize) when it is larger than SinglePutMax.
 //
 // Errors wrap one of objstore's sentinels when the store's answer says which, with the
 // store's own code and message (never the credentials), so that the pod reports why in the
@@ -36,6 +36,14 @@ import (
 // 10000 parts (the S3 limit) make 160 GiB, far above etcd's largest database. Left to
 // minio-go, a stream of unknown size is cut in parts of over 500 MiB.
 const PartSize = 16 << 20
+
+// SinglePutMax is the largest upload of a known size that Put sends in one request. A
+// multipart upload costs a store that keeps objects as files (versitygw's posix backend, the
+// test store) a copy of the whole object when it is completed, and holds uploadThreads parts
+// in the pod's memory; one request costs neither, but cannot be sent again part by part on a
+// transient error (the backup's next attempt starts over). Larger snapshots, rare under
+// etcd's default 2 GiB quota, go in parts, far below S3's 5 GiB limit of one request.
+const SinglePutMax = 1 << 30
 
 // uploadThreads is how many parts of an upload are in memory at once: one read from the
 // stream while the others are sent, so that neither the stream nor the store waits for the
@@ -170,14 +178,22 @@ func (s *Store) Check(ctx context.Context) error {
 	return nil
 }
 
-// Put streams r to the object key, in parts of PartSize, and returns the bytes stored. It
-// reads the next part while it sends the ones before (uploadThreads at a time). The object
-// appears whole or not at all: an upload that fails, on an error of r too (the one of its
-// last read included), is aborted before it completes.
-func (s *Store) Put(ctx context.Context, key string, r io.Reader) (int64, error) {
-	info, err := s.client.PutObject(ctx, s.bucket, key, r, -1, minio.PutObjectOptions{
-		PartSize: PartSize, ContentType: "application/octet-stream",
-		ConcurrentStreamParts: true, NumThreads: uploadThreads})
+// Put streams r to the object key and returns the bytes stored. size, when not -1, is r's
+// length: up to SinglePutMax, r goes in one request of that length, and the store completes
+// the object once it has size bytes, so r must hold its last bytes back until it knows them
+// good (an error instead of them fails the upload). Otherwise r goes in parts of PartSize,
+// the next read while the ones before are sent (uploadThreads at a time), and the upload is
+// completed after r's end. The object appears whole or not at all: an upload that fails, on an
+// error of r too (the one of its last read included), is aborted before it completes.
+func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64) (int64, error) {
+	opts := minio.PutObjectOptions{ContentType: "application/octet-stream"}
+	if size < 0 || size > SinglePutMax {
+		size = -1
+		opts.PartSize, opts.ConcurrentStreamParts, opts.NumThreads = PartSize, true, uploadThreads
+	} else {
+		opts.DisableMultipart = true
+	}
+	info, err := s.client.PutObject(ctx, s.bucket, key, r, size, opts)
 	if err != nil {
 		return 0, s.wrap(err, "uploading %s", key)
 	}

@@ -8,10 +8,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/etcd-operator/etcd-operator/pkg/objstore"
@@ -40,7 +42,7 @@ func TestPutOpenDelete(t *testing.T) {
 	data := make([]byte, s3.PartSize+12345)
 	rand.Read(data)
 	// A reader that hides its size, as etcd's snapshot stream does.
-	n, err := s.Put(ctx, "ns/a.db", io.MultiReader(bytes.NewReader(data)))
+	n, err := s.Put(ctx, "ns/a.db", io.MultiReader(bytes.NewReader(data)), -1)
 	if err != nil || n != int64(len(data)) {
 		t.Fatalf("Put: %d bytes, %v; want %d", n, err, len(data))
 	}
@@ -179,11 +181,77 @@ func TestPutReadsTheNextPartWhileItSends(t *testing.T) {
 			waited.Store(true)
 		}
 	})
-	n, err := s.Put(context.Background(), "ns/a.db", r)
+	n, err := s.Put(context.Background(), "ns/a.db", r, -1)
 	if err != nil || n != int64(len(data)) {
 		t.Fatalf("Put: %d bytes, %v; want %d", n, err, len(data))
 	}
 	if waited.Load() {
 		t.Errorf("the stream was not read past the first part while the store held it for %s", partHold)
+	}
+}
+
+// requests records the method and query of each request the store serves from now on.
+func requests(srv *objstoretest.Store) func() []string {
+	var mu sync.Mutex
+	var seen []string
+	srv.OnRequest(func(req *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, req.Method+" "+req.URL.RawQuery)
+	})
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(seen)
+	}
+}
+
+// A stream of a known size, over several parts' worth, goes in one request, and reads back
+// whole: no multipart upload is begun, none is completed.
+func TestPutOfAKnownSizeIsOneRequest(t *testing.T) {
+	srv := objstoretest.Start(t, "backups")
+	s := open(t, srv.Config(t, "backups", objstoretest.AccessKeyID, objstoretest.SecretAccessKey))
+	data := make([]byte, 2*s3.PartSize+12345)
+	rand.Read(data)
+	seen := requests(srv)
+	n, err := s.Put(context.Background(), "ns/a.db", io.MultiReader(bytes.NewReader(data)), int64(len(data)))
+	if err != nil || n != int64(len(data)) {
+		t.Fatalf("Put: %d bytes, %v; want %d", n, err, len(data))
+	}
+	if got := seen(); len(got) != 1 || got[0] != "PUT " {
+		t.Errorf("requests: %q; want one PUT of the object", got)
+	}
+	o, err := s.Open(context.Background(), "ns/a.db")
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	defer o.Close()
+	if got, err := io.ReadAll(o); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read back %d bytes, %v: not the %d bytes put", len(got), err, len(data))
+	}
+}
+
+// errInstead is the error a stream gives instead of its last bytes.
+var errInstead = errors.New("the stream failed its check")
+
+// An upload of a known size whose stream fails instead of giving its last bytes, or ends short
+// of its size, stores nothing: the store never had the whole of it.
+func TestPutOfAKnownSizeNeverCompletesAFailedStream(t *testing.T) {
+	srv := objstoretest.Start(t, "backups")
+	s := open(t, srv.Config(t, "backups", objstoretest.AccessKeyID, objstoretest.SecretAccessKey))
+	data := make([]byte, s3.PartSize+12345)
+	rand.Read(data)
+	for name, r := range map[string]io.Reader{
+		"an error instead of the last bytes": io.MultiReader(bytes.NewReader(data[:len(data)-32]), iotest.ErrReader(errInstead)),
+		"ended short":                        bytes.NewReader(data[:len(data)-32]),
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := s.Put(context.Background(), "ns/"+name, r, int64(len(data))); err == nil {
+				t.Fatal("Put succeeded")
+			}
+			if keys, uploads := srv.Keys(t, "backups"), srv.Uploads(t, "backups"); len(keys)+len(uploads) != 0 {
+				t.Errorf("left in the bucket: objects %v, multipart uploads %v", keys, uploads)
+			}
+		})
 	}
 }
