@@ -146,7 +146,8 @@ func runBackup(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	entry.WithFields(map[string]any{"location": res.Location, "revision": res.Revision, "bytes": res.SizeBytes}).Info("Snapshot written and verified")
+	entry.WithFields(map[string]any{"location": res.Location, "revision": res.Revision, "bytes": res.SizeBytes,
+		"seconds": res.Seconds}).Info("Snapshot written and verified")
 	return nil
 }
 

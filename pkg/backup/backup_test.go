@@ -10,6 +10,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -241,6 +242,37 @@ func TestSucceededBackupReportsAndCleansUp(t *testing.T) {
 	fw, _, err = pass(t, world{backup: b, cluster: newCluster(), claim: true, pods: []*corev1.Pod{pod}})
 	if err != nil || fw.status != nil || strings.Join(fw.deleted, ",") != "b-attempt1" {
 		t.Errorf("the pass after: err %v, status %+v, deleted %v; want the pod deleted alone", err, fw.status, fw.deleted)
+	}
+}
+
+// The Complete condition says how long the pod took, when its report does (a pod of an older
+// operator's does not), and PodTook reads it back from the condition's message.
+func TestCompletedSaysHowLongThePodTook(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		seconds float64
+		want    time.Duration
+	}{
+		{"reported", 2.3456, 2346 * time.Millisecond},
+		{"not reported", 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBackup(api.BackupRetain)
+			rep := snapshot.Report{Result: &snapshot.Result{Revision: 42, SizeBytes: 20512, SHA256: "ab", Member: "example-1",
+				Location: "example/example-b-42.db", Seconds: tc.seconds}}
+			fw, _, err := pass(t, world{backup: b, cluster: newCluster(), claim: true,
+				pods: []*corev1.Pod{attempt(b, 1, corev1.PodSucceeded, reportOf(rep))}})
+			if err != nil || fw.status == nil {
+				t.Fatalf("pass: %v, status %v", err, fw.status)
+			}
+			c := meta.FindStatusCondition(fw.status.Conditions, string(api.BackupConditionComplete))
+			if c == nil || !strings.HasPrefix(c.Message, "snapshot of revision 42 written and verified at example/example-b-42.db") {
+				t.Fatalf("Complete condition %+v", c)
+			}
+			if got, ok := PodTook(c.Message); got != tc.want || ok != (tc.want > 0) {
+				t.Errorf("PodTook(%q) = %s, %v; want %s", c.Message, got, ok, tc.want)
+			}
+		})
 	}
 }
 

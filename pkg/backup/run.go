@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -40,7 +41,7 @@ func (r *Reconciler) run(ctx context.Context, b *api.EtcdBackup, pods []*corev1.
 	case corev1.PodSucceeded:
 		if rep, ok := report(last); ok && rep.Result != nil {
 			return 0, r.finish(ctx, b, n, outcome{phase: api.BackupSucceeded, reason: api.ReasonBackupCompleted, result: rep.Result,
-				message: fmt.Sprintf("snapshot of revision %d written and verified at %s", rep.Result.Revision, rep.Result.Location)})
+				message: completedMessage(rep.Result)})
 		}
 		return r.attemptFailed(ctx, b, last, api.ReasonBackupAttemptsExhausted, "the backup's pod exited without reporting a snapshot")
 	case corev1.PodFailed:
@@ -230,4 +231,31 @@ func endedAt(p *corev1.Pod) time.Time {
 		}
 	}
 	return p.CreationTimestamp.Time
+}
+
+// podTookWords introduce, in a Complete condition's message, how long the backup's pod took.
+const podTookWords = "; its pod took "
+
+// completedMessage is the Complete condition's message of a backup whose pod reported res:
+// where the snapshot is and, when the pod said, how long the pod took, from its start of work
+// to the snapshot stored and checked (PodTook reads it back).
+func completedMessage(res *snapshot.Result) string {
+	msg := fmt.Sprintf("snapshot of revision %d written and verified at %s", res.Revision, res.Location)
+	if res.Seconds > 0 {
+		took := time.Duration(res.Seconds * float64(time.Second)).Round(time.Millisecond)
+		msg += podTookWords + took.String() + " from its start of work to the snapshot stored and checked"
+	}
+	return msg
+}
+
+// PodTook reads back, from the message of a backup's Complete condition (completedMessage),
+// how long the backup's pod took, without its own start; false when the message does not say.
+func PodTook(message string) (time.Duration, bool) {
+	_, rest, ok := strings.Cut(message, podTookWords)
+	if !ok {
+		return 0, false
+	}
+	took, _, _ := strings.Cut(rest, " ")
+	d, err := time.ParseDuration(took)
+	return d, err == nil && d > 0
 }

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"testing"
 	"testing/iotest"
+	"time"
 	"unsafe"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -145,8 +146,9 @@ func fill(t *testing.T, url string, n, value int) {
 
 // A good snapshot is read once, from the member: the stream is opened once and read to its
 // end, and the file, checked on its way in, is opened only to be created. The revision comes
-// from the file's pages, and is the one bbolt reads. The snapshot is larger than
-// writeBehindChunk, so that the file is written behind as a large one is.
+// from the file's pages, and is the one bbolt reads; the time reported is the call's. The
+// snapshot is larger than writeBehindChunk, so that the file is written behind as a large one
+// is.
 func TestTakeReadsTheSnapshotOnce(t *testing.T) {
 	members := etcdtest.StartCluster(t, 1)
 	fill(t, members[0].ClientURL, 2500, 4000)
@@ -154,10 +156,14 @@ func TestTakeReadsTheSnapshotOnce(t *testing.T) {
 	root := t.TempDir()
 	opens := watchOpens(t, root)
 	s := &streams{}
+	called := time.Now()
 	res, err := Take(context.Background(), Options{Members: endpointsOf(members), Root: root, Name: "c-b", stream: s.open},
 		etcdutil.NewFactory(0, 0), quietLog())
 	if err != nil {
 		t.Fatalf("Take: %v", err)
+	}
+	if took := time.Since(called).Seconds(); res.Seconds <= 0 || res.Seconds > took {
+		t.Errorf("reported %gs taken, of the %gs the call took", res.Seconds, took)
 	}
 	if s.opened != 1 || s.read != res.SizeBytes || res.SizeBytes <= writeBehindChunk {
 		t.Errorf("the stream was opened %d times and %d bytes read; want once, its %d bytes (over %d)",
@@ -298,8 +304,8 @@ func (o *countedObject) ReadAt(p []byte, off int64) (int, error) {
 }
 
 // A good snapshot streamed to S3 is read once, from the member: the object is never read back
-// as a stream, only the few pages of its revision at offsets. In one request, the size the
-// member announced, and in parts, the size unknown.
+// as a stream, only the few pages of its revision at offsets; the time reported is the call's.
+// In one request, the size the member announced, and in parts, the size unknown.
 func TestTakeS3ReadsTheSnapshotOnce(t *testing.T) {
 	members := etcdtest.StartCluster(t, 1)
 	fill(t, members[0].ClientURL, 600, 4000)
@@ -309,10 +315,14 @@ func TestTakeS3ReadsTheSnapshotOnce(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			st := &countingStore{Store: openStore(t, srv, "backups", objstoretest.AccessKeyID)}
 			s := &streams{announce: announce}
+			called := time.Now()
 			res, err := TakeS3(context.Background(), Options{Members: endpointsOf(members), Name: "c-b", stream: s.open}, st,
 				etcdutil.NewFactory(0, 0), quietLog())
 			if err != nil {
 				t.Fatalf("TakeS3: %v", err)
+			}
+			if took := time.Since(called).Seconds(); res.Seconds <= 0 || res.Seconds > took {
+				t.Errorf("reported %gs taken, of the %gs the call took", res.Seconds, took)
 			}
 			if s.opened != 1 || s.read != res.SizeBytes {
 				t.Errorf("the stream was opened %d times and %d bytes read; want once, its %d bytes", s.opened, s.read, res.SizeBytes)

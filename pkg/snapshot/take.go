@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/sirupsen/logrus"
 
@@ -60,6 +61,9 @@ type Result struct {
 	Member      string `json:"member"`
 	// Location is the file's path relative to Root, or the object's key.
 	Location string `json:"location"`
+	// Seconds is how long Take (TakeS3) took, from its call to the snapshot stored and
+	// checked: the backup pod's own work, without the pod's start.
+	Seconds float64 `json:"seconds,omitempty"`
 }
 
 // FailureReason names why a backup failed, for the operator to report.
@@ -117,6 +121,7 @@ func fail(reason FailureReason, err error) error {
 // attempt leaves no file but, at worst (killed mid-write), its temporary file, which the next
 // attempt of the same backup replaces. Errors are *Failure.
 func Take(ctx context.Context, o Options, f etcdutil.Factory, log *logrus.Entry) (Result, error) {
+	start := time.Now()
 	if err := o.loadTLS(); err != nil {
 		return Result{}, err
 	}
@@ -145,6 +150,7 @@ func Take(ctx context.Context, o Options, f etcdutil.Factory, log *logrus.Entry)
 	return Result{
 		Revision: rev, SizeBytes: checked.SizeBytes, SHA256: checked.SHA256, EtcdVersion: st.Version,
 		Member: from.Name, Location: path.Join(strings.Trim(path.Clean("/"+o.Path), "/"), file),
+		Seconds: time.Since(start).Seconds(),
 	}, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/sirupsen/logrus"
 
@@ -54,6 +55,7 @@ func SumKey(key string) string { return key + ".sha256" }
 // (SumKey); an object whose revision cannot be read is deleted. The snapshot is read once,
 // from the member: the object is never read back whole. Errors are *Failure.
 func TakeS3(ctx context.Context, o Options, st Store, f etcdutil.Factory, log *logrus.Entry) (Result, error) {
+	start := time.Now()
 	if err := o.loadTLS(); err != nil {
 		return Result{}, err
 	}
@@ -83,7 +85,7 @@ func TakeS3(ctx context.Context, o Options, st Store, f etcdutil.Factory, log *l
 		return Result{}, err
 	}
 	return Result{Revision: rev, SizeBytes: checked.SizeBytes, SHA256: checked.SHA256, EtcdVersion: status.Version,
-		Member: from.Name, Location: key}, nil
+		Member: from.Name, Location: key, Seconds: time.Since(start).Seconds()}, nil
 }
 
 // upload streams the member's snapshot to the object key through a verifyingReader, of the
