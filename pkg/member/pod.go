@@ -70,6 +70,9 @@ type Template struct {
 	// read back from the pod like the rest of the template, so a pod made without it stays up
 	// to date: only pods made from now on carry it.
 	MaxLearners int
+	// Trust is what the member's Secret trusts as the pod is made (TrustStamp), recorded in
+	// AnnotationTrust; empty records nothing.
+	Trust string
 }
 
 // Restore is a snapshot a new cluster's seed is restored from: a file of a claim, which the
@@ -184,6 +187,9 @@ func podMeta(c *api.EtcdCluster, t Template, policy *api.PodPolicy) (podLabels, 
 	if t.MemberID != 0 {
 		annotations[AnnotationMemberID] = FormatID(t.MemberID)
 	}
+	if t.Trust != "" {
+		annotations[AnnotationTrust] = t.Trust
+	}
 	recordPolicyKeys(annotations, policy)
 	return podLabels, annotations
 }
@@ -208,6 +214,7 @@ func ReadTemplate(cluster string, p *corev1.Pod) (t Template, ok bool) {
 	t.ClusterState = etcdutil.ClusterState(p.Annotations[AnnotationClusterState])
 	t.Restore = readRestore(p)
 	t.MemberID = ParseID(p.Annotations[AnnotationMemberID])
+	t.Trust = p.Annotations[AnnotationTrust]
 	for _, ctr := range p.Spec.Containers {
 		if ctr.Name != EtcdContainerName {
 			continue

@@ -236,6 +236,8 @@ func TestTemplateRoundTrip(t *testing.T) {
 			Restore: &Restore{Key: "k.db", S3: S3Source{Endpoint: "http://s3.example.com", Bucket: "backups", CredentialsSecret: "s3-credentials"}}},
 		"joining, two learners at once": {Ordinal: 2, ClusterState: etcdutil.ClusterStateExisting, InitialCluster: []int{0, 1, 2}, Version: "3.7.3",
 			MaxLearners: 2},
+		"trusting two peer CAs": {Ordinal: 1, ClusterState: etcdutil.ClusterStateExisting, InitialCluster: []int{0, 1, 2}, Version: "3.6.16",
+			MemberID: 0xab, Trust: "peer-ca.crt=00aa,11bb"},
 	} {
 		got, ok := ReadTemplate(c.Name, Pod(c, tmpl, "op:1"))
 		if (got.Restore == nil) != (tmpl.Restore == nil) || (got.Restore != nil && *got.Restore != *tmpl.Restore) {
@@ -243,7 +245,7 @@ func TestTemplateRoundTrip(t *testing.T) {
 		}
 		if !ok || got.Ordinal != tmpl.Ordinal || got.ClusterState != tmpl.ClusterState ||
 			!slices.Equal(got.InitialCluster, tmpl.InitialCluster) || got.Version != tmpl.Version || got.MemberID != tmpl.MemberID ||
-			got.ForceNewCluster != tmpl.ForceNewCluster || got.MaxLearners != tmpl.MaxLearners {
+			got.ForceNewCluster != tmpl.ForceNewCluster || got.MaxLearners != tmpl.MaxLearners || got.Trust != tmpl.Trust {
 			t.Errorf("%s: ReadTemplate(Pod(%+v)) = %+v, %v", name, tmpl, got, ok)
 		}
 	}

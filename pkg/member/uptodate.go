@@ -46,18 +46,21 @@ func RecordedHash(p *corev1.Pod) string {
 }
 
 // Target is what member pods are built with now besides the spec and their own template: the
-// etcd version, and how the client port is served (empty: as the spec asks).
+// etcd version, how the client port is served (empty: as the spec asks), and what the pod's
+// Secret trusts (TrustStamp; empty: not compared).
 type Target struct {
 	Version string
 	Client  ClientMode
+	Trust   string
 }
 
 // UpToDate reports whether pod p was built from what the cluster's spec builds now for the
 // same template (its ordinal, cluster state, initial cluster and member ID, read back from
-// the pod) for the target, with the operator's image initImage.
+// the pod) for the target, with the operator's image initImage, and trusts what the target
+// says its Secret trusts now.
 func UpToDate(c *api.EtcdCluster, p *corev1.Pod, target Target, initImage string) bool {
 	t, ok := ReadTemplate(c.Name, p)
-	if !ok {
+	if !ok || !trustCurrent(t.Trust, target.Trust) {
 		return false
 	}
 	t.Version, t.Client = target.Version, target.Client
@@ -194,10 +197,13 @@ const (
 // with the operator's image initImage differs from what p was built with in that image only.
 // Kubernetes lets a running pod's container image change; the kubelet then restarts the
 // container in the same pod, on the same volumes (an emptyDir's data included) and address.
-// It returns the image and the pod's template hash once it runs it.
+// It returns the image and the pod's template hash once it runs it. A pod that does not trust
+// what its Secret trusts now is never changed in place: its etcd would read the CA files from
+// a volume the kubelet may not have refreshed yet, and the pod would keep a record of what
+// it trusts that is no longer so.
 func ImageChange(c *api.EtcdCluster, p *corev1.Pod, target Target, initImage string) (image, hash string, ok bool) {
 	t, ok := ReadTemplate(c.Name, p)
-	if !ok || RecordedHash(p) == "" {
+	if !ok || RecordedHash(p) == "" || !trustCurrent(t.Trust, target.Trust) {
 		return "", "", false
 	}
 	t.Version, t.Client = target.Version, target.Client

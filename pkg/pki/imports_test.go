@@ -15,9 +15,9 @@ import (
 // this module in. net is here for net.IP, the type of Request.IPs.
 var allowedImports = map[string]bool{
 	"bytes": true, "crypto": true, "crypto/ecdsa": true, "crypto/elliptic": true,
-	"crypto/rand": true, "crypto/x509": true, "crypto/x509/pkix": true,
-	"encoding/pem": true, "errors": true, "fmt": true, "math/big": true, "net": true,
-	"strings": true, "time": true,
+	"crypto/rand": true, "crypto/sha256": true, "crypto/x509": true, "crypto/x509/pkix": true,
+	"encoding/hex": true, "encoding/pem": true, "errors": true, "fmt": true, "math/big": true, "net": true,
+	"slices": true, "strings": true, "time": true,
 }
 
 // TestPureImports: no file of the package imports anything but allowedImports, and none

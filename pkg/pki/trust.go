@@ -1,0 +1,57 @@
+package pki
+
+import (
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/hex"
+	"slices"
+)
+
+// Trust sets: which CAs a trust bundle holds, named by fingerprint, so that a CA rotation can
+// say what a member trusts without carrying the certificates (docs/tls.md).
+
+// fingerprintLength is how many hex digits of a certificate's SHA-256 name it: enough that two
+// CAs of one cluster never share a name, short enough for an annotation a user reads.
+const fingerprintLength = 16
+
+// Fingerprint names a certificate by its DER bytes' SHA-256.
+func Fingerprint(c *x509.Certificate) string {
+	sum := sha256.Sum256(c.Raw)
+	return hex.EncodeToString(sum[:])[:fingerprintLength]
+}
+
+// Fingerprints are the sorted fingerprints of the certificates in pemBytes, each once; none
+// when it holds none or one does not parse.
+func Fingerprints(pemBytes []byte) []string {
+	certs, p := parseCertificates("the PEM", pemBytes)
+	if p != nil {
+		return nil
+	}
+	out := make([]string, 0, len(certs))
+	for _, c := range certs {
+		out = append(out, Fingerprint(c))
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// SignedBy is the fingerprint of the first CA of cas whose key signed the leaf that opens
+// certPEM; "" when none did (or certPEM holds no certificate). Only the signature is
+// checked: whether the leaf is in its validity is another question (Check's).
+func SignedBy(certPEM []byte, cas []*x509.Certificate) string {
+	certs, p := parseCertificates("the PEM", certPEM)
+	if p != nil {
+		return ""
+	}
+	return LeafSignedBy(certs[0], cas)
+}
+
+// LeafSignedBy is SignedBy for a parsed leaf.
+func LeafSignedBy(leaf *x509.Certificate, cas []*x509.Certificate) string {
+	for _, ca := range cas {
+		if leaf.CheckSignatureFrom(ca) == nil {
+			return Fingerprint(ca)
+		}
+	}
+	return ""
+}
