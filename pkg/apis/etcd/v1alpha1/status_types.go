@@ -135,6 +135,16 @@ const (
 	// cluster is started in its place. A snapshot found but missing, truncated or corrupt on
 	// its volume stops the seed's member-init instead (PodCannotStart, quoting it).
 	ReasonRestoreFailed ConditionReason = "RestoreFailed"
+	// ReasonRotatingCA: a CA rotation waits for the members between two of its steps (for
+	// every member to accept the new CA before leaves of it are issued, for every member to
+	// serve the new leaves before the old CA is dropped); status.tls says which step. The
+	// restarts of a rotation are a rollout, reported as RollingPods.
+	ReasonRotatingCA ConditionReason = "RotatingCA"
+	// ReasonCARotationStuck: a CA rotation has waited between two of its steps for longer than
+	// the kubelet takes to refresh a member's Secret volume; the message names the member and
+	// what it answers. Nothing is taken back: members trust the old and the new CA until it
+	// goes on.
+	ReasonCARotationStuck ConditionReason = "CARotationStuck"
 	// ReasonAsExpected: nothing is wrong.
 	ReasonAsExpected ConditionReason = "AsExpected"
 	// ReasonQuorumHealthy: a majority of the voting members is healthy and follows a leader,

@@ -76,4 +76,29 @@ type TLSStatus struct {
 	// LeafExpiry is when the first of the certificates the members serve expires.
 	// +optional
 	LeafExpiry *metav1.Time `json:"leafExpiry,omitempty"`
+
+	// PeerCARotation is the step a rotation of the peer port's CA is at; empty when none is
+	// under way.
+	// +optional
+	PeerCARotation CARotationPhase `json:"peerCARotation,omitempty"`
+
+	// ClientCARotation is the step a rotation of the client port's CAs is at; empty when none
+	// is under way.
+	// +optional
+	ClientCARotation CARotationPhase `json:"clientCARotation,omitempty"`
 }
+
+// CARotationPhase is a step of a CA rotation (docs/tls.md): the members' Secrets trust the old
+// and the new CA together, and the members are restarted onto that (TrustingBoth); every
+// member accepts the new CA, and the leaves are issued by it, with no restart (Reissuing);
+// every member serves the new leaves, and the old CA is dropped, the members restarted once
+// more (DroppingOld).
+// +kubebuilder:validation:Enum=TrustingBoth;Reissuing;DroppingOld
+type CARotationPhase string
+
+// The steps of a CA rotation.
+const (
+	CARotationTrustingBoth CARotationPhase = "TrustingBoth"
+	CARotationReissuing    CARotationPhase = "Reissuing"
+	CARotationDroppingOld  CARotationPhase = "DroppingOld"
+)

@@ -32,7 +32,7 @@ const (
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:path=etcdclusters,singular=etcdcluster,shortName=etcd,scope=Namespaced
-// +kubebuilder:metadata:annotations="etcd.operator.dev/schema-revision=12"
+// +kubebuilder:metadata:annotations="etcd.operator.dev/schema-revision=13"
 // +kubebuilder:subresource:status
 // +kubebuilder:subresource:scale:specpath=.spec.size,statuspath=.status.size,selectorpath=.status.selector
 // +kubebuilder:printcolumn:name="Size",type=integer,JSONPath=`.spec.size`,description="Desired number of members"
@@ -155,6 +155,14 @@ const DefaultQuorumLossGracePeriodSeconds int32 = 300
 // the member it chose in place of RecoverFromHighest, so that the choice outlives the
 // survivor's pod, and removes the annotation once quorum is back.
 const AnnotationRecoverQuorum = "etcd.operator.dev/recover-quorum"
+
+// AnnotationRotateCA on an EtcdCluster asks the operator to rotate the CAs it made for the
+// cluster (<name>-peer-ca, <name>-client-ca): a value it has not honoured yet starts one
+// rotation of each (docs/tls.md). Each CA Secret records the value it was rotated for, so that
+// the same value never starts a second rotation; set a new one (a date, say) to rotate again.
+// A rotation under way finishes before the next starts. Certificates from a Secret spec.tls
+// names are rotated by changing that Secret's ca.crt instead.
+const AnnotationRotateCA = "etcd.operator.dev/rotate-ca"
 
 // AnnotationClusterID on an EtcdCluster is the ID etcd gave the cluster, in hex, written by
 // the operator from the first member list it reads. Before any membership change the operator
