@@ -90,11 +90,15 @@ import (
 //
 // Every membership change is checked against quorum before it is proposed: a step that could
 // leave fewer healthy voting members than a majority is refused with a reason.
+//
+// A CA rotation (rotation.go) is decided by the pass that keeps the certificates, before the
+// rules: it changes what the members' Secrets trust, which makes their pods out of date for
+// rule 8, and its waits between steps are reported when no rule has anything under way.
 
 // Plan returns the one next step toward spec.size, or none. The rules are tried in the order
 // listed at the top of this file; the first that applies decides.
 func Plan(s State) Decision {
-	return withPodVersion(s, withCertificates(s, duringRollout(s, plan(s))))
+	return withPodVersion(s, withCertificates(s, withRotation(s, duringRollout(s, plan(s)))))
 }
 
 func plan(s State) Decision {

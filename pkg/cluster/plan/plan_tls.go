@@ -24,6 +24,9 @@ type TLSView struct {
 	// Status is what status.tls reports: the CAs' and the leaves' expiry, and the Secret
 	// for clients. nil for a cluster without TLS.
 	Status *api.TLSStatus
+	// Rotations are the steps of the ports' CA rotations (rotation.go), one per port whose
+	// certificates the pass could use.
+	Rotations []PortRotation
 }
 
 // TLSProblem is why the cluster's certificates cannot be used, for the Degraded condition.
