@@ -43,7 +43,8 @@ func (r *Reconciler) perform(ctx context.Context, c *api.EtcdCluster, o *observa
 		res, err = r.control.CreatePod(ctx, c, member.Template{Ordinal: a.Ordinal, ClusterState: a.ClusterState,
 			InitialCluster: a.InitialCluster, Version: a.PodVersion, MemberID: a.MemberID,
 			PeerURLs: o.headlessPeerURLs(a.InitialCluster), Restore: o.restoreFor(a),
-			Client: o.clientTarget, DialTLS: o.dialTLS, MaxLearners: a.MaxLearners}, why)
+			Client: o.clientTarget, DialTLS: o.dialTLS, MaxLearners: a.MaxLearners,
+			Trust: o.trustFor(a.Ordinal, nil, o.clientTarget)}, why)
 	case plan.ActionDeletePod:
 		if p := o.pods[a.Ordinal]; p != nil {
 			res, err = r.control.DeletePod(ctx, c, p, why)
@@ -96,7 +97,9 @@ func (r *Reconciler) actOnRollout(ctx context.Context, c *api.EtcdCluster, o *ob
 	case a.Kind == plan.ActionRollMember:
 		return r.rollMember(ctx, c, p, a.Evict, why)
 	case a.Kind == plan.ActionRestartInPlace:
-		return r.restartInPlace(ctx, c, p, member.Target{Version: a.PodVersion, Client: o.clientFor(p)}, why)
+		target := member.Target{Version: a.PodVersion, Client: o.clientFor(p)}
+		target.Trust = o.trustFor(a.Ordinal, p, target.Client)
+		return r.restartInPlace(ctx, c, p, target, why)
 	default:
 		return r.patchPodMetadata(ctx, c, p)
 	}

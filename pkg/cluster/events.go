@@ -18,9 +18,15 @@ const (
 	EventLeaderMoved      EventReason = "LeaderMoved"
 	EventServiceCreated   EventReason = "ServiceCreated"
 	// EventCAIssued: the operator made one of the cluster's CAs (tls.go).
-	EventCAIssued       EventReason = "CAIssued"
-	EventBudgetCreated  EventReason = "DisruptionBudgetCreated"
-	EventBudgetConflict EventReason = "DisruptionBudgetConflict"
+	EventCAIssued EventReason = "CAIssued"
+	// The steps of a CA rotation (tls_rotation.go): started (a new CA made, or a user's CA
+	// changed: the members' Secrets trust both), leaves issued by the new CA (every member
+	// trusts it), the old CA dropped (every member serves the new leaves).
+	EventCARotationStarted  EventReason = "CARotationStarted"
+	EventCARotationReissued EventReason = "CARotationReissued"
+	EventCARotationDropped  EventReason = "CARotationDropped"
+	EventBudgetCreated      EventReason = "DisruptionBudgetCreated"
+	EventBudgetConflict     EventReason = "DisruptionBudgetConflict"
 	// EventForeignObject: an object with the name of one of the cluster's objects is not
 	// the cluster's; it is left alone.
 	EventForeignObject EventReason = "ForeignObject"

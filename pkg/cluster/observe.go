@@ -71,6 +71,10 @@ type observation struct {
 	clientHeld bool
 	// tls is what ensureTLS found of the cluster's certificates.
 	tls plan.TLSView
+	// memberTrust is, by ordinal, what each member's Secret trusts as ensureTLS left it, and
+	// trustSettled says that no port's Secrets trust a rotation's bundle (trustFor).
+	memberTrust  map[int]map[string][]byte
+	trustSettled bool
 	// blind, when set, says why the members were not asked this pass (the operator's client
 	// certificate is missing): what etcd would answer is not known, not absent.
 	blind string

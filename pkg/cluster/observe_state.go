@@ -3,6 +3,8 @@ package cluster
 import (
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
 	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
 	"github.com/etcd-operator/etcd-operator/pkg/cluster/status"
@@ -72,6 +74,7 @@ func (o *observation) podViews(s *plan.State) {
 	for ord, p := range o.pods {
 		pv := o.podView(ord, p)
 		target := member.Target{Version: s.TargetVersion, Client: o.clientFor(p)}
+		target.Trust = o.trustFor(ord, p, target.Client)
 		pv.Outdated = !member.UpToDate(c, p, target, o.initImage)
 		if pv.Outdated {
 			_, _, pv.ImageOnly = member.ImageChange(c, p, target, o.initImage)
@@ -79,6 +82,22 @@ func (o *observation) podViews(s *plan.State) {
 		pv.StaleMetadata = !member.MetadataPatchFor(c, p).Empty()
 		s.Pods[ord] = pv
 	}
+}
+
+// trustFor is what the pod of member ord, serving its client port as client, trusts when made
+// now (member.TrustStamp of its Secret, as this pass left it), for p, its pod now (nil: none),
+// to be compared with. Empty compares nothing: the pass did not keep the member's Secret
+// (no TLS, paused), or p recorded nothing (made before CA rotation existed) and no rotation
+// is under way, so it trusts what its Secret holds, which no earlier operator ever changed.
+func (o *observation) trustFor(ord int, p *corev1.Pod, client member.ClientMode) string {
+	data, ok := o.memberTrust[ord]
+	if !ok {
+		return ""
+	}
+	if p != nil && p.Annotations[member.AnnotationTrust] == "" && o.trustSettled {
+		return ""
+	}
+	return member.TrustStamp(data, member.PeerTLS(o.cluster), client.TLS())
 }
 
 // startedBefore: something written down says a member has started, whatever the status says

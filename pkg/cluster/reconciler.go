@@ -82,6 +82,9 @@ type Deps struct {
 	OperatorPeer *networkingv1.NetworkPolicyPeer
 	Recorder     record.EventRecorder
 	Etcd         etcdutil.Factory
+	// ProbeTLS asks a member's TLS port what it accepts and serves, for a CA rotation
+	// (tls_probe.go); nil dials the member (etcdutil.ProbeTLS).
+	ProbeTLS etcdutil.TLSProbe
 	// DNS asks cluster DNS whether it serves a member's name yet. nil when the operator
 	// cannot ask cluster DNS (it runs outside the cluster): the EndpointSlices are trusted.
 	DNS dnsutil.Checker

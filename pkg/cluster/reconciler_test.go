@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"slices"
 	"strings"
@@ -41,6 +43,11 @@ type noEtcd struct{ t *testing.T }
 func (f noEtcd) New(endpoints []string, _ etcdutil.ConnConfig) (etcdutil.Client, error) {
 	f.t.Errorf("unexpected etcd client for %v", endpoints)
 	return nil, errors.New("no etcd in this test")
+}
+
+// noProbe is a member port that never answers: no member runs in these tests.
+func noProbe(context.Context, string, tls.Certificate, *x509.CertPool, string) (*x509.Certificate, error) {
+	return nil, errors.New("no member answers in this test")
 }
 
 type fixture struct {
@@ -108,6 +115,7 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 		OperatorPeer:      member.OperatorPeer("etcd-operator-system"),
 		Recorder:          f.recorder,
 		Etcd:              noEtcd{t},
+		ProbeTLS:          noProbe,
 		MemberInitImage:   testInitImage,
 	}
 	f.r = NewReconciler(f.deps)

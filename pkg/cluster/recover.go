@@ -66,7 +66,7 @@ func (r *Reconciler) forceNewCluster(ctx context.Context, c *api.EtcdCluster, o 
 	res, err := r.control.CreatePod(ctx, c, member.Template{Ordinal: a.Ordinal, ClusterState: a.ClusterState,
 		InitialCluster: a.InitialCluster, Version: a.PodVersion, MemberID: a.MemberID, ForceNewCluster: true,
 		PeerURLs: o.headlessPeerURLs(a.InitialCluster), Client: o.clientTarget, DialTLS: o.dialTLS,
-		MaxLearners: a.MaxLearners}, why)
+		MaxLearners: a.MaxLearners, Trust: o.trustFor(a.Ordinal, nil, o.clientTarget)}, why)
 	if err == nil && res.Changed {
 		r.event(c, corev1.EventTypeWarning, EventForceNewCluster,
 			"Restarted member %s (%s) with --force-new-cluster on its data: it is the cluster's only member; the others join again as new members",

@@ -64,6 +64,12 @@ type tlsPass struct {
 	clientIdle bool
 	// earliest is the first expiry of the leaves the members serve.
 	earliest time.Time
+	// memberTrust is, by ordinal, what each member's Secret trusts as this pass left it
+	// (member.TrustKeys): the record a pod made now gets (observation.trustFor).
+	memberTrust map[int]map[string][]byte
+	// events are recorded once every write of the pass is done: a step of a rotation is
+	// said only once it is taken.
+	events []func()
 }
 
 // portSource is where the certificates of one port (peer or client) come from.
@@ -79,48 +85,44 @@ type portSource struct {
 	// of member-init, the operator, backups and applications; nil for the peer port.
 	clientIssuer *pki.KeyPair
 	// frozen: the port's serving certificates and the CAs it trusts cannot change this pass
-	// (a user's Secret that fails its checks, a CA that moved, a CA Secret that is broken):
-	// the members keep what their Secrets hold for the port. The operator's client
-	// certificates are still renewed when clientIssuer is set.
+	// (a user's Secret that fails its checks, a CA Secret that is broken): the members keep
+	// what their Secrets hold for the port. The operator's client certificates are still
+	// renewed when clientIssuer is set.
 	frozen bool
+	// ca is the operator's CA Secret of the port (its client CA for the client port), nil
+	// with a user's Secret for peers; userSecret names the user's Secret, if any.
+	ca         *caPair
+	userSecret string
+	// leavesOf, when set, is the rotation's record (annotationLeavesOf) that the port's leaves
+	// are those of the CAs it moves to, written on every member Secret this pass writes.
+	leavesOf string
 }
 
 // ensureTLS puts the cluster's certificates in place for every member ordinal the cluster may
 // run (those of ensureMemberServices), and records in o.tls what the planner and status need.
-// It never replaces a CA, and never writes a member's Secret from a user's Secret that fails
-// its checks: the members keep the copies they have.
+// It replaces a CA only by a rotation (tls_rotation.go), and never writes a member's Secret
+// from a user's Secret that fails its checks: the members keep the copies they have.
 func (r *Reconciler) ensureTLS(ctx context.Context, c *api.EtcdCluster, o *observation) error {
 	modes := clientModes(c, o.pods)
 	if !member.PeerTLS(c) && !clientTLSInUse(c, modes) {
 		return nil
 	}
 	t := &tlsPass{r: r, c: c, now: r.now(), leafLife: r.leafLifetime(c), ordinals: wantedOrdinals(c, o),
-		client: clientTLSInUse(c, modes), running: map[string]bool{"peer": len(o.pods) > 0 && member.PeerTLS(c)}}
+		client: clientTLSInUse(c, modes), running: map[string]bool{"peer": len(o.pods) > 0 && member.PeerTLS(c)},
+		memberTrust: map[int]map[string][]byte{}}
 	for _, m := range modes {
 		t.running["client"] = t.running["client"] || m.TLS()
 	}
 	t.clientIdle = len(o.pods) > 0 && !t.running["client"]
 	t.view.Status = &api.TLSStatus{}
-	var peer, client *portSource
-	var err error
-	if member.PeerTLS(c) {
-		if peer, err = t.source(ctx, c.Spec.TLS.Peer, member.PeerCASecretName(c.Name), "peer", t.peerNames()); err != nil {
-			return err
-		}
-	}
-	switch {
-	case member.ClientTLS(c):
-		if client, err = t.source(ctx, c.Spec.TLS.Client, member.ClientCASecretName(c.Name), "client", t.clientNames()); err != nil {
-			return err
-		}
-	case t.client:
-		if client, err = t.leavingSource(ctx); err != nil {
-			return err
-		}
+	peer, client, err := t.sources(ctx)
+	if err != nil {
+		return err
 	}
 	o.holdClientMove(c, client)
-	// Before anything is written: a port whose CAs would change is frozen.
-	if err := t.freezeMovedTrust(ctx, peer, client); err != nil {
+	// Before anything is written: where each port's CA rotation stands, and so which CAs
+	// the members' Secrets trust and whose leaves they hold.
+	if err := t.rotate(ctx, o, peer, client); err != nil {
 		return err
 	}
 	if client != nil && client.clientIssuer != nil {
@@ -143,7 +145,32 @@ func (r *Reconciler) ensureTLS(ctx context.Context, c *api.EtcdCluster, o *obser
 	// A Problem or an expiring certificate is what Degraded says; its Warning Event is
 	// recorded when the condition turns to it (status_write.go), not on every pass.
 	o.tls = t.view
+	o.memberTrust, o.trustSettled = t.memberTrust, t.settled()
+	for _, record := range t.events {
+		record()
+	}
 	return nil
+}
+
+// sources are where the ports' certificates come from this pass; nil for a port without
+// TLS.
+func (t *tlsPass) sources(ctx context.Context) (peer, client *portSource, err error) {
+	c := t.c
+	if member.PeerTLS(c) {
+		if peer, err = t.source(ctx, c.Spec.TLS.Peer, member.PeerCASecretName(c.Name), "peer", t.peerNames()); err != nil {
+			return nil, nil, err
+		}
+	}
+	switch {
+	case member.ClientTLS(c):
+		client, err = t.source(ctx, c.Spec.TLS.Client, member.ClientCASecretName(c.Name), "client", t.clientNames())
+	case t.client:
+		client, err = t.leavingSource(ctx)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return peer, client, nil
 }
 
 // checkPeerSchemes holds back the members whose claims hold data made with the other peer
@@ -281,7 +308,7 @@ func (t *tlsPass) ensureClientSecret(ctx context.Context, client *portSource) er
 		pki.Request{CommonName: name, Usages: pki.ClientAuth}); err != nil {
 		return err
 	}
-	return t.write(ctx, name, corev1.SecretTypeTLS, data, have)
+	return t.write(ctx, name, corev1.SecretTypeTLS, data, nil, have)
 }
 
 // serving fills in a port's serving key pair: the user's, copied, or one of the operator's CA
@@ -320,17 +347,30 @@ func (t *tlsPass) leaf(data, old map[string][]byte, certKey, keyKey string, ca *
 	return nil
 }
 
-// write creates the Secret, or updates it when its data differs.
-func (t *tlsPass) write(ctx context.Context, name string, typ corev1.SecretType, data map[string][]byte, have *corev1.Secret) error {
+// write creates the Secret, or updates it when its data or the given annotations differ.
+func (t *tlsPass) write(ctx context.Context, name string, typ corev1.SecretType, data map[string][]byte, annotations map[string]string,
+	have *corev1.Secret) error {
 	if have == nil {
-		_, err := t.r.control.CreateSecret(ctx, t.c, t.secret(name, typ, data))
+		s := t.secret(name, typ, data)
+		if len(annotations) > 0 {
+			s.Annotations = maps.Clone(annotations)
+		}
+		_, err := t.r.control.CreateSecret(ctx, t.c, s)
 		return err
 	}
-	if sameData(have.Data, data) {
+	changed := !sameData(have.Data, data)
+	for k, v := range annotations {
+		changed = changed || have.Annotations[k] != v
+	}
+	if !changed {
 		return nil
 	}
 	want := have.DeepCopy()
 	want.Data = data
+	if len(annotations) > 0 && want.Annotations == nil {
+		want.Annotations = map[string]string{}
+	}
+	maps.Copy(want.Annotations, annotations)
 	return t.r.control.UpdateSecret(ctx, t.c, want)
 }
 

@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
 	"maps"
 	"slices"
@@ -65,56 +64,29 @@ func (t *tlsPass) ensureMember(ctx context.Context, ord int, peer, client *portS
 		}
 	}
 	if len(data) > 0 {
-		if err := t.write(ctx, name, corev1.SecretTypeOpaque, data, have); err != nil {
+		if err := t.write(ctx, name, corev1.SecretTypeOpaque, data, leavesOf(peer, client), have); err != nil {
 			return false, err
+		}
+	}
+	t.memberTrust[ord] = map[string][]byte{}
+	for _, k := range member.TrustKeys(true, true) {
+		if len(data[k]) > 0 {
+			t.memberTrust[ord][k] = data[k]
 		}
 	}
 	return complete(t.c, mountsClient, data, t.now), nil
 }
 
-// freezeMovedTrust freezes a port whose CAs would change for the members: etcd reads the CAs
-// it trusts only when it starts, so members that run would refuse a certificate of another
-// CA, and a member given the new CA alone would refuse theirs. It is the pass's Problem;
-// nothing of the port is written, and members without its certificates are held back.
-func (t *tlsPass) freezeMovedTrust(ctx context.Context, peer, client *portSource) error {
-	wants := map[*portSource]map[string][]byte{}
-	if peer != nil && !peer.frozen {
-		wants[peer] = map[string][]byte{member.KeyPeerCA: peer.trust}
-	}
-	if client != nil && !client.frozen && !t.clientIdle {
-		wants[client] = map[string][]byte{member.KeyClientCA: client.trust, member.KeyServerCA: client.servedCA}
-	}
-	for _, ord := range t.ordinals {
-		name := member.TLSSecretName(t.c.Name, ord)
-		have, err := t.r.secret(ctx, t.c.Namespace, name)
-		if err != nil {
-			return err
-		}
-		if have == nil || !metav1.IsControlledBy(have, t.c) {
-			continue
-		}
-		for src, want := range wants {
-			if key, changed := trustChanged(have.Data, want); changed && !src.frozen {
-				t.fail("the CA members trust changed (%s of Secret %s differs from what %s holds now); this operator version does not move a running cluster to another CA: put back the CA members trust (docs/tls.md)",
-					key, name, t.sourceSecret())
-				src.frozen = true
-			}
+// leavesOf are the rotation records (annotationLeavesOf) a member Secret written this pass
+// carries: those of the ports whose leaves are the new CAs' while a rotation is under way.
+func leavesOf(peer, client *portSource) map[string]string {
+	out := map[string]string{}
+	for port, src := range map[string]*portSource{"peer": peer, "client": client} {
+		if src != nil && !src.frozen && src.leavesOf != "" {
+			out[annotationLeavesOf(port)] = src.leavesOf
 		}
 	}
-	return nil
-}
-
-// trustKeys are the keys of a member's Secret that say which CAs it trusts and verifies by.
-var trustKeys = []string{member.KeyPeerCA, member.KeyClientCA, member.KeyServerCA}
-
-// trustChanged reports the first key of trustKeys whose value old holds and want changes.
-func trustChanged(old, want map[string][]byte) (string, bool) {
-	for _, k := range trustKeys {
-		if len(old[k]) > 0 && len(want[k]) > 0 && !bytes.Equal(old[k], want[k]) {
-			return k, true
-		}
-	}
-	return "", false
+	return out
 }
 
 // sourceSecret names the user's Secrets spec.tls names, for messages.

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 	"github.com/etcd-operator/etcd-operator/pkg/member"
 	"github.com/etcd-operator/etcd-operator/pkg/pki"
 )
@@ -45,6 +46,15 @@ func (f *fixture) secretData(name string) map[string][]byte {
 		f.t.Fatalf("secret %s: %v", name, err)
 	}
 	return s.Data
+}
+
+// drainEvents are the Events recorded so far, one a line.
+func drainEvents(f *fixture) string {
+	var out []string
+	for len(f.recorder.Events) > 0 {
+		out = append(out, <-f.recorder.Events)
+	}
+	return strings.Join(out, "\n")
 }
 
 func (f *fixture) secretWrites() []string {
@@ -227,35 +237,61 @@ func TestTLSForeignCASecret(t *testing.T) {
 	}
 }
 
-// A user's Secret whose CA changes is not copied to members that run: etcd reads the CAs it
-// trusts only at start, so the members would stop trusting each other. The cluster says so
-// and keeps what it has; new members are held back.
-func TestTLSUserCAChangeNotCopied(t *testing.T) {
+// A user's Secret whose CA changes starts a rotation: the members' Secrets trust the old and
+// the new CA together, and keep the old CA's leaf (a member added meanwhile gets it too),
+// since the running members do not trust the new CA yet; their pods, made before any pod
+// recorded what it trusts, are out of date, to be restarted onto the bundle.
+func TestTLSUserCAChangeStartsRotation(t *testing.T) {
 	ca := userCA(t, "user CA", tlsEpoch.Add(-time.Hour))
 	next := userCA(t, "next CA", tlsEpoch.Add(-time.Hour))
 	names := []string{"demo-0.ns.svc", "demo-1.ns.svc", "demo-2.ns.svc", "demo-3.ns.svc"}
 	c := withTLS(newCluster(3), &api.TLSSource{SecretName: "peers"}, nil)
-	f := newFixture(t, c, userSecret(t, "peers", ca, names, tlsEpoch, 90*24*time.Hour))
+	first := userSecret(t, "peers", ca, names, tlsEpoch, 90*24*time.Hour)
+	f := newFixture(t, c, first)
 	tlsPassAt(t, f, c, tlsEpoch)
-	before := f.secretData(member.TLSSecretName("demo", 1))
 
 	moved := userSecret(t, "peers", next, names, tlsEpoch, 90*24*time.Hour)
 	if _, err := f.kube.CoreV1().Secrets("ns").Update(context.Background(), moved, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	grown := withTLS(newCluster(4), &api.TLSSource{SecretName: "peers"}, nil)
-	o := tlsPassAt(t, f, grown, tlsEpoch.Add(time.Minute))
-	if p := o.tls.Problem; p == nil || !strings.Contains(p.Message, "CA members trust changed") {
-		t.Errorf("problem %+v, want the CA change said", p)
+	f.kube.ClearActions()
+	f.r.now = func() time.Time { return tlsEpoch.Add(time.Minute) }
+	o := &observation{cluster: grown, pods: map[int]*corev1.Pod{}}
+	for ord := 0; ord < 3; ord++ {
+		o.pods[ord] = member.Pod(grown, member.Template{Ordinal: ord, ClusterState: "existing", InitialCluster: []int{0, 1, 2}}, testInitImage)
+		o.members = append(o.members, etcdutil.Member{ID: uint64(ord + 1), Name: member.Name("demo", ord)})
 	}
-	if w := f.secretWrites(); len(w) != 0 {
-		t.Errorf("writes %v after the CA changed", w)
+	o.membersKnown = true
+	if err := f.r.ensureTLS(context.Background(), grown, o); err != nil {
+		t.Fatal(err)
 	}
-	if after := f.secretData(member.TLSSecretName("demo", 1)); string(after[member.KeyPeerCert]) != string(before[member.KeyPeerCert]) {
-		t.Error("member 1's certificate changed")
+	if p := o.tls.Problem; p != nil {
+		t.Errorf("problem %+v, want a rotation", p)
 	}
-	if !slices.Equal(o.tls.Unready, []int{3}) {
-		t.Errorf("unready %v, want the new member 3 held back and the others ready", o.tls.Unready)
+	if got := o.tls.Status.PeerCARotation; got != api.CARotationTrustingBoth {
+		t.Errorf("status.tls.peerCARotation %q, want TrustingBoth", got)
+	}
+	bundle := pki.Fingerprints(pki.Bundle(ca.CertPEM, next.CertPEM))
+	for ord := 0; ord < 4; ord++ {
+		data := f.secretData(member.TLSSecretName("demo", ord))
+		if got := pki.Fingerprints(data[member.KeyPeerCA]); !slices.Equal(got, bundle) {
+			t.Errorf("member %d trusts %v, want the old and the new CA %v", ord, got, bundle)
+		}
+		if string(data[member.KeyPeerCert]) != string(first.Data["tls.crt"]) {
+			t.Errorf("member %d's Secret does not hold the old CA's leaf", ord)
+		}
+	}
+	if len(o.tls.Unready) != 0 {
+		t.Errorf("unready %v, want every member ready, the new one on the old leaf", o.tls.Unready)
+	}
+	for ord, p := range o.pods {
+		if target := o.trustFor(ord, p, member.ClientPlain); target == "" || member.UpToDate(grown, p, member.Target{Version: grown.Spec.Version, Trust: target}, testInitImage) {
+			t.Errorf("pod %d, made before pods recorded what they trust, is up to date against %q", ord, target)
+		}
+	}
+	if ev := drainEvents(f); !strings.Contains(ev, "CARotationStarted") || !strings.Contains(ev, "Secret peers") {
+		t.Errorf("events %q, want the rotation's start", ev)
 	}
 }
 
@@ -282,11 +318,10 @@ func TestTLSCADeletedIsNotRemade(t *testing.T) {
 
 // A problem with one port's certificates holds back neither the renewal of the other port's
 // nor that of the operator's client certificates, and never reaches <name>-client-tls's CA:
-// a user's client Secret gone, or moved to another CA, leaves the peer leaves and the client
+// a user's client Secret gone, or without its key, leaves the peer leaves and the client
 // certificates renewed, and the CA that verifies the members as it was.
 func TestTLSProblemOnOnePortRenewsTheRest(t *testing.T) {
 	ca := userCA(t, "user CA", tlsEpoch.Add(-time.Hour))
-	next := userCA(t, "next CA", tlsEpoch.Add(-time.Hour))
 	names := []string{"demo-client.ns.svc", "demo-0.ns.svc", "demo-1.ns.svc", "demo-2.ns.svc"}
 	c := withTLS(newCluster(3), &api.TLSSource{}, &api.TLSSource{SecretName: "clients"})
 	for _, tc := range []struct {
@@ -298,9 +333,10 @@ func TestTLSProblemOnOnePortRenewsTheRest(t *testing.T) {
 				t.Fatal(err)
 			}
 		}},
-		{"user CA changed", func(f *fixture) {
-			moved := userSecret(t, "clients", next, names, tlsEpoch.Add(60*24*time.Hour), 90*24*time.Hour)
-			if _, err := f.kube.CoreV1().Secrets("ns").Update(context.Background(), moved, metav1.UpdateOptions{}); err != nil {
+		{"user Secret without its key", func(f *fixture) {
+			broken := userSecret(t, "clients", ca, names, tlsEpoch, 900*24*time.Hour)
+			delete(broken.Data, "tls.key")
+			if _, err := f.kube.CoreV1().Secrets("ns").Update(context.Background(), broken, metav1.UpdateOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}},

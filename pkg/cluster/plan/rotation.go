@@ -94,7 +94,7 @@ type RotationStep struct {
 
 // PlanRotation decides the step of one port's rotation.
 func PlanRotation(in RotationInput) RotationStep {
-	if sameTrust(in.Held, in.Want) {
+	if SameTrust(in.Held, in.Want) {
 		step := RotationStep{NewLeaves: true}
 		if o, ok := podToRestamp(in); ok {
 			step.Phase, step.Waiting = api.CARotationDroppingOld, fmt.Sprintf(
@@ -208,8 +208,8 @@ func covers(trust, want map[string][]string) bool {
 	return true
 }
 
-// sameTrust: the two hold the same CAs for every key.
-func sameTrust(a, b map[string][]string) bool {
+// SameTrust: the two hold the same CAs for every key.
+func SameTrust(a, b map[string][]string) bool {
 	keys := slices.Collect(maps.Keys(a))
 	for k := range b {
 		if !slices.Contains(keys, k) {

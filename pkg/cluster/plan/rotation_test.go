@@ -180,7 +180,7 @@ func TestPlanRotationInvariants(t *testing.T) {
 			in.OldLeaves = []string{"Secret demo-0-tls"}
 		}
 		step := PlanRotation(in)
-		settled := sameTrust(in.Held, in.Want)
+		settled := SameTrust(in.Held, in.Want)
 		if step.NewLeaves && !settled && !in.Switched {
 			if why, _ := untrusting(in); why != "" {
 				t.Fatalf("new leaves while %s: %+v", why, in)

@@ -1,0 +1,274 @@
+package cluster
+
+import (
+	"context"
+	"crypto/x509"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
+	"github.com/etcd-operator/etcd-operator/pkg/member"
+	"github.com/etcd-operator/etcd-operator/pkg/pki"
+)
+
+// leafUse is a leaf in use, and the trust key of the CAs that must have signed it.
+type leafUse struct {
+	where string
+	cert  []byte
+	key   string
+}
+
+// leavesInUse are the leaves members serve and present now, and those their Secrets hold,
+// which the kubelet may put in their pods at any moment.
+func (s *rotationSim) leavesInUse() []leafUse {
+	var out []leafUse
+	add := func(where string, data map[string][]byte) {
+		out = append(out, leafUse{where + " " + member.KeyPeerCert, data[member.KeyPeerCert], member.KeyPeerCA})
+		if member.ClientTLS(s.c) {
+			out = append(out, leafUse{where + " " + member.KeyServerCert, data[member.KeyServerCert], member.KeyServerCA},
+				leafUse{where + " " + member.KeyClientCert, data[member.KeyClientCert], member.KeyClientCA})
+		}
+	}
+	for ord, m := range s.members {
+		add(fmt.Sprintf("served by member %d:", ord), m.volume)
+		add(fmt.Sprintf("in member %d's Secret:", ord), s.f.secretData(member.TLSSecretName(s.c.Name, ord)))
+	}
+	if member.ClientTLS(s.c) {
+		out = append(out, leafUse{"the client Secret's tls.crt", s.f.secretData(member.ClientTLSSecretName(s.c.Name))["tls.crt"], member.KeyClientCA})
+	}
+	return out
+}
+
+// check fails the test if two members, or a member and a client of the operator's, may not
+// trust each other now.
+func (s *rotationSim) check(when string) {
+	s.t.Helper()
+	for _, u := range s.leavesInUse() {
+		if strings.HasPrefix(u.where, "in ") || strings.HasPrefix(u.where, "the client") {
+			s.noGoingBack(when, u.where, u.cert)
+		}
+		for ord, m := range s.members {
+			if !s.signedBy(u.cert, m.trusts[u.key]) {
+				s.t.Fatalf("%s: the leaf %s is of a CA that member %d's etcd does not trust (%s)", when, u.where, ord, u.key)
+			}
+			restarted := parsedCerts(s.f.secretData(member.TLSSecretName(s.c.Name, ord))[u.key])
+			if !s.signedBy(u.cert, restarted) {
+				s.t.Fatalf("%s: the leaf %s is of a CA that member %d's Secret does not trust (%s): a restart would cut it off", when, u.where, ord, u.key)
+			}
+		}
+		if u.key == member.KeyServerCA {
+			if clients := parsedCerts(s.f.secretData(member.ClientTLSSecretName(s.c.Name))["ca.crt"]); !s.signedBy(u.cert, clients) {
+				s.t.Fatalf("%s: the leaf %s is of a CA the client Secret's ca.crt does not hold", when, u.where)
+			}
+		}
+	}
+}
+
+// memberDownWhileReissuing takes member 1 down for a few steps once leaves of the new CA are
+// issued, as a node that goes away would: the new leaves stay (no leaf goes back to a CA it
+// left, which check sees), and the rotation waits for the member.
+func (s *rotationSim) memberDownWhileReissuing(step int) {
+	p := s.members[1].pod
+	switch {
+	case !s.downed && slices.ContainsFunc(s.last.tls.Rotations, func(r plan.PortRotation) bool { return r.Phase == api.CARotationReissuing }):
+		s.downed, s.downSince, p.Status.Phase = true, step, corev1.PodPending
+	case s.downed && step == s.downSince+3:
+		p.Status.Phase = corev1.PodRunning
+	}
+}
+
+// noGoingBack fails the test if the leaf at where is of a CA it had left.
+func (s *rotationSim) noGoingBack(when, where string, cert []byte) {
+	s.t.Helper()
+	certs := parsedCerts(cert)
+	if len(certs) == 0 {
+		return
+	}
+	issuer := certs[0].Issuer.String()
+	seen := s.issuers[where]
+	if n := len(seen); n > 0 && seen[n-1] == issuer {
+		return
+	}
+	if slices.Contains(seen, issuer) {
+		s.t.Fatalf("%s: the leaf %s is of %s again, after %v", when, where, issuer, seen)
+	}
+	s.issuers[where] = append(seen, issuer)
+}
+
+// signedBy is pki.SignedBy, remembered: the check asks the same questions after every step.
+func (s *rotationSim) signedBy(cert []byte, cas []*x509.Certificate) bool {
+	for _, ca := range cas {
+		key := string(cert) + "|" + pki.Fingerprint(ca)
+		ok, seen := s.signed[key]
+		if !seen {
+			ok = pki.SignedBy(cert, []*x509.Certificate{ca}) != ""
+			s.signed[key] = ok
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// done: no port rotates, every pod trusts what its Secret does, and no CA Secret keeps a
+// second CA.
+func (s *rotationSim) done() bool {
+	for _, r := range s.last.tls.Rotations {
+		if r.Phase != "" {
+			return false
+		}
+	}
+	for _, name := range []string{member.PeerCASecretName(s.c.Name), member.ClientCASecretName(s.c.Name)} {
+		if sec, err := s.f.kube.CoreV1().Secrets("ns").Get(context.Background(), name, metav1.GetOptions{}); err == nil && len(sec.Data[caNextCert]) > 0 {
+			return false
+		}
+	}
+	return s.outdated() < 0
+}
+
+// trustsOnly fails the test unless every member's etcd trusts exactly the CAs of caPEM under
+// key.
+func (s *rotationSim) trustsOnly(key string, caPEM []byte) {
+	s.t.Helper()
+	want := pki.Fingerprints(caPEM)
+	for ord, m := range s.members {
+		var got []string
+		for _, c := range m.trusts[key] {
+			got = append(got, pki.Fingerprint(c))
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			s.t.Errorf("member %d trusts %v under %s, want %v alone", ord, got, key, want)
+		}
+	}
+}
+
+// rotationScenario is a cluster, and what starts its rotation once its members run.
+type rotationScenario struct {
+	name    string
+	cluster *api.EtcdCluster
+	objs    func(t *testing.T) []runtime.Object
+	// rotate starts the rotation; after checks the world once it is done.
+	rotate func(s *rotationSim)
+	after  func(s *rotationSim)
+}
+
+func rotationScenarios(t *testing.T) []rotationScenario {
+	oldCA, newCA := userCA(t, "user CA", tlsEpoch.Add(-time.Hour)), userCA(t, "next user CA", tlsEpoch.Add(-time.Hour))
+	peerNames := []string{"demo-0.ns.svc", "demo-1.ns.svc", "demo-2.ns.svc"}
+	clientNames := append([]string{"demo-client.ns.svc"}, peerNames...)
+	changeSecret := func(name string, names []string) func(s *rotationSim) {
+		return func(s *rotationSim) {
+			if _, err := s.f.kube.CoreV1().Secrets("ns").Update(context.Background(),
+				userSecret(s.t, name, newCA, names, tlsEpoch, 90*24*time.Hour), metav1.UpdateOptions{}); err != nil {
+				s.t.Fatal(err)
+			}
+		}
+	}
+	return []rotationScenario{
+		{name: "the operator's CAs, asked for", cluster: withTLS(newCluster(3), &api.TLSSource{}, &api.TLSSource{}),
+			rotate: func(s *rotationSim) { s.c.Annotations = map[string]string{api.AnnotationRotateCA: "2026-11-25"} },
+			after: func(s *rotationSim) {
+				s.trustsOnly(member.KeyPeerCA, s.f.secretData("demo-peer-ca")["tls.crt"])
+				s.trustsOnly(member.KeyClientCA, s.f.secretData("demo-client-ca")["tls.crt"])
+				s.trustsOnly(member.KeyServerCA, s.f.secretData("demo-client-ca")["tls.crt"])
+			}},
+		{name: "a user's peer CA changed", cluster: withTLS(newCluster(3), &api.TLSSource{SecretName: "peers"}, nil),
+			objs: func(t *testing.T) []runtime.Object {
+				return []runtime.Object{userSecret(t, "peers", oldCA, peerNames, tlsEpoch, 90*24*time.Hour)}
+			},
+			rotate: changeSecret("peers", peerNames),
+			after:  func(s *rotationSim) { s.trustsOnly(member.KeyPeerCA, newCA.CertPEM) }},
+		{name: "a user's client CA changed", cluster: withTLS(newCluster(3), &api.TLSSource{}, &api.TLSSource{SecretName: "clients"}),
+			objs: func(t *testing.T) []runtime.Object {
+				return []runtime.Object{userSecret(t, "clients", oldCA, clientNames, tlsEpoch, 90*24*time.Hour)}
+			},
+			rotate: changeSecret("clients", clientNames),
+			after: func(s *rotationSim) {
+				s.trustsOnly(member.KeyServerCA, newCA.CertPEM)
+				s.trustsOnly(member.KeyClientCA, pki.Bundle(newCA.CertPEM, s.f.secretData("demo-client-ca")["tls.crt"]))
+			}},
+	}
+}
+
+// A CA rotation, from the operator's CAs or a user's, goes through its steps on a running
+// cluster with no moment where two members, or a member and the operator's clients, may not
+// trust each other; and so it does when the operator is killed before any one of the Secret
+// writes it makes, and goes on from there.
+func TestTLSRotation(t *testing.T) {
+	for _, sc := range rotationScenarios(t) {
+		t.Run(sc.name, func(t *testing.T) {
+			clean, first, last := sc.simulate(t, 0)
+			steps := []api.CARotationPhase{api.CARotationTrustingBoth, api.CARotationReissuing, api.CARotationDroppingOld}
+			if len(clean.phases) == 0 {
+				t.Error("no port rotated")
+			}
+			for port, got := range clean.phases {
+				if !slices.Equal(got, steps) {
+					t.Errorf("the %s port's steps %v, want %v", port, got, steps)
+				}
+			}
+			for at := first + 1; at <= last; at++ {
+				t.Run(fmt.Sprintf("killed before write %d", at-first), func(t *testing.T) {
+					t.Parallel()
+					sc.simulate(t, at)
+				})
+			}
+		})
+	}
+}
+
+// simulated is a simulation's record: the steps each port went through, in order.
+type simulated struct {
+	phases map[string][]api.CARotationPhase
+}
+
+// simulate runs the scenario, with the failAt-th Secret write failing (none: 0); it returns
+// the record, and the count of writes before and after the rotation.
+func (sc rotationScenario) simulate(t *testing.T, failAt int) (rec simulated, first, last int) {
+	var objs []runtime.Object
+	if sc.objs != nil {
+		objs = sc.objs(t)
+	}
+	s := newRotationSim(t, sc.cluster.DeepCopy(), objs...)
+	s.start()
+	sc.rotate(s)
+	first, s.failAt = s.writes, failAt
+	rec.phases = map[string][]api.CARotationPhase{}
+	for step := 0; ; step++ {
+		ok := s.pass()
+		s.check(fmt.Sprintf("step %d, after the pass", step))
+		for _, r := range s.last.tls.Rotations {
+			if seen := rec.phases[r.Port]; ok && r.Phase != "" && (len(seen) == 0 || seen[len(seen)-1] != r.Phase) {
+				rec.phases[r.Port] = append(seen, r.Phase)
+			}
+		}
+		if ok && s.done() {
+			break
+		}
+		if step > 200 {
+			t.Fatalf("the rotation did not end; last steps %+v", s.last.tls.Rotations)
+		}
+		s.memberDownWhileReissuing(step)
+		if ord := s.outdated(); ok && ord >= 0 {
+			s.restart(ord)
+			s.check(fmt.Sprintf("step %d, after member %d restarted", step, ord))
+		}
+		s.refresh(step % len(s.members))
+		s.check(fmt.Sprintf("step %d, after member %d's volume refreshed", step, step%len(s.members)))
+	}
+	if s.last.tls.Problem != nil {
+		t.Errorf("problem %+v after the rotation", s.last.tls.Problem)
+	}
+	sc.after(s)
+	return rec, first, s.writes
+}
