@@ -49,8 +49,9 @@ func (m *rotatingMember) files(t *testing.T) map[string][]byte {
 
 func (m *rotatingMember) write(t *testing.T) { m.volume.update(t, m.files(t)) }
 
-func TestCARotationOnRealMembers(t *testing.T) {
-	oldCA, newCA := newCA(t, "old peer CA"), newCA(t, "new peer CA")
+// startRotatingCluster starts three members with peer TLS, their leaves of ca, which they
+// trust alone.
+func startRotatingCluster(t *testing.T, ca pki.KeyPair) ([]*etcdtest.Member, map[string]*rotatingMember) {
 	secrets := map[string]*rotatingMember{}
 	// The peer URLs are https once a member has peer TLS files; the files, whose leaves name
 	// the member's address, are made when it first starts and pointed at on every start.
@@ -58,14 +59,19 @@ func TestCARotationOnRealMembers(t *testing.T) {
 	configure := func(cfg *embed.Config) {
 		m := secrets[cfg.Name]
 		if m == nil {
-			m = &rotatingMember{host: cfg.ListenPeerUrls[0].Hostname(), issuer: oldCA, trust: oldCA.CertPEM}
+			m = &rotatingMember{host: cfg.ListenPeerUrls[0].Hostname(), issuer: ca, trust: ca.CertPEM}
 			m.volume = newSecretVolume(t, m.files(t))
 			secrets[cfg.Name] = m
 		}
 		cfg.PeerTLSInfo = transport.TLSInfo{CertFile: m.volume.path(member.KeyPeerCert), KeyFile: m.volume.path(member.KeyPeerKey),
 			TrustedCAFile: m.volume.path(member.KeyPeerCA), ClientCertAuth: true, SkipClientSANVerify: true}
 	}
-	members := etcdtest.StartTLSCluster(t, 3, https, configure)
+	return etcdtest.StartTLSCluster(t, 3, https, configure), secrets
+}
+
+func TestCARotationOnRealMembers(t *testing.T) {
+	oldCA, newCA := newCA(t, "old peer CA"), newCA(t, "new peer CA")
+	members, secrets := startRotatingCluster(t, oldCA)
 	cli := plainClient(t, members)
 	put := func(step string) {
 		t.Helper()

@@ -30,17 +30,20 @@ func rotating(held []string, pods ...RotationPod) RotationInput {
 	return in
 }
 
-func TestPlanRotation(t *testing.T) {
+// rotationCase is a state of a rotation, and the step it decides.
+type rotationCase struct {
+	name      string
+	in        RotationInput
+	phase     api.CARotationPhase
+	bundle    bool
+	newLeaves bool
+	waiting   string
+	since     time.Time
+}
+
+func rotationCases() []rotationCase {
 	both := []string{"new", "old"}
-	for _, tc := range []struct {
-		name      string
-		in        RotationInput
-		phase     api.CARotationPhase
-		bundle    bool
-		newLeaves bool
-		waiting   string
-		since     time.Time
-	}{
+	return []rotationCase{
 		{name: "at rest: nothing to do", newLeaves: true,
 			in: RotationInput{Want: trustOf("new"), Held: trustOf("new"), MembersKnown: true, Members: []int{0},
 				Pods: map[int]RotationPod{0: running(true, true, "new")}}},
@@ -127,7 +130,11 @@ func TestPlanRotation(t *testing.T) {
 				return in
 			}(),
 			waiting: "Secret demo-client-tls still holds"},
-	} {
+	}
+}
+
+func TestPlanRotation(t *testing.T) {
+	for _, tc := range rotationCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			got := PlanRotation(tc.in)
 			if got.Phase != tc.phase || got.Bundle != tc.bundle || got.NewLeaves != tc.newLeaves {
