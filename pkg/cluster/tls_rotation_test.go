@@ -272,3 +272,59 @@ func (sc rotationScenario) simulate(t *testing.T, failAt int) (rec simulated, fi
 	sc.after(s)
 	return rec, first, s.writes
 }
+
+// An operator's CA starts to rotate at two thirds of its life, or when the rotate-ca
+// annotation holds a value its Secret has not recorded: the new CA is kept beside the old one
+// with the value, in one write. The same value never starts a second rotation, nor does a
+// value set before the CA was made.
+func TestTLSRotationStarts(t *testing.T) {
+	c := withTLS(newCluster(3), &api.TLSSource{}, nil)
+	c.Spec.TLS.CALifetime = &metav1.Duration{Duration: 3000 * time.Hour}
+	c.Annotations = map[string]string{api.AnnotationRotateCA: "before"}
+	f := newFixture(t, c)
+	tlsPassAt(t, f, c, tlsEpoch)
+	ca := f.secretData("demo-peer-ca")
+	nextOf := func() []byte { return f.secretData("demo-peer-ca")[caNextCert] }
+	if tlsPassAt(t, f, c, tlsEpoch.Add(time.Hour)); nextOf() != nil {
+		t.Fatal("a rotation started for a value set before the CA was made")
+	}
+	c.Annotations[api.AnnotationRotateCA] = "now"
+	o := tlsPassAt(t, f, c, tlsEpoch.Add(2*time.Hour))
+	if nextOf() == nil || string(f.secretData("demo-peer-ca")["tls.crt"]) != string(ca["tls.crt"]) {
+		t.Fatal("asked for, no new CA kept beside the old one")
+	}
+	// With no member pod, nothing runs that trusts the old CA alone: the leaves are the new
+	// CA's at once.
+	if o.tls.Status.PeerCARotation != api.CARotationReissuing {
+		t.Errorf("status.tls.peerCARotation %q, want Reissuing", o.tls.Status.PeerCARotation)
+	}
+	if ev := drainEvents(f); !strings.Contains(ev, "CARotationStarted") || !strings.Contains(ev, "rotate-ca=now") {
+		t.Errorf("events %q, want the start and why", ev)
+	}
+	next := nextOf()
+	for i := 0; i < 3; i++ {
+		tlsPassAt(t, f, c, tlsEpoch.Add(3*time.Hour))
+	}
+	if got := f.secretData("demo-peer-ca"); string(got["tls.crt"]) != string(next) || got[caNextCert] != nil {
+		t.Fatal("the rotation did not put the new CA in place of the old")
+	}
+	if tlsPassAt(t, f, c, tlsEpoch.Add(4*time.Hour)); nextOf() != nil {
+		t.Error("the same value started a second rotation")
+	}
+
+	// Two thirds of the new CA's life: due.
+	cur, err := pki.ParseCertificates(next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tlsPassAt(t, f, c, pki.RenewAt(cur[0]).Add(-time.Minute)); nextOf() != nil {
+		t.Error("a rotation started before two thirds of the CA's life")
+	}
+	tlsPassAt(t, f, c, pki.RenewAt(cur[0]))
+	if nextOf() == nil {
+		t.Error("no rotation at two thirds of the CA's life")
+	}
+	if ev := drainEvents(f); !strings.Contains(ev, "two thirds of its life") {
+		t.Errorf("events %q, want the start said with its cause", ev)
+	}
+}
