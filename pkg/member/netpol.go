@@ -29,7 +29,7 @@ func OperatorPeer(namespace string) *networkingv1.NetworkPolicyPeer {
 // NetworkPolicy is the policy spec.networkPolicy asks for, nil when it asks for none. The
 // members reach each other on both ports (raft on the peer port; member-init and the members'
 // own clients on the client port); the operator, the cluster's backup pods and the spec's
-// clients reach the client port only. The rule of the client port is left out when it names no one: a rule without peers
+// clients reach the client port, and the operator the peer port too. The rule of the client port is left out when it names no one: a rule without peers
 // would let everyone in. The kubelet's probes come from the node, which network plugins let
 // through.
 func NetworkPolicy(c *api.EtcdCluster, operator *networkingv1.NetworkPolicyPeer) *networkingv1.NetworkPolicy {
@@ -57,6 +57,13 @@ func NetworkPolicy(c *api.EtcdCluster, operator *networkingv1.NetworkPolicyPeer)
 	if len(clients) > 0 {
 		ingress = append(ingress, networkingv1.NetworkPolicyIngressRule{
 			From: clients, Ports: []networkingv1.NetworkPolicyPort{port(ClientPort)},
+		})
+	}
+	// The operator asks the members' peer ports what they trust and serve while a CA rotates
+	// (pkg/cluster/tls_probe.go); the port still demands a certificate of the peer CA.
+	if operator != nil {
+		ingress = append(ingress, networkingv1.NetworkPolicyIngressRule{
+			From: []networkingv1.NetworkPolicyPeer{*operator.DeepCopy()}, Ports: []networkingv1.NetworkPolicyPort{port(PeerPort)},
 		})
 	}
 	return &networkingv1.NetworkPolicy{

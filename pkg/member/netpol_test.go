@@ -34,8 +34,12 @@ func TestNetworkPolicy(t *testing.T) {
 	if got := np.Spec.PodSelector.MatchLabels; got[LabelCluster] != "demo" || len(np.Spec.PolicyTypes) != 1 || np.Spec.PolicyTypes[0] != networkingv1.PolicyTypeIngress {
 		t.Errorf("selects %v for %v, want the members of demo, Ingress only", got, np.Spec.PolicyTypes)
 	}
-	if len(np.Spec.Ingress) != 2 {
-		t.Fatalf("%d ingress rules, want members on both ports and clients on the client port", len(np.Spec.Ingress))
+	if len(np.Spec.Ingress) != 3 {
+		t.Fatalf("%d ingress rules, want members on both ports, clients on the client port and the operator on the peer port", len(np.Spec.Ingress))
+	}
+	if op := np.Spec.Ingress[2]; len(ports(op)) != 1 || ports(op)[0] != PeerPort || len(op.From) != 1 ||
+		op.From[0].NamespaceSelector.MatchLabels[corev1.LabelMetadataName] != "ops" {
+		t.Errorf("the operator's rule %+v: want the operator (in ops) on %d", op, PeerPort)
 	}
 	members, clients := np.Spec.Ingress[0], np.Spec.Ingress[1]
 	if p := ports(members); len(p) != 2 || p[0] != ClientPort || p[1] != PeerPort || len(members.From) != 1 ||

@@ -33,7 +33,7 @@ var schemaDigests = map[int]string{
 	10: "e12472ea48eca0adc59edf6588c57bf75a34c72405951b72096e93059795de3b",
 	11: "50f480a721033d351cfd2fd46b153d05fe0a9db1421b00b32d2b5160622b14c1",
 	12: "aa77adda0df63e231a47cbc467f70257541ea72822832cead0a71609cd88d5d2",
-	13: "1ee030dfc7028eeb48a983966506c412e1cd87e1240b52e8897adb8a1e17b38e",
+	13: "8c90f6fb824e7411856896493c17238a470826dfba773069f3d1ac972b148c7c",
 }
 
 // backupSchemaDigests is schemaDigests for the EtcdBackup CRD (the marker on EtcdBackup).

@@ -114,9 +114,10 @@ type EtcdClusterSpec struct {
 	Recovery *RecoverySpec `json:"recovery,omitempty"`
 
 	// NetworkPolicy, when set, has the operator keep a NetworkPolicy <name> over the member
-	// pods: only the members reach the peer port (2380), and only the members, the operator
-	// and the clients listed here reach the client port (2379). Removing it removes the
-	// policy. It takes effect only where the network plugin enforces NetworkPolicies.
+	// pods: only the members and the operator (which asks what they serve while a CA
+	// rotates) reach the peer port (2380), and only the members, the operator and the
+	// clients listed here reach the client port (2379). Removing it removes the policy. It
+	// takes effect only where the network plugin enforces NetworkPolicies.
 	// +optional
 	NetworkPolicy *NetworkPolicySpec `json:"networkPolicy,omitempty"`
 
