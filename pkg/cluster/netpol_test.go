@@ -46,20 +46,20 @@ func TestSyncKeepsNetworkPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := member.NetworkPolicy(c, member.OperatorPeer("etcd-operator-system")); got.Name != "demo" || len(got.Spec.Ingress) != 2 ||
+	if want := member.NetworkPolicy(c, member.OperatorPeer("etcd-operator-system")); got.Name != "demo" || len(got.Spec.Ingress) != 3 ||
 		len(got.Spec.Ingress[1].From) != 3 || want.Spec.Ingress[1].From[1].NamespaceSelector == nil {
 		t.Errorf("created %+v, want %+v", got.Spec, want.Spec)
 	}
 
-	// Changed by someone (the clients' rule dropped): put back. Unchanged: left alone.
+	// Changed by someone (the clients' and the operator's rules dropped): put back. Unchanged: left alone.
 	changed := got.DeepCopy()
 	changed.Spec.Ingress = changed.Spec.Ingress[:1]
 	f = newFixture(t, c, member.PeerService(c), member.ClientService(c), changed)
 	sync(f)
 	if updates := f.applied("networkpolicies"); len(updates) != 1 {
 		t.Errorf("updates %v, want the policy put back", updates)
-	} else if back, err := f.kube.NetworkingV1().NetworkPolicies("ns").Get(ctx, "demo", metav1.GetOptions{}); err != nil || len(back.Spec.Ingress) != 2 {
-		t.Errorf("policy after the update: %+v, %v; want the clients' rule back", back, err)
+	} else if back, err := f.kube.NetworkingV1().NetworkPolicies("ns").Get(ctx, "demo", metav1.GetOptions{}); err != nil || len(back.Spec.Ingress) != 3 {
+		t.Errorf("policy after the update: %+v, %v; want the clients' and the operator's rules back", back, err)
 	}
 	f = newFixture(t, c, member.PeerService(c), member.ClientService(c), got)
 	sync(f)
