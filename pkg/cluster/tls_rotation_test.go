@@ -328,3 +328,48 @@ func TestTLSRotationStarts(t *testing.T) {
 		t.Errorf("events %q, want the start said with its cause", ev)
 	}
 }
+
+// A pod that recorded other CAs than its Secret trusts now is out of date, and never restarted
+// in place; a pod made before pods recorded anything is out of date only while a rotation has
+// the Secrets trust a bundle. A pod made now records what its Secret trusts.
+func TestPodsTrustingOtherCAs(t *testing.T) {
+	c := withTLS(newCluster(3), &api.TLSSource{}, nil)
+	c.Spec.Version, c.Status.CurrentVersion = "3.6.16", "3.6.16"
+	oldCA, newCA := userCA(t, "old", tlsEpoch), userCA(t, "new", tlsEpoch)
+	secret := map[string][]byte{member.KeyPeerCA: oldCA.CertPEM}
+	bundle := map[string][]byte{member.KeyPeerCA: pki.Bundle(oldCA.CertPEM, newCA.CertPEM)}
+	o := observed(c)
+	o.initImage, o.memberTrust, o.trustSettled = "x", map[int]map[string][]byte{0: secret, 1: secret, 2: secret}, true
+	for _, ord := range []int{1, 2} {
+		o.pods[ord] = member.Pod(c, member.Template{Ordinal: ord, ClusterState: "new", InitialCluster: []int{0},
+			Trust: member.TrustStamp(secret, true, false)}, "x")
+	}
+	if s := o.state(tlsEpoch); s.Pods[0].Outdated || s.Pods[1].Outdated {
+		t.Fatalf("pods trusting what their Secrets do, one recording nothing: %+v, %+v", s.Pods[0], s.Pods[1])
+	}
+	o.memberTrust[1], o.memberTrust[0], o.trustSettled = bundle, bundle, false
+	c.Spec.Version = "3.6.17"
+	s := o.state(tlsEpoch)
+	if !s.Pods[1].Outdated || s.Pods[1].ImageOnly {
+		t.Errorf("a pod that recorded the old CA alone, its Secret trusting both, with a new version: %+v; want rolled, not in place", s.Pods[1])
+	}
+	if !s.Pods[0].Outdated || s.Pods[0].ImageOnly {
+		t.Errorf("a pod that recorded nothing, a rotation under way: %+v; want rolled", s.Pods[0])
+	}
+	if !s.Pods[2].Outdated || !s.Pods[2].ImageOnly {
+		t.Errorf("a pod whose Secret still trusts what it did, with a new version: %+v; want changed in place", s.Pods[2])
+	}
+
+	f := newFixture(t, c)
+	if _, err := f.r.perform(context.Background(), c, o, plan.Action{Kind: plan.ActionCreatePod, Ordinal: 0, ClusterState: "existing",
+		InitialCluster: []int{0, 1, 2}, PodVersion: "3.6.16"}, "test"); err != nil {
+		t.Fatal(err)
+	}
+	made, err := f.kube.CoreV1().Pods("ns").Get(context.Background(), "demo-0", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := made.Annotations[member.AnnotationTrust], member.TrustStamp(bundle, true, false); got != want {
+		t.Errorf("pod made with record %q, want %q", got, want)
+	}
+}
