@@ -39,25 +39,25 @@ func (t *tlsPass) rotationPods(ctx context.Context, o *observation, p rotationPo
 		}
 	}
 	out := map[int]plan.RotationPod{}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
+	probed := map[int]*plan.RotationPod{}
 	for ord, pod := range o.pods {
 		tmpl, _ := member.ReadTemplate(t.c.Name, pod)
 		rp := plan.RotationPod{Uses: p.name == "peer" || servesClientTLS(t.c, pod), Trust: member.ParseTrust(tmpl.Trust),
 			Terminating: pod.DeletionTimestamp != nil, Running: pod.Status.Phase == corev1.PodRunning && pod.Status.PodIP != "",
 			Created: pod.CreationTimestamp.Time}
 		out[ord] = rp
-		if !probe || !rp.Uses || !rp.Running || rp.Terminating {
-			continue
+		if probe && rp.Uses && rp.Running && !rp.Terminating {
+			probed[ord] = &rp
 		}
-		wg.Go(func() {
-			t.probePod(ctx, &rp, pod.Status.PodIP, ord, p, held, certs)
-			mu.Lock()
-			out[ord] = rp
-			mu.Unlock()
-		})
+	}
+	var wg sync.WaitGroup
+	for ord, rp := range probed {
+		wg.Go(func() { t.probePod(ctx, rp, o.pods[ord].Status.PodIP, ord, p, held, certs) })
 	}
 	wg.Wait()
+	for ord, rp := range probed {
+		out[ord] = *rp
+	}
 	return out, nil
 }
 
@@ -91,7 +91,10 @@ func (t *tlsPass) probePod(ctx context.Context, rp *plan.RotationPod, ip string,
 
 // probeCerts are the client certificates a probe of the port presents, one of each CA the
 // port moves to that the operator can present: one it issues, for this pass only, from its
-// own CA, and the leaf of a user's Secret (which must allow client authentication).
+// own CA, and on the peer port the leaf of a user's Secret (which allows client
+// authentication). Not that leaf on the client port: it names the members, and etcd checks a
+// client certificate's names against the address it connects from there; that members
+// trust a user's new client CA is known from their pods' records alone.
 func (t *tlsPass) probeCerts(p rotationPort) ([]tls.Certificate, error) {
 	var out []tls.Certificate
 	if p.src.ca != nil && (p.name == "client" || p.src.userSecret == "") {
@@ -106,7 +109,7 @@ func (t *tlsPass) probeCerts(p rotationPort) ([]tls.Certificate, error) {
 		}
 		out = append(out, pair)
 	}
-	if p.src.userSecret != "" {
+	if p.name == "peer" && p.src.userSecret != "" {
 		// Checked by source: it parses, and its key is its own.
 		if pair, err := tls.X509KeyPair(p.src.cert, p.src.key); err == nil {
 			out = append(out, pair)

@@ -175,5 +175,10 @@ func (s *rotationSim) probe(_ context.Context, baseURL string, cert tls.Certific
 	if pki.LeafSignedBy(presented, m.trusts[trustKey]) == "" {
 		return served, errors.New("remote error: tls: unknown certificate authority")
 	}
+	// etcd checks the names of a client certificate against the address it comes from on the
+	// client port (the peer port skips it: --peer-skip-client-san-verification).
+	if trustKey == member.KeyClientCA && len(presented.DNSNames)+len(presented.IPAddresses) > 0 {
+		return served, errors.New("the client certificate's names do not match the address it connects from")
+	}
 	return served, nil
 }
