@@ -80,7 +80,12 @@ func (t *tlsPass) rotatePort(ctx context.Context, o *observation, members map[in
 		// No etcd serves the port over TLS: none trusts what the Secrets hold of it.
 		held = heldTrust(nil, p.want)
 	}
-	in := plan.RotationInput{Name: t.c.Name, Port: p.name, Want: held.wantFps, Held: held.fps, MembersKnown: o.membersKnown}
+	in := plan.RotationInput{Name: t.c.Name, Port: p.name, Want: held.wantFps, Held: held.fps, MembersKnown: o.membersKnown, Now: t.now}
+	if p.name == "client" {
+		// Applications and backups mount <name>-client-tls: they get its new certificate
+		// from their kubelets, which the operator cannot ask.
+		in.HoldersRefresh = plan.HoldersRefresh
+	}
 	for _, m := range o.members {
 		if ord, ok := o.memberOrdinal(m); ok {
 			in.Members = append(in.Members, ord)

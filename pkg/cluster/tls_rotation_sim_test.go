@@ -101,7 +101,7 @@ func (s *rotationSim) pass() bool {
 	if err == nil {
 		s.last = o
 	}
-	s.now = s.now.Add(10 * time.Second)
+	s.now = s.now.Add(30 * time.Second)
 	return err == nil
 }
 

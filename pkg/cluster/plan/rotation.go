@@ -56,6 +56,11 @@ type RotationInput struct {
 	// MembersKnown: etcd's member list answered; Members are its members' ordinals.
 	MembersKnown bool
 	Members      []int
+	// HoldersRefresh, when set, is how long the old CAs are kept at least after the switch
+	// to new leaves, for holders of the port's certificates the operator cannot ask (those
+	// that mount <name>-client-tls) to get the new ones; Now is the pass's time.
+	HoldersRefresh time.Duration
+	Now            time.Time
 }
 
 // RotationPod is one member pod as a rotation sees it.
@@ -159,6 +164,10 @@ func stillOld(in RotationInput) (why string, since time.Time) {
 	if len(in.OldLeaves) > 0 {
 		return fmt.Sprintf("%s still holds a certificate of the old %s CA", strings.Join(in.OldLeaves, ", "), in.Port), in.SwitchedAt
 	}
+	if until := in.SwitchedAt.Add(in.HoldersRefresh); in.HoldersRefresh > 0 && in.Now.Before(until) {
+		return fmt.Sprintf("the old %s CA is kept until %s, for the kubelet to give the pods that mount the client Secret its new certificate",
+			in.Port, until.UTC().Format(time.RFC3339)), time.Time{}
+	}
 	for _, o := range SortedOrdinals(in.Pods) {
 		p, name := in.Pods[o], naming.Name(in.Name, o)
 		switch {
@@ -228,6 +237,13 @@ func sortedSet(s []string) []string {
 	out := slices.Sorted(slices.Values(s))
 	return slices.Compact(out)
 }
+
+// HoldersRefresh is how long a client port keeps its old CAs at least after its leaves are
+// switched to the new ones (RotationInput.HoldersRefresh): the kubelet puts a changed Secret
+// into the pods that mount it on its periodic sync of each pod (its period, and as much
+// again for jitter and its cache), and applications that mount <name>-client-tls and read
+// it for each connection then present the new certificate.
+const HoldersRefresh = 3 * time.Minute
 
 // rotationStuckAfter is how long a rotation may wait between two steps on something only the
 // world can end (a member that does not accept the new CA, or does not serve its leaf yet)

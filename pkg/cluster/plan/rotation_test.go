@@ -113,6 +113,21 @@ func rotationCases() []rotationCase {
 				in.Switched = true
 				return in
 			}()},
+		{name: "client port: the old CA kept a while for the client Secret's holders", phase: api.CARotationReissuing, bundle: true, newLeaves: true,
+			in: func() RotationInput {
+				in := rotating(both, running(true, true, "old", "new"), running(true, true, "old", "new"), running(true, true, "old", "new"))
+				in.Port, in.Switched, in.SwitchedAt = "client", true, rotationEpoch
+				in.HoldersRefresh, in.Now = HoldersRefresh, rotationEpoch.Add(HoldersRefresh-time.Second)
+				return in
+			}(),
+			waiting: "the old client CA is kept until"},
+		{name: "client port: dropped once its holders had the time", phase: api.CARotationDroppingOld, newLeaves: true,
+			in: func() RotationInput {
+				in := rotating(both, running(true, true, "old", "new"), running(true, true, "old", "new"), running(true, true, "old", "new"))
+				in.Port, in.Switched, in.SwitchedAt = "client", true, rotationEpoch
+				in.HoldersRefresh, in.Now = HoldersRefresh, rotationEpoch.Add(HoldersRefresh)
+				return in
+			}()},
 		{name: "dropped: pods still trusting the old CA are rolled", phase: api.CARotationDroppingOld, newLeaves: true,
 			in:      rotating([]string{"new"}, running(true, true, "new"), running(true, true, "old", "new"), running(true, true, "old", "new")),
 			waiting: "member demo-1 still trusts the old peer CA"},
