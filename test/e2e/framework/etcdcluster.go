@@ -64,13 +64,16 @@ type TLSSpec struct {
 	LeafLifetime string `json:"leafLifetime"`
 }
 
-// TLSStatus is status.tls: the Secret with the applications' client certificate, and when
-// the CAs and the first of the members' leaves expire.
+// TLSStatus is status.tls: the Secret with the applications' client certificate, when the
+// CAs and the first of the members' leaves expire, and the step each port's CA rotation is
+// at (empty when none is under way).
 type TLSStatus struct {
 	ClientSecretName string     `json:"clientSecretName"`
 	PeerCAExpiry     *time.Time `json:"peerCAExpiry"`
 	ClientCAExpiry   *time.Time `json:"clientCAExpiry"`
 	LeafExpiry       *time.Time `json:"leafExpiry"`
+	PeerCARotation   string     `json:"peerCARotation"`
+	ClientCARotation string     `json:"clientCARotation"`
 }
 
 // ClientTLS reports whether the cluster's client port uses TLS (spec.tls.client is set).
