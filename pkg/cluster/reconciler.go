@@ -49,6 +49,10 @@ const (
 	whileBlocked = 5 * time.Second
 	// whenSteady: health is re-checked even when no pod changes.
 	whenSteady = 10 * time.Second
+	// whileRotating: a CA rotation waits between two steps on the kubelet (refreshing
+	// Secret volumes) or on the pods that mount the client Secret; each look asks the members'
+	// ports again.
+	whileRotating = 5 * time.Second
 	// whileRefused: a create the API server refused (quota, admission) is tried again this
 	// late, never in a hot loop; a change to the cluster wakes the pass earlier.
 	whileRefused = 30 * time.Second
@@ -220,6 +224,8 @@ func (r *Reconciler) takeDecision(ctx context.Context, c *api.EtcdCluster, obs *
 		}
 	case decision.Blocked != "":
 		requeue = whileBlocked
+	case decision.Progress == api.ReasonRotatingCA:
+		requeue = whileRotating
 	case decision.Progress != "":
 		requeue = whileWaiting
 	}

@@ -27,26 +27,50 @@ func (r *Reconciler) probe() etcdutil.TLSProbe {
 	return etcdutil.ProbeTLS
 }
 
-// rotationPods are the member pods as the port's rotation sees them; while the port rotates
-// (probe), each that runs and serves the port over TLS is asked, in parallel, whether it
-// accepts a certificate of each CA it moves to, and which leaf it serves.
-func (t *tlsPass) rotationPods(ctx context.Context, o *observation, p rotationPort, held trustSet, probe bool) (map[int]plan.RotationPod, error) {
-	var certs []tls.Certificate
-	if probe {
-		var err error
-		if certs, err = t.probeCerts(p); err != nil {
-			return nil, err
+// rotationPods are the member pods as the port's rotation sees them, without asking them
+// anything yet.
+func (t *tlsPass) rotationPods(o *observation, p rotationPort) map[int]plan.RotationPod {
+	out := map[int]plan.RotationPod{}
+	for ord, pod := range o.pods {
+		tmpl, _ := member.ReadTemplate(t.c.Name, pod)
+		out[ord] = plan.RotationPod{Uses: p.name == "peer" || servesClientTLS(t.c, pod), Trust: member.ParseTrust(tmpl.Trust),
+			Terminating: pod.DeletionTimestamp != nil, Running: pod.Status.Phase == corev1.PodRunning && pod.Status.PodIP != "",
+			Created: pod.CreationTimestamp.Time}
+	}
+	return out
+}
+
+// asked: the pod's port is one a probe asks.
+func asked(rp plan.RotationPod) bool { return rp.Uses && rp.Running && !rp.Terminating }
+
+// assumeAnswers are pods whose ports, each one a probe would ask, answer as the rotation needs
+// (good) or not at all.
+func assumeAnswers(pods map[int]plan.RotationPod, good bool) map[int]plan.RotationPod {
+	out := map[int]plan.RotationPod{}
+	for ord, rp := range pods {
+		if asked(rp) {
+			rp.Probed, rp.Accepted, rp.ServesNew = good, good, good
+			if !good {
+				rp.Problem = "not asked yet"
+			}
 		}
+		out[ord] = rp
+	}
+	return out
+}
+
+// probePods asks, in parallel, each pod a probe asks whether its port accepts a certificate
+// of each CA the port moves to, and which leaf it serves.
+func (t *tlsPass) probePods(ctx context.Context, o *observation, p rotationPort, held trustSet, pods map[int]plan.RotationPod) (map[int]plan.RotationPod, error) {
+	certs, err := t.probeCerts(p)
+	if err != nil {
+		return nil, err
 	}
 	out := map[int]plan.RotationPod{}
 	probed := map[int]*plan.RotationPod{}
-	for ord, pod := range o.pods {
-		tmpl, _ := member.ReadTemplate(t.c.Name, pod)
-		rp := plan.RotationPod{Uses: p.name == "peer" || servesClientTLS(t.c, pod), Trust: member.ParseTrust(tmpl.Trust),
-			Terminating: pod.DeletionTimestamp != nil, Running: pod.Status.Phase == corev1.PodRunning && pod.Status.PodIP != "",
-			Created: pod.CreationTimestamp.Time}
+	for ord, rp := range pods {
 		out[ord] = rp
-		if probe && rp.Uses && rp.Running && !rp.Terminating {
+		if asked(rp) {
 			probed[ord] = &rp
 		}
 	}

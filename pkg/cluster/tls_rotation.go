@@ -94,16 +94,16 @@ func (t *tlsPass) rotatePort(ctx context.Context, o *observation, members map[in
 	record := leavesRecord(held.wantFps)
 	in.Switched, in.SwitchedAt = switched(members, p.name, record)
 	settled := plan.SameTrust(in.Held, in.Want)
-	var err error
-	if in.Pods, err = t.rotationPods(ctx, o, p, held, !settled); err != nil {
-		return err
-	}
 	if !settled {
+		var err error
 		if in.OldLeaves, err = t.oldLeaves(ctx, members, p, held); err != nil {
 			return err
 		}
 	}
-	step := plan.PlanRotation(in)
+	step, err := t.decide(ctx, o, p, held, in)
+	if err != nil {
+		return err
+	}
 	if err := t.applyStep(ctx, p, step, held, members, settled); err != nil {
 		return err
 	}
@@ -121,6 +121,26 @@ func (t *tlsPass) rotatePort(ctx context.Context, o *observation, members map[in
 	}
 	t.rotationEvents(p, step, in, held, settled)
 	return nil
+}
+
+// decide is the port's step. The members' ports are asked only when what they answer can
+// change it: the step when every member would answer as the rotation needs, and the step
+// when none would, differ. Otherwise that step is the port's, and its wait is the one the
+// members' answers do not decide (a pod to restart, a leaf to write, the client Secret's
+// holders).
+func (t *tlsPass) decide(ctx context.Context, o *observation, p rotationPort, held trustSet, in plan.RotationInput) (plan.RotationStep, error) {
+	pods := t.rotationPods(o, p)
+	in.Pods = assumeAnswers(pods, true)
+	hopeful := plan.PlanRotation(in)
+	in.Pods = assumeAnswers(pods, false)
+	if hopeless := plan.PlanRotation(in); hopeless.Bundle == hopeful.Bundle && hopeless.NewLeaves == hopeful.NewLeaves {
+		return hopeful, nil
+	}
+	var err error
+	if in.Pods, err = t.probePods(ctx, o, p, held, pods); err != nil {
+		return plan.RotationStep{}, err
+	}
+	return plan.PlanRotation(in), nil
 }
 
 // applyStep makes the port's source what the step writes: the trust bundle or the new CAs

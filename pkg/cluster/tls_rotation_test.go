@@ -202,11 +202,16 @@ func rotationScenarios(t *testing.T) []rotationScenario {
 
 // A CA rotation, from the operator's CAs or a user's, goes through its steps on a running
 // cluster with no moment where two members, or a member and the operator's clients, may not
-// trust each other; and so it does when the operator is killed before any one of the Secret
-// writes it makes, and goes on from there.
+// trust each other; and so it does when a member goes down once the new leaves are issued
+// (they stay), and when the operator is killed before any one of the Secret writes it makes,
+// and goes on from there.
 func TestTLSRotation(t *testing.T) {
 	for _, sc := range rotationScenarios(t) {
 		t.Run(sc.name, func(t *testing.T) {
+			t.Run("a member down while reissuing", func(t *testing.T) {
+				t.Parallel()
+				sc.simulate(t, -1)
+			})
 			clean, first, last := sc.simulate(t, 0)
 			steps := []api.CARotationPhase{api.CARotationTrustingBoth, api.CARotationReissuing, api.CARotationDroppingOld}
 			if len(clean.phases) == 0 {
@@ -232,8 +237,9 @@ type simulated struct {
 	phases map[string][]api.CARotationPhase
 }
 
-// simulate runs the scenario, with the failAt-th Secret write failing (none: 0); it returns
-// the record, and the count of writes before and after the rotation.
+// simulate runs the scenario, with the failAt-th Secret write failing (none: 0; none, and a
+// member down while the leaves change: -1); it returns the record, and the count of writes
+// before and after the rotation.
 func (sc rotationScenario) simulate(t *testing.T, failAt int) (rec simulated, first, last int) {
 	var objs []runtime.Object
 	if sc.objs != nil {
@@ -258,7 +264,9 @@ func (sc rotationScenario) simulate(t *testing.T, failAt int) (rec simulated, fi
 		if step > 200 {
 			t.Fatalf("the rotation did not end; last steps %+v", s.last.tls.Rotations)
 		}
-		s.memberDownWhileReissuing(step)
+		if failAt < 0 {
+			s.memberDownWhileReissuing(step)
+		}
 		if ord := s.outdated(); ok && ord >= 0 {
 			s.restart(ord)
 			s.check(fmt.Sprintf("step %d, after member %d restarted", step, ord))

@@ -2,6 +2,10 @@ package cluster
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -260,11 +264,24 @@ func TestTLSUserCAChangeStartsRotation(t *testing.T) {
 	o := &observation{cluster: grown, pods: map[int]*corev1.Pod{}}
 	for ord := 0; ord < 3; ord++ {
 		o.pods[ord] = member.Pod(grown, member.Template{Ordinal: ord, ClusterState: "existing", InitialCluster: []int{0, 1, 2}}, testInitImage)
+		o.pods[ord].Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: fmt.Sprintf("10.0.0.%d", ord+1)}
 		o.members = append(o.members, etcdutil.Member{ID: uint64(ord + 1), Name: member.Name("demo", ord)})
 	}
 	o.membersKnown = true
+	// What the members' ports would answer cannot change this step: they are not asked.
+	probes := 0
+	f.with(func(d *Deps) {
+		d.ProbeTLS = func(context.Context, string, tls.Certificate, *x509.CertPool, string) (*x509.Certificate, error) {
+			probes++
+			return nil, errors.New("no member answers in this test")
+		}
+	})
+	f.r.now = func() time.Time { return tlsEpoch.Add(time.Minute) }
 	if err := f.r.ensureTLS(context.Background(), grown, o); err != nil {
 		t.Fatal(err)
+	}
+	if probes != 0 {
+		t.Errorf("%d probes of members whose pods must be restarted first", probes)
 	}
 	if p := o.tls.Problem; p != nil {
 		t.Errorf("problem %+v, want a rotation", p)
