@@ -23,9 +23,10 @@ import (
 //     accepts a certificate of them on its port, the leaves are taken from the new CAs: no
 //     member is restarted (etcd reads its key pair again on each connection). A member's
 //     Secret records the switch (Switched), so a member down later does not take it back.
-//  3. DroppingOld: once every leaf the operator keeps for the port is of the new CAs, and
-//     every member serves one (the kubelet has refreshed its Secret volume), the Secrets trust
-//     the new CAs alone, and the pods are rolled once more.
+//  3. DroppingOld: once every leaf the operator keeps for the port is of the new CAs, every
+//     member serves one (the kubelet has refreshed its Secret volume), and on the client port
+//     HoldersRefresh has passed since the switch, the Secrets trust the new CAs alone, and the
+//     pods are rolled once more.
 //
 // Every step is decided again on every pass from the Secrets, the pods' records and what the
 // members answer, never from a status: an operator killed at any instant decides the same
