@@ -45,8 +45,8 @@ func rotationSteps(t *testing.T, f *framework.Framework, cluster string, size in
 		}
 		note("peer", st.PeerCARotation)
 		note("client", st.ClientCARotation)
-		if len(steps) < 2 || st.PeerCARotation != "" || st.ClientCARotation != "" {
-			return false, fmt.Errorf("steps so far %v", steps)
+		if len(steps) < 2 || st.PeerCARotation != "" || st.ClientCARotation != "" || c.Condition("Progressing") != "False" {
+			return false, fmt.Errorf("steps so far %v; Progressing %s", steps, c.Condition("Progressing"))
 		}
 		return c.InSpec(size)
 	}); err != nil {
