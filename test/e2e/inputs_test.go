@@ -70,8 +70,8 @@ spec:
 		err := f.GetJSON("networkpolicy/"+name, &np)
 		return err == nil, err
 	})
-	if len(np.OwnerReferences) != 1 || np.OwnerReferences[0].Name != name || len(np.Spec.Ingress) != 2 {
-		t.Errorf("network policy owners %v, ingress %+v: want the cluster's, members and clients", np.OwnerReferences, np.Spec.Ingress)
+	if len(np.OwnerReferences) != 1 || np.OwnerReferences[0].Name != name || len(np.Spec.Ingress) != 3 {
+		t.Errorf("network policy owners %v, ingress %+v: want the cluster's, members, clients and the operator on the peer port", np.OwnerReferences, np.Spec.Ingress)
 	}
 	f.Patch("etcdcluster/"+name, `{"spec":{"networkPolicy":null}}`)
 	f.Eventually("the NetworkPolicy deleted once unset", time.Minute, func() (bool, error) {
