@@ -32,6 +32,7 @@ var conditionReasons = []api.ConditionReason{
 	api.ReasonBootstrapping, api.ReasonScalingUp, api.ReasonScalingDown, api.ReasonRestartingMember,
 	api.ReasonClaimPending, api.ReasonReplacingMember, api.ReasonReconciled, api.ReasonPaused,
 	api.ReasonWaiting, api.ReasonQuorumAtRisk, api.ReasonTLSSecretInvalid, api.ReasonCertificateExpiring,
+	api.ReasonRotatingCA, api.ReasonCARotationStuck,
 	api.ReasonInvalidSpec, api.ReasonVersionChangeUnsupported, api.ReasonUpgrading, api.ReasonDowngrading,
 	api.ReasonRollingPods, api.ReasonRolloutStuck, api.ReasonDisruptionBudget, api.ReasonEvictionRefused,
 	api.ReasonQuorumLost, api.ReasonRecoveringQuorum, api.ReasonEtcdUnreachable, api.ReasonForeignObject,
