@@ -51,7 +51,7 @@ type rotationPort struct {
 // rotate decides the rotation step of each port the pass can write, and makes the port's
 // source what the step writes.
 func (t *tlsPass) rotate(ctx context.Context, o *observation, peer, client *portSource) error {
-	members, err := t.memberSecrets(ctx)
+	members, err := t.memberSecrets(ctx, o)
 	if err != nil {
 		return err
 	}
@@ -236,10 +236,27 @@ func (t *tlsPass) settled() bool {
 	return true
 }
 
-// memberSecrets are the members' Secrets of the cluster's, by ordinal.
-func (t *tlsPass) memberSecrets(ctx context.Context) (map[int]*corev1.Secret, error) {
+// memberSecrets are, by ordinal, the Secrets of the members that run or may run on what
+// their Secret holds: those with a pod, and those in etcd's member list. The Secret of an
+// ordinal with neither (a member scaled away, to be added again) is as it was the day its
+// member went: what it trusts, its leaves and its records tell nothing of the members now, and
+// this pass writes it anew before a pod is made on it. With no pod and no member known, every
+// member's Secret is read: nothing then says which of them the members run on.
+func (t *tlsPass) memberSecrets(ctx context.Context, o *observation) (map[int]*corev1.Secret, error) {
+	inUse := map[int]bool{}
+	for ord := range o.pods {
+		inUse[ord] = true
+	}
+	for _, m := range o.members {
+		if ord, ok := o.memberOrdinal(m); ok {
+			inUse[ord] = true
+		}
+	}
 	out := map[int]*corev1.Secret{}
 	for _, ord := range t.ordinals {
+		if len(inUse) > 0 && !inUse[ord] {
+			continue
+		}
 		s, err := t.r.secret(ctx, t.c.Namespace, member.TLSSecretName(t.c.Name, ord))
 		if err != nil {
 			return nil, err
