@@ -347,13 +347,19 @@ func (t *tlsPass) leaf(data, old map[string][]byte, certKey, keyKey string, ca *
 	return nil
 }
 
-// write creates the Secret, or updates it when its data or the given annotations differ.
+// write creates the Secret, or updates it when its data or the given annotations differ; an
+// annotation given as "" is one the Secret must not carry.
 func (t *tlsPass) write(ctx context.Context, name string, typ corev1.SecretType, data map[string][]byte, annotations map[string]string,
 	have *corev1.Secret) error {
 	if have == nil {
 		s := t.secret(name, typ, data)
-		if len(annotations) > 0 {
-			s.Annotations = maps.Clone(annotations)
+		for k, v := range annotations {
+			if v != "" {
+				if s.Annotations == nil {
+					s.Annotations = map[string]string{}
+				}
+				s.Annotations[k] = v
+			}
 		}
 		_, err := t.r.control.CreateSecret(ctx, t.c, s)
 		return err
@@ -367,10 +373,16 @@ func (t *tlsPass) write(ctx context.Context, name string, typ corev1.SecretType,
 	}
 	want := have.DeepCopy()
 	want.Data = data
-	if len(annotations) > 0 && want.Annotations == nil {
-		want.Annotations = map[string]string{}
+	for k, v := range annotations {
+		switch {
+		case v == "":
+			delete(want.Annotations, k)
+		case want.Annotations == nil:
+			want.Annotations = map[string]string{k: v}
+		default:
+			want.Annotations[k] = v
+		}
 	}
-	maps.Copy(want.Annotations, annotations)
 	return t.r.control.UpdateSecret(ctx, t.c, want)
 }
 

@@ -78,11 +78,14 @@ func (t *tlsPass) ensureMember(ctx context.Context, ord int, peer, client *portS
 }
 
 // leavesOf are the rotation records (annotationLeavesOf) a member Secret written this pass
-// carries: those of the ports whose leaves are the new CAs' while a rotation is under way.
+// carries, by port whose Secrets the pass writes: the record of a rotation whose leaves are
+// the new CAs', or "" (none) otherwise. A record left from an earlier rotation is removed: the
+// CAs it names may come back (a user's CA set back), and it would then say that this rotation's
+// leaves were switched before any member trusted them.
 func leavesOf(peer, client *portSource) map[string]string {
 	out := map[string]string{}
 	for port, src := range map[string]*portSource{"peer": peer, "client": client} {
-		if src != nil && !src.frozen && src.leavesOf != "" {
+		if src != nil && !src.frozen {
 			out[annotationLeavesOf(port)] = src.leavesOf
 		}
 	}

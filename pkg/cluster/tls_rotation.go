@@ -31,7 +31,9 @@ import (
 // annotationLeavesOf is the annotation of a member Secret recording that the port's leaves
 // are those of the CAs it moves to: "<CAs by trust key, as a pod records them> <when>". It
 // is written with the first new leaves, in the same update, and makes the step to new leaves
-// one that is not taken back: a member down afterwards does not bring back the old leaves.
+// one that is not taken back: a member down afterwards does not bring back the old leaves. It
+// is removed from a Secret written while the port's leaves are not being switched
+// (leavesOf).
 func annotationLeavesOf(port string) string { return "etcd.operator.dev/" + port + "-leaves-of" }
 
 // probeTimeout bounds one probe of a member's port: a member that cannot complete a TLS

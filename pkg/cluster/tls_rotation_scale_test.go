@@ -1,9 +1,13 @@
 package cluster
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
 	"github.com/etcd-operator/etcd-operator/pkg/member"
@@ -76,4 +80,37 @@ func TestTLSRotationThenScaleUp(t *testing.T) {
 	if ord := s.outdated(); ord >= 0 {
 		t.Errorf("scaled up: member %d is to be restarted", ord)
 	}
+}
+
+// A user's peer CA went from a to b with four members, the fourth went, and the CA went back
+// to a. The fourth's Secret still records that its leaves are b's. Scaled up again as the
+// CA moves to b once more, that record is not taken for this rotation's: the leaves stay a's
+// until every member trusts b.
+func TestTLSRotationIgnoresAnOldRecord(t *testing.T) {
+	a, b := userCA(t, "CA a", tlsEpoch.Add(-time.Hour)), userCA(t, "CA b", tlsEpoch.Add(-time.Hour))
+	names := []string{"demo-0.ns.svc", "demo-1.ns.svc", "demo-2.ns.svc", "demo-3.ns.svc"}
+	s := newRotationSim(t, withTLS(newCluster(4), &api.TLSSource{SecretName: "peers"}, nil), userSecret(t, "peers", a, names, tlsEpoch, 90*24*time.Hour))
+	moveTo := func(ca pki.KeyPair) {
+		// A new rotation: a leaf may go back to a CA it left in an earlier one.
+		s.issuers = map[string][]string{}
+		if _, err := s.f.kube.CoreV1().Secrets("ns").Update(context.Background(), userSecret(t, "peers", ca, names, s.now, 90*24*time.Hour),
+			metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.start()
+	moveTo(b)
+	s.untilDone("a to b")
+	s.scaleTo(3)
+	moveTo(a)
+	s.untilDone("b to a, scaled down")
+	s.scaleTo(4)
+	moveTo(b)
+	if !s.pass() {
+		t.Fatal("the pass failed")
+	}
+	s.members[3] = &simMember{}
+	s.restart(3)
+	s.check("scaled up as the CA moves to b")
+	s.untilDone("a to b again, scaled up")
 }
