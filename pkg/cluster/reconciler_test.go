@@ -46,7 +46,7 @@ func (f noEtcd) New(endpoints []string, _ etcdutil.ConnConfig) (etcdutil.Client,
 }
 
 // noProbe is a member port that never answers: no member runs in these tests.
-func noProbe(context.Context, string, tls.Certificate, *x509.CertPool, string) (*x509.Certificate, error) {
+func noProbe(context.Context, string, tls.Certificate, *x509.CertPool, string) ([]*x509.Certificate, error) {
 	return nil, errors.New("no member answers in this test")
 }
 

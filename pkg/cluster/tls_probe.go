@@ -100,9 +100,9 @@ func (t *tlsPass) probePod(ctx context.Context, rp *plan.RotationPod, ip string,
 		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 		served, err := t.r.probe()(pctx, url, cert, held.roots(p.servedKey), serverName)
 		cancel()
-		if served != nil {
+		if len(served) > 0 {
 			rp.Probed = true
-			rp.ServesNew = pki.LeafSignedBy(served, held.wantCerts[p.servedKey]) != ""
+			rp.ServesNew = pki.ChainSignedBy(served, held.wantCerts[p.servedKey]) != ""
 		}
 		if err != nil {
 			rp.Accepted = false

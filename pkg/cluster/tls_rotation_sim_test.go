@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,7 +22,6 @@ import (
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 	"github.com/etcd-operator/etcd-operator/pkg/member"
-	"github.com/etcd-operator/etcd-operator/pkg/pki"
 )
 
 // A simulated world for CA rotations: ensureTLS runs pass after pass against a fake API
@@ -151,7 +151,7 @@ func (s *rotationSim) outdated() int {
 }
 
 // probe answers as a simulated member's port does (etcdutil.ProbeTLS).
-func (s *rotationSim) probe(_ context.Context, baseURL string, cert tls.Certificate, roots *x509.CertPool, serverName string) (*x509.Certificate, error) {
+func (s *rotationSim) probe(_ context.Context, baseURL string, cert tls.Certificate, roots *x509.CertPool, serverName string) ([]*x509.Certificate, error) {
 	u, err := url.Parse(baseURL)
 	if err != nil {
 		return nil, err
@@ -163,22 +163,31 @@ func (s *rotationSim) probe(_ context.Context, baseURL string, cert tls.Certific
 	if port == strconv.Itoa(int(member.ClientPort)) {
 		servedKey, trustKey = member.KeyServerCert, member.KeyClientCA
 	}
-	served := parsedCerts(m.volume[servedKey])[0]
-	if _, err := served.Verify(x509.VerifyOptions{Roots: roots, DNSName: serverName, CurrentTime: s.now,
+	chain := parsedCerts(m.volume[servedKey])
+	served, inter := chain[0], x509.NewCertPool()
+	for _, c := range chain[1:] {
+		inter.AddCert(c)
+	}
+	if _, err := served.Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, DNSName: serverName, CurrentTime: s.now,
 		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
-		return served, err
+		return chain, err
 	}
-	presented, err := x509.ParseCertificate(cert.Certificate[0])
-	if err != nil {
-		return served, err
+	var presentedChain []*x509.Certificate
+	for _, der := range cert.Certificate {
+		c, err := x509.ParseCertificate(der)
+		if err != nil {
+			return chain, err
+		}
+		presentedChain = append(presentedChain, c)
 	}
-	if pki.LeafSignedBy(presented, m.trusts[trustKey]) == "" {
-		return served, errors.New("remote error: tls: unknown certificate authority")
+	presented := presentedChain[0]
+	if !slices.ContainsFunc(m.trusts[trustKey], func(ca *x509.Certificate) bool { return chainsTo(presentedChain, ca) }) {
+		return chain, errors.New("remote error: tls: unknown certificate authority")
 	}
 	// etcd checks the names of a client certificate against the address it comes from on the
 	// client port (the peer port skips it: --peer-skip-client-san-verification).
 	if trustKey == member.KeyClientCA && len(presented.DNSNames)+len(presented.IPAddresses) > 0 {
-		return served, errors.New("the client certificate's names do not match the address it connects from")
+		return chain, errors.New("the client certificate's names do not match the address it connects from")
 	}
-	return served, nil
+	return chain, nil
 }

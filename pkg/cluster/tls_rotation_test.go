@@ -103,13 +103,15 @@ func (s *rotationSim) noGoingBack(when, where string, cert []byte) {
 	s.issuers[where] = append(seen, issuer)
 }
 
-// signedBy is pki.SignedBy, remembered: the check asks the same questions after every step.
+// signedBy: the leaf cert opens with chains to one of cas through the intermediates that
+// follow it, as a TLS peer verifies it; remembered, since the check asks the same questions
+// after every step.
 func (s *rotationSim) signedBy(cert []byte, cas []*x509.Certificate) bool {
 	for _, ca := range cas {
 		key := string(cert) + "|" + pki.Fingerprint(ca)
 		ok, seen := s.signed[key]
 		if !seen {
-			ok = pki.SignedBy(cert, []*x509.Certificate{ca}) != ""
+			ok = chainsTo(parsedCerts(cert), ca)
 			s.signed[key] = ok
 		}
 		if ok {
@@ -117,6 +119,22 @@ func (s *rotationSim) signedBy(cert []byte, cas []*x509.Certificate) bool {
 		}
 	}
 	return false
+}
+
+// chainsTo: chain's leaf (its first certificate) chains to ca through the intermediates that
+// follow it, whatever its usages and lifetime.
+func chainsTo(chain []*x509.Certificate, ca *x509.Certificate) bool {
+	if len(chain) == 0 {
+		return false
+	}
+	roots, inter := x509.NewCertPool(), x509.NewCertPool()
+	roots.AddCert(ca)
+	for _, c := range chain[1:] {
+		inter.AddCert(c)
+	}
+	_, err := chain[0].Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, CurrentTime: chain[0].NotBefore.Add(time.Minute),
+		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}})
+	return err == nil
 }
 
 // done: no port rotates, every pod trusts what its Secret does, and no CA Secret keeps a
@@ -164,6 +182,8 @@ type rotationScenario struct {
 
 func rotationScenarios(t *testing.T) []rotationScenario {
 	oldCA, newCA := userCA(t, "user CA", tlsEpoch.Add(-time.Hour)), userCA(t, "next user CA", tlsEpoch.Add(-time.Hour))
+	oldRoot, oldMid := chainedCA(t, "user", tlsEpoch.Add(-time.Hour))
+	newRoot, newMid := chainedCA(t, "next user", tlsEpoch.Add(-time.Hour))
 	peerNames := []string{"demo-0.ns.svc", "demo-1.ns.svc", "demo-2.ns.svc"}
 	clientNames := append([]string{"demo-client.ns.svc"}, peerNames...)
 	changeSecret := func(name string, names []string) func(s *rotationSim) {
@@ -188,6 +208,17 @@ func rotationScenarios(t *testing.T) []rotationScenario {
 			},
 			rotate: changeSecret("peers", peerNames),
 			after:  func(s *rotationSim) { s.trustsOnly(member.KeyPeerCA, newCA.CertPEM) }},
+		{name: "a user's peer CA that issues through an intermediate changed", cluster: withTLS(newCluster(3), &api.TLSSource{SecretName: "peers"}, nil),
+			objs: func(t *testing.T) []runtime.Object {
+				return []runtime.Object{chainedSecret(t, "peers", oldRoot, oldMid, peerNames, tlsEpoch)}
+			},
+			rotate: func(s *rotationSim) {
+				if _, err := s.f.kube.CoreV1().Secrets("ns").Update(context.Background(), chainedSecret(s.t, "peers", newRoot, newMid, peerNames, tlsEpoch),
+					metav1.UpdateOptions{}); err != nil {
+					s.t.Fatal(err)
+				}
+			},
+			after: func(s *rotationSim) { s.trustsOnly(member.KeyPeerCA, newRoot.CertPEM) }},
 		{name: "a user's client CA changed", cluster: withTLS(newCluster(3), &api.TLSSource{}, &api.TLSSource{SecretName: "clients"}),
 			objs: func(t *testing.T) []runtime.Object {
 				return []runtime.Object{userSecret(t, "clients", oldCA, clientNames, tlsEpoch, 90*24*time.Hour)}

@@ -271,7 +271,7 @@ func TestTLSUserCAChangeStartsRotation(t *testing.T) {
 	// What the members' ports would answer cannot change this step: they are not asked.
 	probes := 0
 	f.with(func(d *Deps) {
-		d.ProbeTLS = func(context.Context, string, tls.Certificate, *x509.CertPool, string) (*x509.Certificate, error) {
+		d.ProbeTLS = func(context.Context, string, tls.Certificate, *x509.CertPool, string) ([]*x509.Certificate, error) {
 			probes++
 			return nil, errors.New("no member answers in this test")
 		}

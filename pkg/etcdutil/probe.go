@@ -14,28 +14,27 @@ import (
 
 // TLSProbe asks a member's TLS port (its peer port, or its client port) at baseURL
 // (https://host:port) for /version, presenting cert as its client certificate, and returns
-// the leaf the port served, whether or not it then answered. Its error says why the port did
+// the certificates the port served (its leaf first, then any intermediates), whether or not
+// it then answered. Its error says why the port did
 // not answer: no connection, a served certificate that roots does not verify for serverName,
 // or a client certificate the port refused (etcd checks it against the CAs it trusts). A CA
 // rotation (pkg/cluster) learns from it what a running member trusts and serves: etcd reads
 // its trusted CAs only when it starts, and its key pair on every connection
 // (docs/tls-reload.md). It never reads a member's data.
-type TLSProbe func(ctx context.Context, baseURL string, cert tls.Certificate, roots *x509.CertPool, serverName string) (*x509.Certificate, error)
+type TLSProbe func(ctx context.Context, baseURL string, cert tls.Certificate, roots *x509.CertPool, serverName string) ([]*x509.Certificate, error)
 
 var _ TLSProbe = ProbeTLS
 
 // ProbeTLS is the TLSProbe that dials the member.
-func ProbeTLS(ctx context.Context, baseURL string, cert tls.Certificate, roots *x509.CertPool, serverName string) (*x509.Certificate, error) {
-	var served *x509.Certificate
+func ProbeTLS(ctx context.Context, baseURL string, cert tls.Certificate, roots *x509.CertPool, serverName string) ([]*x509.Certificate, error) {
+	var served []*x509.Certificate
 	verify := verifyServerName(serverName, roots)
 	cfg := &tls.Config{
 		MinVersion: tls.VersionTLS12,
 		// Verified below, against serverName: the port is dialled at its pod IP.
 		InsecureSkipVerify: true,
 		VerifyConnection: func(cs tls.ConnectionState) error {
-			if len(cs.PeerCertificates) > 0 {
-				served = cs.PeerCertificates[0]
-			}
+			served = cs.PeerCertificates
 			return verify(cs)
 		},
 		// Always presented, whatever CAs the port names in its request: a port that does not

@@ -143,7 +143,7 @@ func probeAll(t *testing.T, what string, members []*etcdtest.Member, secrets map
 		if (err == nil) != accept {
 			t.Errorf("%s: member %s answered with error %v, want accepted %v", what, m.Name, err, accept)
 		}
-		if served == nil || pki.LeafSignedBy(served, []*x509.Certificate{servedBy.Cert}) == "" {
+		if pki.ChainSignedBy(served, []*x509.Certificate{servedBy.Cert}) == "" {
 			t.Errorf("%s: member %s served %v, want a leaf of %s", what, m.Name, served, servedBy.Cert.Subject.CommonName)
 		}
 	}

@@ -35,15 +35,39 @@ func Fingerprints(pemBytes []byte) []string {
 	return slices.Compact(out)
 }
 
-// SignedBy is the fingerprint of the first CA of cas whose key signed the leaf that opens
-// certPEM; "" when none did (or certPEM holds no certificate). Only the signature is
-// checked: whether the leaf is in its validity is another question (Check's).
+// SignedBy is the fingerprint of the first CA of cas that signed the leaf that opens certPEM,
+// directly or through the intermediates that follow it there (ChainSignedBy); "" when none
+// did (or certPEM holds no certificate). Only signatures are checked: whether the leaf is in
+// its validity is another question (Check's).
 func SignedBy(certPEM []byte, cas []*x509.Certificate) string {
 	certs, p := parseCertificates("the PEM", certPEM)
 	if p != nil {
 		return ""
 	}
-	return LeafSignedBy(certs[0], cas)
+	return ChainSignedBy(certs, cas)
+}
+
+// ChainSignedBy is the fingerprint of the first CA of cas that signed chain's leaf (its first
+// certificate) directly, or an intermediate of chain that signed it, as a TLS peer builds the
+// chain from what it is sent: a user's Secret holds its leaf with intermediates after it, and
+// its ca.crt the root alone. "" when none did.
+func ChainSignedBy(chain []*x509.Certificate, cas []*x509.Certificate) string {
+	if len(chain) == 0 {
+		return ""
+	}
+	cur, rest := chain[0], slices.Clone(chain[1:])
+	for range chain {
+		if fp := LeafSignedBy(cur, cas); fp != "" {
+			return fp
+		}
+		i := slices.IndexFunc(rest, func(c *x509.Certificate) bool { return cur.CheckSignatureFrom(c) == nil })
+		if i < 0 {
+			return ""
+		}
+		cur = rest[i]
+		rest = slices.Delete(rest, i, i+1)
+	}
+	return ""
 }
 
 // LeafSignedBy is SignedBy for a parsed leaf.

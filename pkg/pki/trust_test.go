@@ -41,3 +41,32 @@ func TestFingerprintsAndSignedBy(t *testing.T) {
 		t.Errorf("SignedBy the old CA alone = %q, want none", got)
 	}
 }
+
+// A leaf that a root signed through an intermediate is the root's when the intermediate
+// follows it, as in a user's tls.crt; not when the intermediate is missing, nor another
+// root's.
+func TestSignedByThroughIntermediates(t *testing.T) {
+	rootKey, midKey, leafKey := ecKey(t), ecKey(t), ecKey(t)
+	root := cert{caTemplate("root", 1), rootKey}
+	rootPEM, rootCert := signBy(t, root, nil)
+	mid := cert{caTemplate("intermediate", 0), midKey}
+	midPEM, _ := signBy(t, mid, &root)
+	leafPEM, _ := signBy(t, cert{leafTemplate("chained", "example-0.default.svc"), leafKey}, &mid)
+	other := mustCA(t, "other")
+	roots := []*x509.Certificate{other.Cert, rootCert}
+	if got := SignedBy(Bundle(leafPEM, midPEM), roots); got != Fingerprint(rootCert) {
+		t.Errorf("leaf then intermediate: SignedBy = %q, want the root's %q", got, Fingerprint(rootCert))
+	}
+	if got := SignedBy(leafPEM, roots); got != "" {
+		t.Errorf("leaf without its intermediate: SignedBy = %q, want none", got)
+	}
+	if got := SignedBy(Bundle(leafPEM, midPEM), []*x509.Certificate{other.Cert}); got != "" {
+		t.Errorf("another root: SignedBy = %q, want none", got)
+	}
+	if got := SignedBy(Bundle(leafPEM, midPEM, rootPEM), []*x509.Certificate{rootCert}); got != Fingerprint(rootCert) {
+		t.Errorf("the root in the chain too: SignedBy = %q, want the root's", got)
+	}
+	if got := ChainSignedBy(nil, roots); got != "" {
+		t.Errorf("no chain: %q", got)
+	}
+}
