@@ -15,6 +15,8 @@ KUBECTL_DIR := $(shell . hack/local/lib.sh && echo $$K8S_BIN)
 # E2E_FLAGS: more go test flags, passed to the shell as written
 E2E_RUN ?=
 E2E_FLAGS ?=
+# E2E_PARALLEL: how many e2e tests run side by side (docs/testing.md says why 3)
+E2E_PARALLEL ?= 3
 # unit-tested trees that exist (go test fails on a pattern whose folder is missing)
 UNIT_PKGS := $(foreach d,pkg cmd deploy hack/tools test/e2e/framework,$(if $(wildcard $(d)),./$(d)/...))
 # BENCH_ROUNDS: how many clusters make bench creates for the apply -> Available median
@@ -111,7 +113,7 @@ prometheus:
 e2e: plugin helm prometheus
 	@mkdir -p _output
 	eval "$$(hack/cluster.sh env)"; rc=0; KUBECONFIG=$$(hack/cluster.sh kubeconfig) PATH=$(CURDIR)/bin:$(KUBECTL_DIR):$$PATH \
-		go test -tags e2e ./test/e2e/ -v -timeout 60m -count=1 $(if $(E2E_RUN),-run '$(E2E_RUN)') $(E2E_FLAGS) \
+		go test -tags e2e ./test/e2e/ -v -timeout 60m -count=1 -parallel $(E2E_PARALLEL) $(if $(E2E_RUN),-run '$(E2E_RUN)') $(E2E_FLAGS) \
 		2>&1 | tee _output/e2e.log || rc=$$?; hack/test-times.sh _output/e2e.log; exit $$rc
 
 # The rollout tests alone (version changes and pod-policy rollouts, test/e2e/upgrade_test.go),
