@@ -60,8 +60,9 @@ func NetworkPolicy(c *api.EtcdCluster, operator *networkingv1.NetworkPolicyPeer)
 		})
 	}
 	// The operator asks the members' peer ports what they trust and serve while a CA rotates
-	// (pkg/cluster/tls_probe.go); the port still demands a certificate of the peer CA.
-	if operator != nil {
+	// (pkg/cluster/tls_probe.go); the port still demands a certificate of the peer CA. A
+	// plaintext peer port has no CA to rotate, and stays closed to anyone but the members.
+	if operator != nil && PeerTLS(c) {
 		ingress = append(ingress, networkingv1.NetworkPolicyIngressRule{
 			From: []networkingv1.NetworkPolicyPeer{*operator.DeepCopy()}, Ports: []networkingv1.NetworkPolicyPort{port(PeerPort)},
 		})

@@ -25,6 +25,7 @@ func TestNetworkPolicy(t *testing.T) {
 	if np := NetworkPolicy(c, OperatorPeer("ops")); np != nil {
 		t.Fatalf("a policy without spec.networkPolicy: %+v", np)
 	}
+	c.Spec.TLS = &api.TLSSpec{Peer: &api.TLSSource{}}
 	app := networkingv1.NetworkPolicyPeer{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "api"}}}
 	c.Spec.NetworkPolicy = &api.NetworkPolicySpec{Clients: []networkingv1.NetworkPolicyPeer{app}}
 	np := NetworkPolicy(c, OperatorPeer("ops"))
@@ -51,6 +52,12 @@ func TestNetworkPolicy(t *testing.T) {
 		clients.From[1].NamespaceSelector.MatchLabels[corev1.LabelMetadataName] != "ops" ||
 		clients.From[2].PodSelector.MatchLabels["app"] != "api" {
 		t.Errorf("clients' rule %+v: want demo's backup pods, the operator (in ops) and app=api, on %d only", clients, ClientPort)
+	}
+
+	// Plaintext peers: no CA rotates, so the operator has no rule on the peer port.
+	c.Spec.TLS = &api.TLSSpec{}
+	if np := NetworkPolicy(c, OperatorPeer("ops")); len(np.Spec.Ingress) != 2 {
+		t.Errorf("plaintext peers: %d ingress rules %+v, want the members' and the clients' only", len(np.Spec.Ingress), np.Spec.Ingress)
 	}
 
 	// No clients and no operator peer: the client port still lets in the backup pods alone,
