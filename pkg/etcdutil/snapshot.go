@@ -13,6 +13,8 @@ import (
 // followed by the database's SHA-256, point in time of that member. The stream is bounded by
 // ctx only (a large database takes as long as it takes); connecting is bounded by the
 // factory's dial timeout. Closing the returned reader closes the stream and its connection.
+// Its client keeps gRPC's read buffer, which the factory's clients go without (dialOptions):
+// the stream moves the whole database.
 func OpenSnapshot(ctx context.Context, endpoint string, conn ConnConfig) (io.ReadCloser, error) {
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints:   []string{endpoint},
