@@ -27,7 +27,9 @@ type Snapshot struct {
 // ctx only (a large database takes as long as it takes); connecting is bounded by the
 // factory's dial timeout. It receives the stream's first message, which announces its size.
 // The stream is never opened again: a broken one is an error of Read, not a snapshot that
-// starts over. Closing it closes the stream and its connection.
+// starts over. Closing it closes the stream and its connection. Its client keeps gRPC's read
+// buffer, which the factory's clients go without (dialOptions): the stream moves the whole
+// database.
 func OpenSnapshot(ctx context.Context, endpoint string, conn ConnConfig) (*Snapshot, error) {
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints:   []string{endpoint},
