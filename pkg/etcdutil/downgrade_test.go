@@ -22,6 +22,15 @@ func TestDowngrade(t *testing.T) {
 	if !ok {
 		t.Fatal("the client does not drive the downgrade API")
 	}
+	// etcd 3.6 answers a downgrade request with the cluster version, and panics on one that
+	// comes before its leader has decided that version: wait until every member knows it.
+	for _, m := range members {
+		for deadline := time.Now().Add(etcdtest.ReadyTimeout); m.Etcd.Server.ClusterVersion() == nil; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("member %s: no cluster version within %v", m.Name, etcdtest.ReadyTimeout)
+			}
+		}
+	}
 	if err := d.DowngradeCancel(ctx); err != nil {
 		t.Errorf("cancel without a downgrade: %v, want done", err)
 	}
