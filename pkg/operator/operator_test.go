@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -117,4 +118,25 @@ func desiredMembers(t *testing.T, reg *prometheus.Registry) string {
 		}
 	}
 	return strings.Join(out, " ")
+}
+
+// TestRegistryExportsLiveHeap: the scale bench tells a leak from garbage by the live heap
+// (what the last collection kept), so the operator exports it beside the default Go metrics.
+func TestRegistryExportsLiveHeap(t *testing.T) {
+	runtime.GC() // the live heap is known once a collection has run
+	families, err := newOperatorRegistry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	values := map[string]float64{}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			values[f.GetName()] = m.GetGauge().GetValue()
+		}
+	}
+	for _, name := range []string{"go_gc_heap_live_bytes", "go_memstats_heap_inuse_bytes", "go_goroutines"} {
+		if v, ok := values[name]; !ok || v <= 0 {
+			t.Errorf("%s = %v (exported: %v), want a positive gauge", name, v, ok)
+		}
+	}
 }

@@ -37,10 +37,22 @@ type scaleRun struct {
 	base                    framework.OperatorStats
 	baseLoad                framework.Load
 	baseRSS, baseGoroutines float64
-	// baseHeap is the highest Go heap in use of that window: the cycles compare the heap, not
-	// the resident memory, which the Go runtime gives back to the kernel only minutes after a
-	// collection freed it, so that a leak, not the scavenger's pace, is what they measure.
-	baseHeap float64
+	// baseHeap is the highest Go heap in use of that window, baseLive the highest live heap
+	// (what a collection kept). The cycles compare the live heap: the resident memory goes
+	// back to the kernel only minutes after a collection freed it, and the heap in use holds
+	// garbage until the collector's pace reaches it, so that a leak, not the scavenger's or
+	// the collector's pace, is what they measure. An operator that does not export its live
+	// heap is compared by its heap in use.
+	baseHeap, baseLive float64
+}
+
+// retained is what the cycles compare with the baseline: r's live heap where the operator
+// exports it, else its heap in use, and the baseline's of the same.
+func (s *scaleRun) retained(r framework.OperatorStats) (now, base float64, what string) {
+	if r.HasHeapLive {
+		return r.HeapLive, s.baseLive, "live heap"
+	}
+	return r.HeapInuse, s.baseHeap, "heap in use"
 }
 
 // newScaleRun waits for the namespaces earlier parts deleted to go, chooses N, and measures
@@ -240,7 +252,7 @@ func (s *scaleRun) baseline() {
 	s.baseLoad = framework.LoadOver(w, last.Clusters, last)
 	s.baseRSS, s.baseGoroutines = s.peaks(readings)
 	for _, r := range readings {
-		s.baseHeap = max(s.baseHeap, r.HeapInuse)
+		s.baseHeap, s.baseLive = max(s.baseHeap, r.HeapInuse), max(s.baseLive, r.HeapLive)
 	}
 	prefix := fmt.Sprintf("scale: baseline %v, %v clusters, ", d, last.Clusters)
 	scaleFigure(s.t, prefix+"operator CPU, share of one core", s.baseLoad.CPUPercent, "%")

@@ -162,17 +162,18 @@ func (s *scaleRun) deletePart(part string) {
 	scaleFigure(s.t, "scale: "+part+" deleted -> namespaces, volumes and cluster loops gone", time.Since(start).Seconds(), "s")
 }
 
-// settle waits, up to scaleSettleBound, until the operator's Go heap in use is within 2 MiB
-// of the baseline and its goroutines no more than the baseline's; it returns the reading that
-// showed it, or the last one and false.
+// settle waits, up to scaleSettleBound, until the operator's retained heap (its live heap,
+// see retained) is within 2 MiB of the baseline and its goroutines no more than the
+// baseline's; it returns the reading that showed it, or the last one and false.
 func (s *scaleRun) settle() (framework.OperatorStats, bool) {
 	var last framework.OperatorStats
 	err := s.pollErr(scaleSettleBound, func() (bool, error) {
 		last = s.read()
 		s.window(s.base, last, "the cycles")
-		back := last.HeapInuse <= s.baseHeap+2*mib && last.Goroutines <= s.baseGoroutines
-		return back, fmt.Errorf("heap in use %.1f MiB (baseline %.1f), goroutines %v (baseline %v)",
-			last.HeapInuse/mib, s.baseHeap/mib, last.Goroutines, s.baseGoroutines)
+		now, base, what := s.retained(last)
+		back := now <= base+2*mib && last.Goroutines <= s.baseGoroutines
+		return back, fmt.Errorf("%s %.1f MiB (baseline %.1f), goroutines %v (baseline %v)",
+			what, now/mib, base/mib, last.Goroutines, s.baseGoroutines)
 	})
 	if err != nil {
 		s.t.Logf("not back after %v: %v", scaleSettleBound, err)

@@ -11,6 +11,7 @@ const (
 	metricCPU           = "process_cpu_seconds_total"
 	metricRSS           = "process_resident_memory_bytes"
 	metricHeapInuse     = "go_memstats_heap_inuse_bytes"
+	metricHeapLive      = "go_gc_heap_live_bytes"
 	metricGoroutines    = "go_goroutines"
 	metricPasses        = "etcd_operator_reconcile_duration_seconds_count"
 	metricClusters      = "etcd_operator_clusters_managed"
@@ -26,6 +27,11 @@ type OperatorStats struct {
 	// CPUSeconds is the process's CPU time; RSS its resident memory and HeapInuse the Go
 	// heap's spans in use, in bytes; Goroutines how many goroutines it runs.
 	CPUSeconds, RSS, HeapInuse, Goroutines float64
+	// HeapLive is what the Go collector's last cycle found reachable, in bytes: unlike
+	// HeapInuse it holds no garbage awaiting the next cycle. Valid when HasHeapLive: an
+	// operator built before it was exported says nothing.
+	HeapLive    float64
+	HasHeapLive bool
 	// Passes are the reconcile passes it has run, of every kind; Clusters the EtcdClusters
 	// it runs a loop for.
 	Passes, Clusters float64
@@ -71,6 +77,9 @@ func StatsFromSamples(samples []Sample, at time.Time) (OperatorStats, error) {
 	}
 	s.CPUSeconds, s.RSS, s.HeapInuse = one(metricCPU), one(metricRSS), one(metricHeapInuse)
 	s.Goroutines, s.Clusters = one(metricGoroutines), one(metricClusters)
+	if live := FindSamples(samples, metricHeapLive, nil); len(live) == 1 {
+		s.HeapLive, s.HasHeapLive = live[0].Value, true
+	}
 	passes := FindSamples(samples, metricPasses, nil)
 	if len(passes) == 0 {
 		errs = append(errs, fmt.Errorf("no %s samples", metricPasses))

@@ -54,6 +54,17 @@ func TestStatsFromSamples(t *testing.T) {
 	if s, err := StatsFromSamples(withClients, at); err != nil || !s.HasClientsOpened || s.ClientsOpened != 7 {
 		t.Errorf("clients opened %v %v (%v), want 7", s.ClientsOpened, s.HasClientsOpened, err)
 	}
+	// Nor one that does not export its live heap about it.
+	if s.HasHeapLive {
+		t.Errorf("live heap %v read from a scrape without it", s.HeapLive)
+	}
+	withLive, err := ParseMetrics(scrape + "go_gc_heap_live_bytes 6.291456e+06\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err := StatsFromSamples(withLive, at); err != nil || !s.HasHeapLive || s.HeapLive != 6<<20 {
+		t.Errorf("live heap %v %v (%v), want 6 MiB", s.HeapLive, s.HasHeapLive, err)
+	}
 
 	var without []Sample
 	for _, x := range samples {
