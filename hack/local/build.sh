@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds what the local node needs and is not in the cache yet: the Kubernetes
-# components and kubectl, etcd/etcdctl/etcdutl, CoreDNS, local-path-provisioner
+# components and kubectl, etcd/etcdctl/etcdutl, CoreDNS (the plugins it needs), local-path-provisioner
 # (all from the Go modules in hack/local/build/), the pause binary (k8s' pause.c
 # with gcc -static) and the two small tools crirm and mkimage. A binary that is
 # present is never rebuilt; outputs are keyed by version (see lib.sh).
@@ -62,7 +62,8 @@ for v in $ETCD_EXTRA_VERSIONS; do
 	done
 done
 
-[ -x "$COREDNS_BIN/coredns" ] || gobuild "$B/coredns" "$COREDNS_BIN/coredns" github.com/coredns/coredns \
+# CoreDNS with the plugins the clusters use (build/coredns/main.go says which), not its own main
+[ -x "$COREDNS_BIN/coredns" ] || gobuild "$B/coredns" "$COREDNS_BIN/coredns" . \
 	"-X github.com/coredns/coredns/coremain.GitCommit=$COREDNS_VERSION"
 
 [ -x "$LPP_BIN/local-path-provisioner" ] || gobuild "$B/local-path-provisioner" "$LPP_BIN/local-path-provisioner" \

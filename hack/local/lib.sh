@@ -16,7 +16,8 @@ ETCD_BIN=$CACHE/etcd-$ETCD_VERSION/bin
 etcd_bin() { echo "$CACHE/etcd-$1/bin"; }
 # etcd_module VERSION: the helper module that pins an extra etcd version (build/etcd-vX.Y)
 etcd_module() { local v=$1; echo "etcd-${v%.*}"; }
-COREDNS_BIN=$CACHE/coredns-$COREDNS_VERSION/bin
+# CoreDNS with the plugins build/coredns/main.go links, keyed by that list too
+COREDNS_BIN=$CACHE/coredns-$COREDNS_VERSION-$(cat "$LOCAL_DIR/build/coredns/main.go" | sha256sum | cut -c1-12)/bin
 LPP_BIN=$CACHE/local-path-provisioner-$LOCAL_PATH_PROVISIONER_VERSION/bin
 PAUSE_BIN=$CACHE/pause-$PAUSE_VERSION/bin
 TOOLS_BIN=$CACHE/tools
