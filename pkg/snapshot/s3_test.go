@@ -78,10 +78,11 @@ func TestTakeS3RefusesAnObjectTheStoreChecksumsOtherwise(t *testing.T) {
 	members := etcdtest.StartCluster(t, 1)
 	put(t, members[0].ClientURL, 0, 20)
 	srv := objstoretest.StartHTTP(t, "backups")
-	srv.OnResponse(func(req *http.Request, h http.Header) {
+	srv.OnResponse(func(req *http.Request, h http.Header, body []byte) []byte {
 		if req.Method == http.MethodPut && strings.HasSuffix(req.URL.Path, ".db") {
 			h.Set("X-Amz-Checksum-Crc64nvme", "AAAAAAAAAAA=")
 		}
+		return body
 	})
 	st := openStore(t, srv, "backups", objstoretest.AccessKeyID)
 	_, err := TakeS3(context.Background(), Options{Members: endpointsOf(members), Name: "c-b"}, st, etcdutil.NewFactory(0, 0), quietLog())

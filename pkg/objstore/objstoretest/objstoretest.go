@@ -10,11 +10,13 @@ import (
 	"context"
 	"encoding/pem"
 	"errors"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -44,8 +46,8 @@ type Store struct {
 	client *http.Client
 	// onRequest, when set, sees each request before the store serves it.
 	onRequest atomic.Pointer[func(*http.Request)]
-	// onResponse, when set, may change the headers of each answer before they are sent.
-	onResponse atomic.Pointer[func(*http.Request, http.Header)]
+	// onResponse, when set, may change each answer before it is sent.
+	onResponse atomic.Pointer[func(*http.Request, http.Header, []byte) []byte]
 }
 
 // Start starts a store with the given buckets, served over https, stopped when the test ends.
@@ -72,13 +74,7 @@ func start(t testing.TB, secure bool, buckets []string) *Store {
 	faker := gofakes3.New(backend, gofakes3.WithIntegrityCheck(true))
 	h := faker.Server()
 	s := &Store{Backend: backend}
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if fn := s.onRequest.Load(); fn != nil {
-			(*fn)(r)
-		}
-		if fn := s.onResponse.Load(); fn != nil {
-			w = &headerHook{ResponseWriter: w, fn: func(h http.Header) { (*fn)(r, h) }}
-		}
+	serve := func(w http.ResponseWriter, r *http.Request) {
 		if !strings.Contains(r.Header.Get("Authorization"), "Credential="+AccessKeyID+"/") {
 			w.Header().Set("Content-Type", "application/xml")
 			w.WriteHeader(http.StatusForbidden)
@@ -87,9 +83,25 @@ func start(t testing.TB, secure bool, buckets []string) *Store {
 			return
 		}
 		h.ServeHTTP(w, r)
-		if hook, ok := w.(*headerHook); ok && !hook.done {
-			hook.WriteHeader(http.StatusOK) // what the server does after an answer without a body
+	}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if fn := s.onRequest.Load(); fn != nil {
+			(*fn)(r)
 		}
+		fn := s.onResponse.Load()
+		if fn == nil {
+			serve(w, r)
+			return
+		}
+		rec := httptest.NewRecorder()
+		serve(rec, r)
+		body := (*fn)(r, rec.Header(), rec.Body.Bytes())
+		maps.Copy(w.Header(), rec.Header())
+		if r.Method != http.MethodHead {
+			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		}
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(body)
 	}))
 	t.Cleanup(srv.Close)
 	if !secure {
@@ -110,30 +122,10 @@ func start(t testing.TB, secure bool, buckets []string) *Store {
 // runs, the store does not serve it).
 func (s *Store) OnRequest(fn func(*http.Request)) { s.onRequest.Store(&fn) }
 
-// OnResponse has fn see the headers of each answer from now on, with its request, before
-// they are sent: it may set some, as a store that says more than gofakes3 does.
-func (s *Store) OnResponse(fn func(*http.Request, http.Header)) { s.onResponse.Store(&fn) }
-
-// headerHook calls fn on the headers once, before they are written.
-type headerHook struct {
-	http.ResponseWriter
-	fn   func(http.Header)
-	done bool
-}
-
-func (h *headerHook) WriteHeader(code int) {
-	if !h.done {
-		h.done = true
-		h.fn(h.Header())
-	}
-	h.ResponseWriter.WriteHeader(code)
-}
-
-func (h *headerHook) Write(b []byte) (int, error) {
-	if !h.done {
-		h.WriteHeader(http.StatusOK)
-	}
-	return h.ResponseWriter.Write(b)
+// OnResponse has fn see each answer from now on, with its request, before it is sent: it may
+// change its headers, and returns its body, as a store that says more than gofakes3 does.
+func (s *Store) OnResponse(fn func(req *http.Request, header http.Header, body []byte) []byte) {
+	s.onResponse.Store(&fn)
 }
 
 // Config is the configuration of bucket on s, with the credentials id and secret written to

@@ -194,11 +194,12 @@ func (s *Store) Check(ctx context.Context) error {
 // so already: signed over http (STREAMING-AWS4-HMAC-SHA256-PAYLOAD), every chunk would cost a
 // SHA-256 in the pod and another in the store, on a node that runs etcd too, to guard what TLS
 // guards over https. What guards them instead: the caller's own checks (etcd's hash and the
-// SHA-256 of the whole, which a restore checks again) and, when the store answers a single
-// PUT with the CRC64NVME of the object it stored (AWS S3 and versitygw do for an upload sent
-// without a checksum), the CRC64NVME of the bytes sent: an object the store holds otherwise
-// is deleted, and the error wraps objstore.ErrChecksumMismatch. No checksum goes with the
-// request: a trailing one (aws-chunked) is refused by stores that do not know it.
+// SHA-256 of the whole, which a restore checks again) and, when the store answers the upload
+// with the CRC64NVME of the whole object it stored (versitygw does, in one PUT or in parts;
+// AWS S3 documents it for an upload sent without a checksum), the CRC64NVME of the bytes
+// sent: an object the store holds otherwise is deleted, and the error wraps
+// objstore.ErrChecksumMismatch. No checksum goes with the request: a trailing one
+// (aws-chunked) is refused by stores that do not know it.
 func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64) (int64, error) {
 	sent := crc64nvme.New()
 	return s.put(ctx, key, io.TeeReader(r, sent), size, "application/octet-stream", sent)
@@ -226,18 +227,20 @@ func (s *Store) put(ctx context.Context, key string, r io.Reader, size int64, co
 	if err != nil {
 		return 0, s.wrap(err, "uploading %s", key)
 	}
-	if single {
-		if err := s.checkStored(ctx, key, info, sent.Sum(nil)); err != nil {
-			return 0, err
-		}
+	if err := s.checkStored(ctx, key, info, sent.Sum(nil), single); err != nil {
+		return 0, err
 	}
 	return info.Size, nil
 }
 
-// checkStored compares the CRC64NVME the store answered a single PUT with, if any, with sent,
-// the CRC64NVME of the bytes sent, and deletes the object when they differ.
-func (s *Store) checkStored(ctx context.Context, key string, info minio.UploadInfo, sent []byte) error {
-	if info.ChecksumCRC64NVME == "" || (info.ChecksumMode != "" && info.ChecksumMode != minio.ChecksumFullObjectMode.String()) {
+// checkStored compares the CRC64NVME of the whole object the store answered the upload with,
+// if any, with sent, the CRC64NVME of the bytes sent, and deletes the object when they differ.
+// A single PUT's is of the whole object unless the store says otherwise; a multipart
+// upload's, only when the store says so (FULL_OBJECT, not COMPOSITE: a checksum of the
+// parts' checksums).
+func (s *Store) checkStored(ctx context.Context, key string, info minio.UploadInfo, sent []byte, single bool) error {
+	whole := info.ChecksumMode == minio.ChecksumFullObjectMode.String() || (single && info.ChecksumMode == "")
+	if info.ChecksumCRC64NVME == "" || !whole {
 		return nil
 	}
 	stored, err := base64.StdEncoding.DecodeString(info.ChecksumCRC64NVME)

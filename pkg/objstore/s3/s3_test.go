@@ -310,30 +310,49 @@ func crc64(b []byte) string {
 	return base64.StdEncoding.EncodeToString(h.Sum(nil))
 }
 
-// A store that answers a PUT with the CRC64NVME of bytes other than those sent holds an
+// A store that answers an upload with the CRC64NVME of bytes other than those sent holds an
 // object other than the one sent: Put fails, with ErrChecksumMismatch, and deletes it. One that
-// answers the CRC64NVME of the bytes sent keeps it.
+// answers the CRC64NVME of the bytes sent keeps it. In one PUT, the store answers it in a
+// header; in parts, in the answer to the upload's completion, where only one of the whole
+// object (FULL_OBJECT) is compared, not one of the parts' checksums (COMPOSITE).
 func TestPutChecksTheStoresCRC64NVME(t *testing.T) {
 	srv := objstoretest.StartHTTP(t, "backups")
 	s := open(t, srv.Config(t, "backups", objstoretest.AccessKeyID, objstoretest.SecretAccessKey))
 	data := make([]byte, 1<<20)
 	rand.Read(data)
 	for _, tc := range []struct {
-		name, answer string
+		name         string
+		size         int64
+		answer, mode string
 		err          error
 	}{
-		{"the bytes sent", crc64(data), nil},
-		{"other bytes", crc64(data[1:]), objstore.ErrChecksumMismatch},
-		{"not base64", "?", objstore.ErrChecksumMismatch},
+		{"one PUT, the bytes sent", int64(len(data)), crc64(data), "", nil},
+		{"one PUT, other bytes", int64(len(data)), crc64(data[1:]), "", objstore.ErrChecksumMismatch},
+		{"one PUT, other bytes, of the whole object", int64(len(data)), crc64(data[1:]), "FULL_OBJECT", objstore.ErrChecksumMismatch},
+		{"one PUT, not base64", int64(len(data)), "?", "", objstore.ErrChecksumMismatch},
+		{"parts, the bytes sent", -1, crc64(data), "FULL_OBJECT", nil},
+		{"parts, other bytes", -1, crc64(data[1:]), "FULL_OBJECT", objstore.ErrChecksumMismatch},
+		{"parts, other bytes, of the parts' checksums", -1, crc64(data[1:]), "COMPOSITE", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv.OnResponse(func(req *http.Request, h http.Header) {
-				if req.Method == http.MethodPut {
+			srv.OnResponse(func(req *http.Request, h http.Header, body []byte) []byte {
+				switch {
+				case req.Method == http.MethodPut && !req.URL.Query().Has("partNumber"):
 					h.Set("X-Amz-Checksum-Crc64nvme", tc.answer)
-					h.Set("X-Amz-Checksum-Type", "FULL_OBJECT")
+					if tc.mode != "" {
+						h.Set("X-Amz-Checksum-Type", tc.mode)
+					}
+				case req.Method == http.MethodPost && req.URL.Query().Has("uploadId"):
+					end := []byte("</CompleteMultipartUploadResult>")
+					if !bytes.Contains(body, end) {
+						t.Errorf("the answer to the completion is %q", body)
+					}
+					return bytes.Replace(body, end, []byte("<ChecksumCRC64NVME>"+tc.answer+"</ChecksumCRC64NVME><ChecksumType>"+
+						tc.mode+"</ChecksumType>"+string(end)), 1)
 				}
+				return body
 			})
-			_, err := s.Put(context.Background(), "a.db", io.MultiReader(bytes.NewReader(data)), int64(len(data)))
+			_, err := s.Put(context.Background(), "a.db", io.MultiReader(bytes.NewReader(data)), tc.size)
 			if !errors.Is(err, tc.err) || (err == nil) != (tc.err == nil) {
 				t.Fatalf("Put: %v, want %v", err, tc.err)
 			}
