@@ -22,6 +22,7 @@ import (
 	"syscall"
 
 	"github.com/sirupsen/logrus"
+	"google.golang.org/grpc/experimental"
 
 	"github.com/etcd-operator/etcd-operator/pkg/dnsutil"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
@@ -29,6 +30,12 @@ import (
 	"github.com/etcd-operator/etcd-operator/pkg/objstore/s3"
 	"github.com/etcd-operator/etcd-operator/pkg/snapshot"
 )
+
+func init() {
+	// The agent's gRPC connections stream snapshots (etcdutil.StreamBufferPool). Set before
+	// any is made: a connection reads the default pool when it is made.
+	experimental.SetDefaultBufferPool(etcdutil.StreamBufferPool())
+}
 
 // name is how errors are prefixed: the pods know this binary by the operator's name.
 const name = "etcd-operator"

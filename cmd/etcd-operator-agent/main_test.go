@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/grpc/mem"
+
 	"github.com/etcd-operator/etcd-operator/pkg/deptest"
 )
 
@@ -66,5 +68,17 @@ func TestUnknownSubcommandFails(t *testing.T) {
 		if err == nil || !strings.Contains(string(out), "usage: etcd-operator-agent") {
 			t.Errorf("%q: %v, want a usage error:\n%s", args, err, out)
 		}
+	}
+}
+
+// A message of etcd's snapshot stream (32 KiB of the database and a few bytes) is read into a
+// buffer of the agent's gRPC pool of 64 KiB, not one of gRPC's default pool of 1 MiB, which
+// gRPC zeroes whole for each message.
+func TestSnapshotMessagesGetBuffersOfTheirSize(t *testing.T) {
+	pool := mem.DefaultBufferPool()
+	buf := pool.Get(32<<10 + 16)
+	defer pool.Put(buf)
+	if c := cap(*buf); c > 64<<10 {
+		t.Errorf("a buffer of %d bytes for a message of a snapshot of %d", c, 32<<10+16)
 	}
 }

@@ -27,6 +27,9 @@ var (
 	ErrUnreachable = errors.New("store unreachable")
 	// ErrQuota: the store refused the object for its size (a quota, a full disk).
 	ErrQuota = errors.New("store full")
+	// ErrChecksumMismatch: the store's checksum of an object it stored is not that of the
+	// bytes sent: they were altered on the way.
+	ErrChecksumMismatch = errors.New("checksum mismatch")
 )
 
 // Config is how to reach a bucket: the flags of the pods that use it.

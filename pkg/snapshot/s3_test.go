@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil/etcdtest"
+	"github.com/etcd-operator/etcd-operator/pkg/objstore"
 	"github.com/etcd-operator/etcd-operator/pkg/objstore/objstoretest"
 	"github.com/etcd-operator/etcd-operator/pkg/objstore/s3"
 )
@@ -39,27 +41,57 @@ func objectBytes(t *testing.T, st Store, key string) []byte {
 
 // A snapshot streamed to S3 is the object <prefix>/<name>.db, verified, with its SHA-256
 // beside it, and reported as Take reports a file: the same revision, size and hash as the
-// bytes stored.
+// bytes stored. Over https and over plain http alike.
 func TestTakeS3WritesAVerifiedObject(t *testing.T) {
 	members := etcdtest.StartCluster(t, 3)
 	rev := put(t, members[0].ClientURL, 0, 20)
-	srv := objstoretest.Start(t, "backups")
+	for name, start := range map[string]func(testing.TB, ...string) *objstoretest.Store{
+		"https": objstoretest.Start, "http": objstoretest.StartHTTP,
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := start(t, "backups")
+			st := openStore(t, srv, "backups", objstoretest.AccessKeyID)
+			res, err := TakeS3(context.Background(), Options{Members: endpointsOf(members), Path: "etcd/ns", Name: "c-b"}, st,
+				etcdutil.NewFactory(0, 0), quietLog())
+			if err != nil {
+				t.Fatalf("TakeS3: %v", err)
+			}
+			if res.Location != "etcd/ns/c-b.db" || res.Revision != rev || res.EtcdVersion == "" || res.Member == "" {
+				t.Errorf("result %+v, want location etcd/ns/c-b.db at revision %d", res, rev)
+			}
+			data := objectBytes(t, st, res.Location)
+			checked, err := VerifyReader(bytes.NewReader(data), res.Location)
+			if err != nil || checked.SizeBytes != res.SizeBytes || checked.SHA256 != res.SHA256 {
+				t.Errorf("the object is %+v (%v); reported %+v", checked, err, res)
+			}
+			if got, want := string(objectBytes(t, st, SumKey(res.Location))), res.SHA256+"  c-b.db\n"; got != want {
+				t.Errorf("%s holds %q, want %q", SumKey(res.Location), got, want)
+			}
+		})
+	}
+}
+
+// A store that says it holds bytes other than those sent (its CRC64NVME of the object is
+// not theirs): the backup fails as corrupt, and leaves no object. Over plain http, where the
+// snapshot goes unsigned.
+func TestTakeS3RefusesAnObjectTheStoreChecksumsOtherwise(t *testing.T) {
+	members := etcdtest.StartCluster(t, 1)
+	put(t, members[0].ClientURL, 0, 20)
+	srv := objstoretest.StartHTTP(t, "backups")
+	srv.OnResponse(func(req *http.Request, h http.Header, body []byte) []byte {
+		if req.Method == http.MethodPut && strings.HasSuffix(req.URL.Path, ".db") {
+			h.Set("X-Amz-Checksum-Crc64nvme", "AAAAAAAAAAA=")
+		}
+		return body
+	})
 	st := openStore(t, srv, "backups", objstoretest.AccessKeyID)
-	res, err := TakeS3(context.Background(), Options{Members: endpointsOf(members), Path: "etcd/ns", Name: "c-b"}, st,
-		etcdutil.NewFactory(0, 0), quietLog())
-	if err != nil {
-		t.Fatalf("TakeS3: %v", err)
+	_, err := TakeS3(context.Background(), Options{Members: endpointsOf(members), Name: "c-b"}, st, etcdutil.NewFactory(0, 0), quietLog())
+	var f *Failure
+	if !errors.As(err, &f) || f.Reason != FailureCorrupt || !errors.Is(err, objstore.ErrChecksumMismatch) {
+		t.Fatalf("TakeS3 = %v, want a %s failure on the store's checksum", err, FailureCorrupt)
 	}
-	if res.Location != "etcd/ns/c-b.db" || res.Revision != rev || res.EtcdVersion == "" || res.Member == "" {
-		t.Errorf("result %+v, want location etcd/ns/c-b.db at revision %d", res, rev)
-	}
-	data := objectBytes(t, st, res.Location)
-	checked, err := VerifyReader(bytes.NewReader(data), res.Location)
-	if err != nil || checked.SizeBytes != res.SizeBytes || checked.SHA256 != res.SHA256 {
-		t.Errorf("the object is %+v (%v); reported %+v", checked, err, res)
-	}
-	if got, want := string(objectBytes(t, st, SumKey(res.Location))), res.SHA256+"  c-b.db\n"; got != want {
-		t.Errorf("%s holds %q, want %q", SumKey(res.Location), got, want)
+	if keys := srv.Keys(t, "backups"); len(keys) != 0 {
+		t.Errorf("objects left: %v", keys)
 	}
 }
 

@@ -107,7 +107,7 @@ func fail(reason FailureReason, err error) error {
 		reason = FailureBucketNotFound
 	case errors.Is(err, objstore.ErrUnreachable):
 		reason = FailureUnreachable
-	case errors.Is(err, ErrCorrupt):
+	case errors.Is(err, ErrCorrupt), errors.Is(err, objstore.ErrChecksumMismatch):
 		reason = FailureCorrupt
 	}
 	return &Failure{Reason: reason, Err: err}

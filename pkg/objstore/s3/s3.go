@@ -10,11 +10,14 @@
 package s3
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"net"
 	"net/http"
@@ -24,6 +27,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/minio/crc64nvme"
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 	"golang.org/x/crypto/x509roots/fallback/bundle"
@@ -185,29 +189,70 @@ func (s *Store) Check(ctx context.Context) error {
 // the next read while the ones before are sent (uploadThreads at a time), and the upload is
 // completed after r's end. The object appears whole or not at all: an upload that fails, on an
 // error of r too (the one of its last read included), is aborted before it completes.
+//
+// The bytes go unsigned (UNSIGNED-PAYLOAD) over http as over https, where minio-go sends them
+// so already: signed over http (STREAMING-AWS4-HMAC-SHA256-PAYLOAD), every chunk would cost a
+// SHA-256 in the pod and another in the store, on a node that runs etcd too, to guard what TLS
+// guards over https. What guards them instead: the caller's own checks (etcd's hash and the
+// SHA-256 of the whole, which a restore checks again) and, when the store answers the upload
+// with the CRC64NVME of the whole object it stored (versitygw does, in one PUT or in parts;
+// AWS S3 documents it for an upload sent without a checksum), the CRC64NVME of the bytes
+// sent: an object the store holds otherwise is deleted, and the error wraps
+// objstore.ErrChecksumMismatch. No checksum goes with the request: a trailing one
+// (aws-chunked) is refused by stores that do not know it.
 func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64) (int64, error) {
-	opts := minio.PutObjectOptions{ContentType: "application/octet-stream"}
-	if size < 0 || size > SinglePutMax {
+	sent := crc64nvme.New()
+	return s.put(ctx, key, io.TeeReader(r, sent), size, "application/octet-stream", sent)
+}
+
+// PutBytes stores b as the object key, as Put does; b is sent again on a transient error.
+func (s *Store) PutBytes(ctx context.Context, key string, b []byte) error {
+	sent := crc64nvme.New()
+	sent.Write(b)
+	_, err := s.put(ctx, key, bytes.NewReader(b), int64(len(b)), "text/plain", sent)
+	return err
+}
+
+// put uploads r; sent is the CRC64NVME of the bytes r gives, once it gave them all.
+func (s *Store) put(ctx context.Context, key string, r io.Reader, size int64, contentType string, sent hash.Hash) (int64, error) {
+	opts := minio.PutObjectOptions{ContentType: contentType, DisableContentSha256: true}
+	single := size >= 0 && size <= SinglePutMax
+	if single {
+		opts.DisableMultipart = true
+	} else {
 		size = -1
 		opts.PartSize, opts.ConcurrentStreamParts, opts.NumThreads = PartSize, true, uploadThreads
-	} else {
-		opts.DisableMultipart = true
 	}
 	info, err := s.client.PutObject(ctx, s.bucket, key, r, size, opts)
 	if err != nil {
 		return 0, s.wrap(err, "uploading %s", key)
 	}
+	if err := s.checkStored(ctx, key, info, sent.Sum(nil), single); err != nil {
+		return 0, err
+	}
 	return info.Size, nil
 }
 
-// PutBytes stores b as the object key.
-func (s *Store) PutBytes(ctx context.Context, key string, b []byte) error {
-	_, err := s.client.PutObject(ctx, s.bucket, key, strings.NewReader(string(b)), int64(len(b)), minio.PutObjectOptions{
-		ContentType: "text/plain"})
-	if err != nil {
-		return s.wrap(err, "uploading %s", key)
+// checkStored compares the CRC64NVME of the whole object the store answered the upload with,
+// if any, with sent, the CRC64NVME of the bytes sent, and deletes the object when they differ.
+// A single PUT's is of the whole object unless the store says otherwise; a multipart
+// upload's, only when the store says so (FULL_OBJECT, not COMPOSITE: a checksum of the
+// parts' checksums).
+func (s *Store) checkStored(ctx context.Context, key string, info minio.UploadInfo, sent []byte, single bool) error {
+	whole := info.ChecksumMode == minio.ChecksumFullObjectMode.String() || (single && info.ChecksumMode == "")
+	if info.ChecksumCRC64NVME == "" || !whole {
+		return nil
 	}
-	return nil
+	stored, err := base64.StdEncoding.DecodeString(info.ChecksumCRC64NVME)
+	if err == nil && bytes.Equal(stored, sent) {
+		return nil
+	}
+	err = fmt.Errorf("bucket %s: uploading %s: %w: the store's CRC64NVME of the object is %s, that of the bytes sent %s",
+		s.bucket, key, objstore.ErrChecksumMismatch, info.ChecksumCRC64NVME, base64.StdEncoding.EncodeToString(sent))
+	if derr := s.Delete(ctx, key); derr != nil {
+		err = errors.Join(err, derr)
+	}
+	return err
 }
 
 type object struct {

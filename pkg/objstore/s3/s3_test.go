@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"slices"
@@ -15,6 +17,8 @@ import (
 	"testing"
 	"testing/iotest"
 	"time"
+
+	"github.com/minio/crc64nvme"
 
 	"github.com/etcd-operator/etcd-operator/pkg/objstore"
 	"github.com/etcd-operator/etcd-operator/pkg/objstore/objstoretest"
@@ -251,6 +255,112 @@ func TestPutOfAKnownSizeNeverCompletesAFailedStream(t *testing.T) {
 			}
 			if keys, uploads := srv.Keys(t, "backups"), srv.Uploads(t, "backups"); len(keys)+len(uploads) != 0 {
 				t.Errorf("left in the bucket: objects %v, multipart uploads %v", keys, uploads)
+			}
+		})
+	}
+}
+
+// Over plain http, every upload sends its bytes unsigned (UNSIGNED-PAYLOAD), as over https,
+// not signed chunk by chunk: one PUT, the parts of a multipart upload, and PutBytes. The store
+// has the bytes as sent (gofakes3 would keep a signed upload's chunk signatures in them).
+func TestPutOverHTTPIsUnsigned(t *testing.T) {
+	srv := objstoretest.StartHTTP(t, "backups")
+	s := open(t, srv.Config(t, "backups", objstoretest.AccessKeyID, objstoretest.SecretAccessKey))
+	var mu sync.Mutex
+	payloads := map[string]bool{}
+	srv.OnRequest(func(req *http.Request) {
+		if req.Method == http.MethodPut {
+			mu.Lock()
+			defer mu.Unlock()
+			payloads[req.Header.Get("X-Amz-Content-Sha256")] = true
+		}
+	})
+	ctx := context.Background()
+	data := make([]byte, s3.PartSize+12345)
+	rand.Read(data)
+	if _, err := s.Put(ctx, "one.db", io.MultiReader(bytes.NewReader(data)), int64(len(data))); err != nil {
+		t.Fatalf("Put of a known size: %v", err)
+	}
+	if _, err := s.Put(ctx, "parts.db", io.MultiReader(bytes.NewReader(data)), -1); err != nil {
+		t.Fatalf("Put of an unknown size: %v", err)
+	}
+	if err := s.PutBytes(ctx, "one.db.sha256", []byte("sum\n")); err != nil {
+		t.Fatalf("PutBytes: %v", err)
+	}
+	if want := map[string]bool{"UNSIGNED-PAYLOAD": true}; !maps.Equal(payloads, want) {
+		t.Errorf("x-amz-content-sha256 of the uploads: %v, want only UNSIGNED-PAYLOAD", slices.Collect(maps.Keys(payloads)))
+	}
+	for key, want := range map[string][]byte{"one.db": data, "parts.db": data, "one.db.sha256": []byte("sum\n")} {
+		o, err := s.Open(ctx, key)
+		if err != nil {
+			t.Fatalf("Open %s: %v", key, err)
+		}
+		got, err := io.ReadAll(o)
+		o.Close()
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s reads back as %d bytes (%v), not the %d bytes put", key, len(got), err, len(want))
+		}
+	}
+}
+
+// crc64 is the CRC64NVME of b as a store answers it.
+func crc64(b []byte) string {
+	h := crc64nvme.New()
+	h.Write(b)
+	return base64.StdEncoding.EncodeToString(h.Sum(nil))
+}
+
+// A store that answers an upload with the CRC64NVME of bytes other than those sent holds an
+// object other than the one sent: Put fails, with ErrChecksumMismatch, and deletes it. One that
+// answers the CRC64NVME of the bytes sent keeps it. In one PUT, the store answers it in a
+// header; in parts, in the answer to the upload's completion, where only one of the whole
+// object (FULL_OBJECT) is compared, not one of the parts' checksums (COMPOSITE).
+func TestPutChecksTheStoresCRC64NVME(t *testing.T) {
+	srv := objstoretest.StartHTTP(t, "backups")
+	s := open(t, srv.Config(t, "backups", objstoretest.AccessKeyID, objstoretest.SecretAccessKey))
+	data := make([]byte, 1<<20)
+	rand.Read(data)
+	for _, tc := range []struct {
+		name         string
+		size         int64
+		answer, mode string
+		err          error
+	}{
+		{"one PUT, the bytes sent", int64(len(data)), crc64(data), "", nil},
+		{"one PUT, other bytes", int64(len(data)), crc64(data[1:]), "", objstore.ErrChecksumMismatch},
+		{"one PUT, other bytes, of the whole object", int64(len(data)), crc64(data[1:]), "FULL_OBJECT", objstore.ErrChecksumMismatch},
+		{"one PUT, not base64", int64(len(data)), "?", "", objstore.ErrChecksumMismatch},
+		{"parts, the bytes sent", -1, crc64(data), "FULL_OBJECT", nil},
+		{"parts, other bytes", -1, crc64(data[1:]), "FULL_OBJECT", objstore.ErrChecksumMismatch},
+		{"parts, other bytes, of the parts' checksums", -1, crc64(data[1:]), "COMPOSITE", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv.OnResponse(func(req *http.Request, h http.Header, body []byte) []byte {
+				switch {
+				case req.Method == http.MethodPut && !req.URL.Query().Has("partNumber"):
+					h.Set("X-Amz-Checksum-Crc64nvme", tc.answer)
+					if tc.mode != "" {
+						h.Set("X-Amz-Checksum-Type", tc.mode)
+					}
+				case req.Method == http.MethodPost && req.URL.Query().Has("uploadId"):
+					end := []byte("</CompleteMultipartUploadResult>")
+					if !bytes.Contains(body, end) {
+						t.Errorf("the answer to the completion is %q", body)
+					}
+					return bytes.Replace(body, end, []byte("<ChecksumCRC64NVME>"+tc.answer+"</ChecksumCRC64NVME><ChecksumType>"+
+						tc.mode+"</ChecksumType>"+string(end)), 1)
+				}
+				return body
+			})
+			_, err := s.Put(context.Background(), "a.db", io.MultiReader(bytes.NewReader(data)), tc.size)
+			if !errors.Is(err, tc.err) || (err == nil) != (tc.err == nil) {
+				t.Fatalf("Put: %v, want %v", err, tc.err)
+			}
+			if keys := srv.Keys(t, "backups"); (tc.err == nil) != slices.Equal(keys, []string{"a.db"}) {
+				t.Errorf("objects after Put: %v", keys)
+			}
+			if err := s.Delete(context.Background(), "a.db"); err != nil {
+				t.Fatal(err)
 			}
 		})
 	}
