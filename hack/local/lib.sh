@@ -16,9 +16,11 @@ ETCD_BIN=$CACHE/etcd-$ETCD_VERSION/bin
 etcd_bin() { echo "$CACHE/etcd-$1/bin"; }
 # etcd_module VERSION: the helper module that pins an extra etcd version (build/etcd-vX.Y)
 etcd_module() { local v=$1; echo "etcd-${v%.*}"; }
-# CoreDNS with the plugins build/coredns/main.go links, keyed by that list too
-COREDNS_BIN=$CACHE/coredns-$COREDNS_VERSION-$(cat "$LOCAL_DIR/build/coredns/main.go" | sha256sum | cut -c1-12)/bin
-LPP_BIN=$CACHE/local-path-provisioner-$LOCAL_PATH_PROVISIONER_VERSION/bin
+# recipe_of MODULE_DIR: the hash of what a helper module builds with (its sources and go.sum),
+# which keys its binaries beside the version: a change of plugins or of dependencies builds anew
+recipe_of() { cat "$LOCAL_DIR/build/$1"/*.go "$LOCAL_DIR/build/$1/go.sum" | sha256sum | cut -c1-12; }
+COREDNS_BIN=$CACHE/coredns-$COREDNS_VERSION-$(recipe_of coredns)/bin
+LPP_BIN=$CACHE/local-path-provisioner-$LOCAL_PATH_PROVISIONER_VERSION-$(recipe_of local-path-provisioner)/bin
 PAUSE_BIN=$CACHE/pause-$PAUSE_VERSION/bin
 TOOLS_BIN=$CACHE/tools
 IMAGES=$CACHE/images
@@ -123,6 +125,6 @@ tool_from_module() {
 # cri_tool: path of the small CRI client built from hack/local/build/k8s/crirm.
 cri_tool() { echo "$TOOLS_BIN/crirm-$(hash_of "$LOCAL_DIR/build/k8s/crirm/main.go" "$LOCAL_DIR/build/k8s/go.sum")"; }
 # images_dir: folder of the image tarballs for this version set and image recipe.
-images_dir() { echo "$IMAGES/$(hash_of "$LOCAL_DIR/images.sh" "$ROOT/hack/tools/mkimage/main.go" "$LOCAL_DIR/versions.env")"; }
+images_dir() { echo "$IMAGES/$(hash_of "$LOCAL_DIR/images.sh" "$ROOT/hack/tools/mkimage/main.go" "$LOCAL_DIR/versions.env" <(echo "$COREDNS_BIN $LPP_BIN"))"; }
 # mkimage_tool: path of hack/tools/mkimage built for this content.
 mkimage_tool() { echo "$TOOLS_BIN/mkimage-$(hash_of "$ROOT/hack/tools/mkimage/main.go")"; }
