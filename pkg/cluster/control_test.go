@@ -102,7 +102,7 @@ func TestMembershipAnswers(t *testing.T) {
 	voters := []string{"http://10.0.0.1:2379", "http://10.0.0.2:2379"}
 	changes := map[string]func(m *realActor) (Result, error){
 		"add learner": func(m *realActor) (Result, error) {
-			return m.AddLearner(context.Background(), c, voters, 2)
+			return m.AddLearner(context.Background(), c, voters, 2, member.PeerURL(c, 2))
 		},
 		"promote": func(m *realActor) (Result, error) {
 			return m.Promote(context.Background(), c, voters, 2, 0xabc)
@@ -316,7 +316,7 @@ func TestMembershipAgainstEtcd(t *testing.T) {
 	}
 	var addedID uint64
 	for i, want := range []bool{true, false} {
-		res, err := retried(func() (Result, error) { return m.AddLearner(ctx, c, eps, 2) })
+		res, err := retried(func() (Result, error) { return m.AddLearner(ctx, c, eps, 2, member.PeerURL(c, 2)) })
 		if err != nil || res.Changed != want {
 			t.Fatalf("add learner #%d = %+v, %v; want changed %v", i+1, res, err, want)
 		}

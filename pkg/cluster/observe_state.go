@@ -35,6 +35,8 @@ func (o *observation) state(now time.Time) plan.State {
 		Foreign:            o.foreign,
 		RefusedServices:    o.refusedServices,
 		TLS:                o.tls,
+		PeerMove: plan.PeerMoveView{Final: member.SpecPeerEndpoint(c), Step: o.peer, Recorded: o.peerRecorded(),
+			Unforwarded: o.peerUnforwarded},
 		ClientTLS:          o.dialTLS,
 		Now:                now,
 		Bounds:             o.bounds.WithDefaults(),
@@ -73,7 +75,7 @@ func (o *observation) podViews(s *plan.State) {
 	c := o.cluster
 	for ord, p := range o.pods {
 		pv := o.podView(ord, p)
-		target := member.Target{Version: s.TargetVersion, Client: o.clientFor(p)}
+		target := member.Target{Version: s.TargetVersion, Client: o.clientFor(p), Peer: o.peer.Listen}
 		target.Trust = o.trustFor(ord, p, target.Client)
 		pv.Outdated = !member.UpToDate(c, p, target, o.initImage)
 		if pv.Outdated {

@@ -108,7 +108,7 @@ func (r *Reconciler) ensureTLS(ctx context.Context, c *api.EtcdCluster, o *obser
 		return nil
 	}
 	t := &tlsPass{r: r, c: c, now: r.now(), leafLife: r.leafLifetime(c), ordinals: wantedOrdinals(c, o),
-		client: clientTLSInUse(c, modes), running: map[string]bool{"peer": len(o.pods) > 0 && member.PeerTLS(c)},
+		client: clientTLSInUse(c, modes), running: map[string]bool{"peer": peerTLSRunning(c, o.pods)},
 		memberTrust: map[int]map[string][]byte{}}
 	for _, m := range modes {
 		t.running["client"] = t.running["client"] || m.TLS()
@@ -152,6 +152,17 @@ func (r *Reconciler) ensureTLS(ctx context.Context, c *api.EtcdCluster, o *obser
 	return nil
 }
 
+// peerTLSRunning reports whether a member pod runs whose etcd takes TLS from its peers (and
+// so trusts the peer CA it started with).
+func peerTLSRunning(c *api.EtcdCluster, pods map[int]*corev1.Pod) bool {
+	for _, p := range pods {
+		if _, ok := peerTLSPort(c, p); ok {
+			return true
+		}
+	}
+	return false
+}
+
 // sources are where the ports' certificates come from this pass; nil for a port without
 // TLS.
 func (t *tlsPass) sources(ctx context.Context) (peer, client *portSource, err error) {
@@ -178,7 +189,8 @@ func (t *tlsPass) sources(ctx context.Context) (peer, client *portSource, err er
 // new ones from its flags, so a member started on it with the other scheme would listen where
 // its peers never dial. It happens when a cluster deleted with whenDeleted Retain is created
 // again with another spec.tls (or without one, which now means peer TLS). The cluster says
-// which claims and what to set.
+// which claims and what to set. A claim that records a move of the peers under way is not
+// held: the move is this cluster's own, and its pods listen where the claim says.
 func checkPeerSchemes(c *api.EtcdCluster, o *observation) {
 	want := member.PeerScheme(c)
 	var mismatched []string
@@ -186,6 +198,11 @@ func checkPeerSchemes(c *api.EtcdCluster, o *observation) {
 	for _, ord := range slices.Sorted(maps.Keys(o.claims)) {
 		pvc := o.claims[ord]
 		if pvc.Annotations[member.AnnotationMemberID] == "" || member.ClaimPeerScheme(pvc) == want {
+			continue
+		}
+		if pvc.Annotations[member.AnnotationPeerMove] != "" {
+			// Its cluster's peers move on or off TLS: its member's pod is made listening where
+			// the hop the claim records says (observePeers).
 			continue
 		}
 		if _, running := o.pods[ord]; running {
