@@ -153,10 +153,12 @@ func (r *Reconciler) ensureTLS(ctx context.Context, c *api.EtcdCluster, o *obser
 }
 
 // peerTLSRunning reports whether a member pod runs whose etcd takes TLS from its peers (and
-// so trusts the peer CA it started with).
+// so trusts the peer CA it started with); with peer TLS, a pod the operator cannot read is
+// taken to.
 func peerTLSRunning(c *api.EtcdCluster, pods map[int]*corev1.Pod) bool {
 	for _, p := range pods {
-		if _, ok := peerTLSPort(c, p); ok {
+		_, isMember := member.ReadTemplate(c.Name, p)
+		if _, ok := peerTLSPort(c, p); ok || (!isMember && member.PeerTLS(c)) {
 			return true
 		}
 	}
