@@ -2,6 +2,11 @@ package cluster
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -153,5 +158,46 @@ func TestPeerMoveJoiningMember(t *testing.T) {
 	}
 	if !member.UpToDate(c, pod, member.Target{Version: c.Spec.Version, Peer: o.peer.Listen}, testInitImage) {
 		t.Error("the joining member's pod, made now, is out of date")
+	}
+}
+
+// A peer CA rotation asks each member pod on the port where its etcd takes TLS from its peers:
+// the move port while the peers move onto TLS, the peer port otherwise; a pod that takes none
+// yet (plaintext, not rolled onto the move) is not asked. Asking https on the peer port of a
+// pod listening there in plaintext never answers, and a move waiting for the rotation would
+// wait for ever (the lost session's deadlock).
+func TestRotationProbesThePeerTLSListener(t *testing.T) {
+	c := withTLS(newCluster(3), &api.TLSSource{}, nil)
+	listens := map[int]peermove.Listen{
+		0: {plainPeer},
+		1: peermove.NewListen(plainPeer, tlsMove),
+		2: {tlsPeer},
+	}
+	f := newFixture(t, c)
+	var probed []string
+	f.r.deps.ProbeTLS = func(_ context.Context, baseURL string, _ tls.Certificate, _ *x509.CertPool, _ string) ([]*x509.Certificate, error) {
+		probed = append(probed, baseURL)
+		return nil, errors.New("not a member")
+	}
+	pass := &tlsPass{r: f.r, c: c}
+	o := &observation{cluster: c, pods: map[int]*corev1.Pod{}}
+	for ord, l := range listens {
+		p := member.Pod(c, member.Template{Ordinal: ord, ClusterState: etcdutil.ClusterStateExisting, InitialCluster: []int{0, 1, 2}, PeerListen: l}, testInitImage)
+		p.Status.Phase, p.Status.PodIP = corev1.PodRunning, fmt.Sprintf("10.0.0.%d", ord)
+		o.pods[ord] = p
+	}
+	port := rotationPort{name: "peer", src: &portSource{}}
+	pods := pass.rotationPods(o, port)
+	if pods[0].Uses || !pods[1].Uses || !pods[2].Uses {
+		t.Errorf("pods asked: %v %v %v, want the two that take TLS", pods[0].Uses, pods[1].Uses, pods[2].Uses)
+	}
+	for ord, rp := range pods {
+		if asked(rp) {
+			pass.probePod(context.Background(), &rp, o.pods[ord], ord, port, trustSet{}, []tls.Certificate{{}})
+		}
+	}
+	slices.Sort(probed)
+	if want := []string{"https://10.0.0.1:2382", "https://10.0.0.2:2380"}; !slices.Equal(probed, want) {
+		t.Errorf("probed %v, want %v", probed, want)
 	}
 }
