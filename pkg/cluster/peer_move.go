@@ -172,3 +172,26 @@ func (o *observation) joiningPeerURL(ordinal int) string {
 	}
 	return o.peer.Join.URL(member.Host(o.cluster.Name, o.cluster.Namespace, ordinal))
 }
+
+// holdPeerMove holds a move onto peer TLS that has not started (every URL still plaintext on
+// the peer port, no pod listening over TLS) while the peer certificates cannot be used (a
+// Secret spec.tls.peer names that fails its checks): pods are built listening as the members
+// do, so no member is rolled onto certificates that are not there, and a member lost
+// meanwhile comes back. Degraded says why (the pass's TLS problem).
+func (o *observation) holdPeerMove(c *api.EtcdCluster, peer *portSource) {
+	plain := peermove.Final(false)
+	if !member.PeerTLS(c) || peer == nil || !peer.frozen || !o.membersKnown || !o.peer.Listen.Has(plain) || o.peer.Listen.Has(peermove.Final(true)) {
+		return
+	}
+	for _, m := range o.members {
+		if e, ok := peermove.Of(m.PeerURLs[0]); !ok || e != plain {
+			return
+		}
+	}
+	for _, p := range o.pods {
+		if _, tls := peerTLSPort(c, p); tls {
+			return
+		}
+	}
+	o.peer = peermove.Step{Listen: peermove.Listen{plain}, Dest: plain, Join: plain}
+}

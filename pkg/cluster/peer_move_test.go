@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -199,5 +200,46 @@ func TestRotationProbesThePeerTLSListener(t *testing.T) {
 	slices.Sort(probed)
 	if want := []string{"https://10.0.0.1:2382", "https://10.0.0.2:2380"}; !slices.Equal(probed, want) {
 		t.Errorf("probed %v, want %v", probed, want)
+	}
+}
+
+// A move onto peer TLS from a Secret that does not exist: the pass says which Secret and why,
+// and the move is held before it starts: pods are built listening in plaintext as the members
+// do, none is rolled, and a member whose pod is lost meanwhile comes back (its Secret is not
+// waited for). Once a URL has moved, nothing is held (the members' Secrets hold what they
+// started with).
+func TestPeerMoveOntoMissingSecret(t *testing.T) {
+	c := withTLS(newCluster(3), &api.TLSSource{SecretName: "does-not-exist"}, nil)
+	for _, tc := range []struct {
+		name     string
+		at       []peermove.Endpoint
+		held     bool
+		unreadys int
+	}{
+		{"not started", []peermove.Endpoint{plainPeer, plainPeer, plainPeer}, true, 0},
+		{"a URL moved already", []peermove.Endpoint{tlsMove, plainPeer, plainPeer}, false, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, c)
+			f.kube.ClearActions()
+			o := &observation{cluster: c, pods: map[int]*corev1.Pod{}, membersKnown: true, members: membersAt(c, tc.at...)}
+			o.observePeers()
+			for ord := range 3 {
+				o.pods[ord] = member.Pod(c, member.Template{Ordinal: ord, ClusterState: etcdutil.ClusterStateExisting,
+					InitialCluster: []int{0, 1, 2}, PeerListen: peermove.Listen{plainPeer}}, testInitImage)
+			}
+			if err := f.r.ensureTLS(context.Background(), c, o); err != nil {
+				t.Fatal(err)
+			}
+			if p := o.tls.Problem; p == nil || p.Reason != api.ReasonTLSSecretInvalid || !strings.Contains(p.Message, "does-not-exist") {
+				t.Errorf("problem %+v, want TLSSecretInvalid naming the Secret", p)
+			}
+			if held := o.peer.Listen.Equal(peermove.Listen{plainPeer}); held != tc.held {
+				t.Errorf("pods built listening on %v; held %v, want %v", o.peer.Listen, held, tc.held)
+			}
+			if len(o.tls.Unready) != tc.unreadys {
+				t.Errorf("unready %v, want %d members", o.tls.Unready, tc.unreadys)
+			}
+		})
 	}
 }

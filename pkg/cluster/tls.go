@@ -58,6 +58,9 @@ type tlsPass struct {
 	running map[string]bool
 	// client: the client port serves TLS, or some member pod still does (clientTLSInUse).
 	client bool
+	// peerMounted: member pods built now mount the peer certificates (they listen for peers
+	// over TLS; observation.peer).
+	peerMounted bool
 	// clientIdle: member pods run and none serves the client port over TLS, so no etcd trusts
 	// what member Secrets hold of it (left there by an earlier move off TLS): a move onto TLS
 	// may replace it.
@@ -120,6 +123,8 @@ func (r *Reconciler) ensureTLS(ctx context.Context, c *api.EtcdCluster, o *obser
 		return err
 	}
 	o.holdClientMove(c, client)
+	o.holdPeerMove(c, peer)
+	t.peerMounted = o.peer.Listen.TLS() || len(o.peer.Listen) == 0 && member.PeerTLS(c)
 	// Before anything is written: where each port's CA rotation stands, and so which CAs
 	// the members' Secrets trust and whose leaves they hold.
 	if err := t.rotate(ctx, o, peer, client); err != nil {
@@ -405,11 +410,12 @@ func (t *tlsPass) write(ctx context.Context, name string, typ corev1.SecretType,
 	return t.r.control.UpdateSecret(ctx, t.c, want)
 }
 
-// complete reports whether a member's Secret data holds every key its pod mounts, and
+// complete reports whether a member's Secret data holds every key its pod mounts (the peer
+// port's with peer, the client port's with client), and
 // whether its certificates are still valid at now: a member started on an expired one would
 // be refused by its peers or clients.
-func complete(c *api.EtcdCluster, client bool, data map[string][]byte, now time.Time) bool {
-	for _, k := range member.TLSKeys(c, client) {
+func complete(peer, client bool, data map[string][]byte, now time.Time) bool {
+	for _, k := range member.TLSKeysOf(peer, client) {
 		if len(data[k]) == 0 {
 			return false
 		}
@@ -423,7 +429,7 @@ func complete(c *api.EtcdCluster, client bool, data map[string][]byte, now time.
 			return false
 		}
 	}
-	return len(data) > 0
+	return len(data) > 0 || (!peer && !client)
 }
 
 // loopback is the address tools inside a member's pod dial.

@@ -70,15 +70,13 @@ func planPeerMove(s State) Decision {
 	return d
 }
 
-// peerMoveWait says why no URL may move to dest now; empty when one may. Every member is in
-// place, voting, healthy and caught up with the leader, and its pod built from the current
+// peerMoveWait says why no URL may move to dest now; empty when one may. Every member (as
+// etcd lists them: a member missing from spec.size does not hold the move) is in place,
+// voting, healthy and caught up with the leader, and its pod built from the current
 // spec (so it listens on dest and on where its URL is); no pod is made or gone that is not a
 // member's; the claims record the hop; every member's Service forwards the move port; and no
 // rotation of the peer CA is under way (its probes and restarts read the members' listeners).
 func peerMoveWait(s State, dest peermove.Endpoint) string {
-	if len(s.Members) != s.Size {
-		return fmt.Sprintf("the cluster has %d members, spec.size is %d", len(s.Members), s.Size)
-	}
 	leader, ok := leaderMember(s.Members)
 	if !ok {
 		return "the cluster has no leader"
