@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
 	"github.com/etcd-operator/etcd-operator/pkg/member"
 	"github.com/etcd-operator/etcd-operator/pkg/member/peermove"
 )
@@ -184,8 +186,10 @@ func (o *observation) holdPeerMove(c *api.EtcdCluster, peer *portSource) {
 		return
 	}
 	for _, m := range o.members {
-		if e, ok := peermove.Of(m.PeerURLs[0]); !ok || e != plain {
-			return
+		for _, u := range m.PeerURLs {
+			if e, ok := peermove.Of(u); !ok || e != plain {
+				return
+			}
 		}
 	}
 	for _, p := range o.pods {
@@ -194,4 +198,59 @@ func (o *observation) holdPeerMove(c *api.EtcdCluster, peer *portSource) {
 		}
 	}
 	o.peer = peermove.Step{Listen: peermove.Listen{plain}, Dest: plain, Join: plain}
+}
+
+// peerTLSRunning reports whether a member pod runs whose etcd takes TLS from its peers (and
+// so trusts the peer CA it started with); with peer TLS, a pod the operator cannot read is
+// taken to.
+func peerTLSRunning(c *api.EtcdCluster, pods map[int]*corev1.Pod) bool {
+	for _, p := range pods {
+		_, isMember := member.ReadTemplate(c.Name, p)
+		if _, ok := peerTLSPort(c, p); ok || (!isMember && member.PeerTLS(c)) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkPeerSchemes holds back the members whose claims hold data made with the other peer
+// scheme (member.AnnotationPeerScheme): etcd keeps the peer URLs in its data and does not take
+// new ones from its flags, so a member started on it with the other scheme would listen where
+// its peers never dial. It happens when a cluster deleted with whenDeleted Retain is created
+// again with another spec.tls (or without one, which now means peer TLS). The cluster says
+// which claims and what to set. A claim that records a move of the peers under way is not
+// held: the move is this cluster's own, and its pods listen where the claim says.
+func checkPeerSchemes(c *api.EtcdCluster, o *observation) {
+	want := member.PeerScheme(c)
+	var mismatched []string
+	var have string
+	for _, ord := range slices.Sorted(maps.Keys(o.claims)) {
+		pvc := o.claims[ord]
+		if pvc.Annotations[member.AnnotationMemberID] == "" || member.ClaimPeerScheme(pvc) == want {
+			continue
+		}
+		if pvc.Annotations[member.AnnotationPeerMove] != "" {
+			// Its cluster's peers move on or off TLS: its member's pod is made listening where
+			// the hop the claim records says (observePeers).
+			continue
+		}
+		if _, running := o.pods[ord]; running {
+			continue
+		}
+		mismatched, have = append(mismatched, pvc.Name), member.ClaimPeerScheme(pvc)
+		if !slices.Contains(o.tls.Unready, ord) {
+			o.tls.Unready = append(o.tls.Unready, ord)
+		}
+	}
+	if len(mismatched) == 0 || o.tls.Problem != nil {
+		return
+	}
+	fix := "spec.tls: {} (plaintext peers)"
+	if want == "http" {
+		fix = "spec.tls.peer"
+	}
+	o.tls.Problem = &plan.TLSProblem{Reason: api.ReasonInvalidSpec, Message: fmt.Sprintf(
+		"claims %s hold members made with %s peer URLs, and spec.tls asks for %s; their members are not started on them: "+
+			"delete the cluster (its claims are retained) and create it again with %s, or delete the claims if their data is not needed",
+		strings.Join(mismatched, ", "), have, want, fix)}
 }

@@ -7,7 +7,6 @@ import (
 	"maps"
 	"net"
 	"slices"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -157,19 +156,6 @@ func (r *Reconciler) ensureTLS(ctx context.Context, c *api.EtcdCluster, o *obser
 	return nil
 }
 
-// peerTLSRunning reports whether a member pod runs whose etcd takes TLS from its peers (and
-// so trusts the peer CA it started with); with peer TLS, a pod the operator cannot read is
-// taken to.
-func peerTLSRunning(c *api.EtcdCluster, pods map[int]*corev1.Pod) bool {
-	for _, p := range pods {
-		_, isMember := member.ReadTemplate(c.Name, p)
-		if _, ok := peerTLSPort(c, p); ok || (!isMember && member.PeerTLS(c)) {
-			return true
-		}
-	}
-	return false
-}
-
 // sources are where the ports' certificates come from this pass; nil for a port without
 // TLS.
 func (t *tlsPass) sources(ctx context.Context) (peer, client *portSource, err error) {
@@ -189,48 +175,6 @@ func (t *tlsPass) sources(ctx context.Context) (peer, client *portSource, err er
 		return nil, nil, err
 	}
 	return peer, client, nil
-}
-
-// checkPeerSchemes holds back the members whose claims hold data made with the other peer
-// scheme (member.AnnotationPeerScheme): etcd keeps the peer URLs in its data and does not take
-// new ones from its flags, so a member started on it with the other scheme would listen where
-// its peers never dial. It happens when a cluster deleted with whenDeleted Retain is created
-// again with another spec.tls (or without one, which now means peer TLS). The cluster says
-// which claims and what to set. A claim that records a move of the peers under way is not
-// held: the move is this cluster's own, and its pods listen where the claim says.
-func checkPeerSchemes(c *api.EtcdCluster, o *observation) {
-	want := member.PeerScheme(c)
-	var mismatched []string
-	var have string
-	for _, ord := range slices.Sorted(maps.Keys(o.claims)) {
-		pvc := o.claims[ord]
-		if pvc.Annotations[member.AnnotationMemberID] == "" || member.ClaimPeerScheme(pvc) == want {
-			continue
-		}
-		if pvc.Annotations[member.AnnotationPeerMove] != "" {
-			// Its cluster's peers move on or off TLS: its member's pod is made listening where
-			// the hop the claim records says (observePeers).
-			continue
-		}
-		if _, running := o.pods[ord]; running {
-			continue
-		}
-		mismatched, have = append(mismatched, pvc.Name), member.ClaimPeerScheme(pvc)
-		if !slices.Contains(o.tls.Unready, ord) {
-			o.tls.Unready = append(o.tls.Unready, ord)
-		}
-	}
-	if len(mismatched) == 0 || o.tls.Problem != nil {
-		return
-	}
-	fix := "spec.tls: {} (plaintext peers)"
-	if want == "http" {
-		fix = "spec.tls.peer"
-	}
-	o.tls.Problem = &plan.TLSProblem{Reason: api.ReasonInvalidSpec, Message: fmt.Sprintf(
-		"claims %s hold members made with %s peer URLs, and spec.tls asks for %s; their members are not started on them: "+
-			"delete the cluster (its claims are retained) and create it again with %s, or delete the claims if their data is not needed",
-		strings.Join(mismatched, ", "), have, want, fix)}
 }
 
 // leafLifetime is spec.tls.leafLifetime, or the default, never below the operator's minimum.
