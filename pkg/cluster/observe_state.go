@@ -37,12 +37,12 @@ func (o *observation) state(now time.Time) plan.State {
 		TLS:                o.tls,
 		PeerMove: plan.PeerMoveView{Final: member.SpecPeerEndpoint(c), Step: o.peer, Recorded: o.peerRecorded(),
 			Unforwarded: o.peerUnforwarded},
-		ClientTLS:          o.dialTLS,
-		Now:                now,
-		Bounds:             o.bounds.WithDefaults(),
-		TargetVersion:      o.memberVersion(),
-		SpecVersion:        member.NormalizeVersion(c.Spec.Version),
-		DowngradeTarget:    plan.DowngradeTarget(o.statuses),
+		ClientTLS:       o.dialTLS,
+		Now:             now,
+		Bounds:          o.bounds.WithDefaults(),
+		TargetVersion:   o.memberVersion(),
+		SpecVersion:     member.NormalizeVersion(c.Spec.Version),
+		DowngradeTarget: plan.DowngradeTarget(o.statuses),
 	}
 	s.LastMembers = lastMembers(c)
 	o.podViews(&s)

@@ -38,7 +38,7 @@ func moveState(final peermove.Endpoint, at ...peermove.Endpoint) State {
 	}
 	return State{Name: "c", Size: 3, Bootstrapped: true, MembersKnown: true, Members: ms, Pods: pods, Statuses: st,
 		Persistent: true, TargetVersion: "3.6.16", Version: "3.6.16", Now: plantest.PassAt,
-		Claims: plantest.Claims(plantest.Claim(0), plantest.Claim(1), plantest.Claim(2)),
+		Claims:   plantest.Claims(plantest.Claim(0), plantest.Claim(1), plantest.Claim(2)),
 		PeerMove: PeerMoveView{Final: final, Step: step, Recorded: true}}
 }
 
