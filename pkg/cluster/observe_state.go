@@ -35,15 +35,15 @@ func (o *observation) state(now time.Time) plan.State {
 		Foreign:            o.foreign,
 		RefusedServices:    o.refusedServices,
 		TLS:                o.tls,
-		PeerMove: plan.PeerMoveView{Final: member.SpecPeerEndpoint(c), Step: o.peer, Recorded: o.peerRecorded(),
-			Unforwarded: o.peerUnforwarded},
-		ClientTLS:       o.dialTLS,
-		Now:             now,
-		Bounds:          o.bounds.WithDefaults(),
-		TargetVersion:   o.memberVersion(),
-		SpecVersion:     member.NormalizeVersion(c.Spec.Version),
-		DowngradeTarget: plan.DowngradeTarget(o.statuses),
+		ClientTLS:          o.dialTLS,
+		Now:                now,
+		Bounds:             o.bounds.WithDefaults(),
+		TargetVersion:      o.memberVersion(),
+		SpecVersion:        member.NormalizeVersion(c.Spec.Version),
+		DowngradeTarget:    plan.DowngradeTarget(o.statuses),
 	}
+	s.PeerMove = plan.PeerMoveView{Final: member.SpecPeerEndpoint(c), Step: o.peer, Recorded: o.peerRecorded(),
+		Unforwarded: o.peerUnforwarded}
 	s.LastMembers = lastMembers(c)
 	o.podViews(&s)
 	for _, m := range o.members {
