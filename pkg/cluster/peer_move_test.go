@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -241,5 +242,28 @@ func TestPeerMoveOntoMissingSecret(t *testing.T) {
 				t.Errorf("unready %v, want %d members", o.tls.Unready, tc.unreadys)
 			}
 		})
+	}
+}
+
+// The planner sees what each pod listens on for its peers, read back from the pod: rule 8b
+// moves a URL only where every pod listens (a view without it held the move for ever on the
+// node).
+func TestPeerMoveStateReadsThePods(t *testing.T) {
+	c := withTLS(newCluster(3), &api.TLSSource{}, nil)
+	o := &observation{cluster: c, pods: map[int]*corev1.Pod{}, claims: map[int]*corev1.PersistentVolumeClaim{},
+		membersKnown: true, members: membersAt(c, plainPeer, plainPeer, plainPeer), initImage: testInitImage}
+	o.observePeers()
+	for ord := range 3 {
+		o.pods[ord] = member.Pod(c, member.Template{Ordinal: ord, ClusterState: etcdutil.ClusterStateExisting,
+			InitialCluster: []int{0, 1, 2}, PeerListen: o.peer.Listen}, testInitImage)
+	}
+	s := o.state(time.Now())
+	for ord, p := range s.Pods {
+		if !p.PeerListen.Equal(o.peer.Listen) || p.Outdated {
+			t.Errorf("pod %d seen listening on %v (outdated %v), want %v, up to date", ord, p.PeerListen, p.Outdated, o.peer.Listen)
+		}
+	}
+	if !s.PeerMove.Moving() || !s.PeerMove.Recorded || s.PeerMove.Step.Dest != tlsMove {
+		t.Errorf("move view %+v, want moving to %v", s.PeerMove, tlsMove)
 	}
 }
