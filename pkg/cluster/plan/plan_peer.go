@@ -55,6 +55,12 @@ func planPeerMove(s State) Decision {
 			next = &m
 		}
 	}
+	if next == nil && s.TLS.Problem != nil {
+		// The pass holds the move before it starts (pkg/cluster, holdPeerMove): Degraded says
+		// why.
+		return Decision{Progress: api.ReasonMovingPeers, Message: fmt.Sprintf(
+			"the move of the peers to %s waits for their certificates: %s", pm.Final, s.TLS.Problem.Message)}
+	}
 	if next == nil {
 		// Every URL is where this hop goes; the pods are rolled onto the next hop's listeners
 		// (rule 8) once the pass sees it.

@@ -107,6 +107,14 @@ func TestPlanPeerMove(t *testing.T) {
 				s.Pods[o] = p
 			}
 		}), blocked: api.ReasonPeerMoveStuck, says: "c-2"},
+		{name: "held for a Secret that cannot be used", s: with(moveState(s0, h0, h0, h0), func(s *State) {
+			s.PeerMove.Step = peermove.Step{Listen: peermove.Listen{h0}, Dest: h0, Join: h0}
+			for o, p := range s.Pods {
+				p.PeerListen = peermove.Listen{h0}
+				s.Pods[o] = p
+			}
+			s.TLS.Problem = &TLSProblem{Reason: api.ReasonTLSSecretInvalid, Message: "Secret p does not exist"}
+		}), progress: api.ReasonMovingPeers, says: "waits for their certificates: Secret p does not exist"},
 		{name: "URLs where no move leads", s: moveState(s0, h0, s0, s0), blocked: api.ReasonInvalidSpec, says: "no move leads through"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
