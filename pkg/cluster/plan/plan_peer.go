@@ -70,6 +70,10 @@ func planPeerMove(s State) Decision {
 	if why := peerMoveWait(s, pm.Step.Dest); why != "" {
 		return peerMoveWaiting(s, why)
 	}
+	if phase := peerRotating(s); phase != "" {
+		return Decision{Progress: api.ReasonMovingPeers, Message: fmt.Sprintf(
+			"the peers move to %s and wait for the peer CA's rotation (%s)", pm.Step.Dest, phase)}
+	}
 	d := step(s, Action{Kind: ActionMovePeerURL, Ordinal: next.Ordinal, MemberID: next.ID,
 		PeerURL: peermove.Moved(next.PeerURL, pm.Step.Dest)}, api.ReasonMovingPeers, "moving the peer URL of member %s", next.Ordinal)
 	d.Message += fmt.Sprintf(" from %s to %s (%d of %d members at %s)", next.PeerURL, d.Action.PeerURL, moved, len(s.Members), pm.Step.Dest)
@@ -80,8 +84,8 @@ func planPeerMove(s State) Decision {
 // etcd lists them: a member missing from spec.size does not hold the move) is in place,
 // voting, healthy and caught up with the leader, and its pod built from the current
 // spec (so it listens on dest and on where its URL is); no pod is made or gone that is not a
-// member's; the claims record the hop; every member's Service forwards the move port; and no
-// rotation of the peer CA is under way (its probes and restarts read the members' listeners).
+// member's; the claims record the hop; and every member's Service forwards the move port. A
+// rotation of the peer CA is waited for apart (peerRotating).
 func peerMoveWait(s State, dest peermove.Endpoint) string {
 	leader, ok := leaderMember(s.Members)
 	if !ok {
@@ -113,9 +117,16 @@ func peerMoveWait(s State, dest peermove.Endpoint) string {
 	case s.DowngradeTarget != "":
 		return "etcd's downgrade is enabled"
 	}
+	return ""
+}
+
+// peerRotating says which step a rotation of the peer CA is at; empty when none runs. A URL
+// waits for it (its probes and restarts read the members' listeners), and the wait is the
+// rotation's to report when it lasts (CARotationStuck), not the move's.
+func peerRotating(s State) api.CARotationPhase {
 	for _, r := range s.TLS.Rotations {
 		if r.Port == "peer" && r.Phase != "" {
-			return fmt.Sprintf("the peer CA rotates (%s)", r.Phase)
+			return r.Phase
 		}
 	}
 	return ""

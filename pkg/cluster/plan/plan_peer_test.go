@@ -96,7 +96,14 @@ func TestPlanPeerMove(t *testing.T) {
 			want: &Action{Kind: ActionMovePeerURL, Ordinal: 0, MemberID: 100, PeerURL: peerURL(0, s0)}, progress: api.ReasonMovingPeers},
 		{name: "the peer CA rotates", s: with(moveState(s0, h0, h0, h0), func(s *State) {
 			s.TLS.Rotations = []PortRotation{{Port: "peer", RotationStep: RotationStep{Phase: api.CARotationTrustingBoth}}}
-		}), progress: api.ReasonMovingPeers, says: "peer CA rotates"},
+		}), progress: api.ReasonMovingPeers, says: "peer CA's rotation (TrustingBoth)"},
+		{name: "the peer CA rotating past the move's bound: the rotation's to report", s: with(moveState(s0, h0, h0, h0), func(s *State) {
+			s.TLS.Rotations = []PortRotation{{Port: "peer", RotationStep: RotationStep{Phase: api.CARotationReissuing}}}
+			for o, p := range s.Pods {
+				p.Created = plantest.PassAt.Add(-DefaultComebackBound - time.Second)
+				s.Pods[o] = p
+			}
+		}), progress: api.ReasonMovingPeers, says: "peer CA's rotation (Reissuing)"},
 		{name: "the client CA rotating holds nothing", s: with(moveState(s0, h0, h0, h0), func(s *State) {
 			s.TLS.Rotations = []PortRotation{{Port: "client", RotationStep: RotationStep{Phase: api.CARotationTrustingBoth}}}
 		}), want: &Action{Kind: ActionMovePeerURL, Ordinal: 0, MemberID: 100, PeerURL: peerURL(0, s2)}, progress: api.ReasonMovingPeers},
