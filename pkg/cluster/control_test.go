@@ -113,6 +113,9 @@ func TestMembershipAnswers(t *testing.T) {
 		"move leader": func(m *realActor) (Result, error) {
 			return m.MoveLeader(context.Background(), c, voters[0], 2, 0xdef)
 		},
+		"move peer URL": func(m *realActor) (Result, error) {
+			return m.MovePeerURL(context.Background(), c, voters, 2, 0xabc, "https://demo-2.ns.svc:2382", "moving the peers onto TLS")
+		},
 	}
 	type want struct {
 		changed bool
@@ -144,6 +147,12 @@ func TestMembershipAnswers(t *testing.T) {
 		{"remove", etcdAnswer(etcdutil.ErrUnhealthy), want{retryIn: etcdRefusedRetry}},
 		{"remove", etcdAnswer(etcdutil.ErrMemberNotLearner), failed},
 		{"remove", errors.New("connection refused"), failed},
+
+		{"move peer URL", nil, changed},
+		{"move peer URL", etcdAnswer(etcdutil.ErrMemberNotFound), done},
+		{"move peer URL", etcdAnswer(etcdutil.ErrUnhealthy), want{retryIn: etcdRefusedRetry}},
+		{"move peer URL", etcdAnswer(etcdutil.ErrPeerURLExists), failed},
+		{"move peer URL", errors.New("context deadline exceeded"), failed},
 
 		{"move leader", nil, changed},
 		{"move leader", etcdAnswer(etcdutil.ErrNotLeader), want{retryIn: afterAction}},
