@@ -42,7 +42,7 @@ func (r *Reconciler) perform(ctx context.Context, c *api.EtcdCluster, o *observa
 	case plan.ActionCreatePod:
 		res, err = r.control.CreatePod(ctx, c, member.Template{Ordinal: a.Ordinal, ClusterState: a.ClusterState,
 			InitialCluster: a.InitialCluster, Version: a.PodVersion, MemberID: a.MemberID,
-			PeerURLs: o.headlessPeerURLs(a.InitialCluster), Restore: o.restoreFor(a),
+			PeerURLs: o.peerURLsFor(a.InitialCluster), Restore: o.restoreFor(a), PeerListen: o.peer.Listen,
 			Client: o.clientTarget, DialTLS: o.dialTLS, MaxLearners: a.MaxLearners,
 			Trust: o.trustFor(a.Ordinal, nil, o.clientTarget)}, why)
 	case plan.ActionDeletePod:
@@ -54,10 +54,12 @@ func (r *Reconciler) perform(ctx context.Context, c *api.EtcdCluster, o *observa
 			res, err = r.control.DeleteClaim(ctx, c, pvc, why)
 		}
 	case plan.ActionAddLearner:
-		res, err = r.control.AddLearner(ctx, c, o.voterEndpoints(0), a.Ordinal)
+		res, err = r.control.AddLearner(ctx, c, o.voterEndpoints(0), a.Ordinal, o.joiningPeerURL(a.Ordinal))
 		if err == nil {
 			err = r.markLearnerClaim(ctx, o, a.Ordinal, res.MemberID)
 		}
+	case plan.ActionMovePeerURL:
+		res, err = r.movePeerURL(ctx, c, o, a.Ordinal, a.MemberID, a.PeerURL, why)
 	case plan.ActionPromote:
 		res, err = r.control.Promote(ctx, c, o.voterEndpoints(0), a.Ordinal, a.MemberID)
 	case plan.ActionRemoveMember:
@@ -97,7 +99,7 @@ func (r *Reconciler) actOnRollout(ctx context.Context, c *api.EtcdCluster, o *ob
 	case a.Kind == plan.ActionRollMember:
 		return r.rollMember(ctx, c, p, a.Evict, why)
 	case a.Kind == plan.ActionRestartInPlace:
-		target := member.Target{Version: a.PodVersion, Client: o.clientFor(p)}
+		target := member.Target{Version: a.PodVersion, Client: o.clientFor(p), Peer: o.peer.Listen}
 		target.Trust = o.trustFor(a.Ordinal, p, target.Client)
 		return r.restartInPlace(ctx, c, p, target, why)
 	default:

@@ -47,8 +47,11 @@ func (f *fakeActor) DeletePod(_ context.Context, _ *api.EtcdCluster, p *corev1.P
 func (f *fakeActor) EvictPod(_ context.Context, _ *api.EtcdCluster, p *corev1.Pod, _ string) (Result, error) {
 	return f.record("EvictPod %s", p.Name)
 }
-func (f *fakeActor) AddLearner(_ context.Context, _ *api.EtcdCluster, voters []string, o int) (Result, error) {
+func (f *fakeActor) AddLearner(_ context.Context, _ *api.EtcdCluster, voters []string, o int, _ string) (Result, error) {
 	return f.record("AddLearner %d via %v", o, voters)
+}
+func (f *fakeActor) MovePeerURL(_ context.Context, _ *api.EtcdCluster, voters []string, o int, id uint64, u, _ string) (Result, error) {
+	return f.record("MovePeerURL %d %x %s via %v", o, id, u, voters)
 }
 func (f *fakeActor) Promote(_ context.Context, _ *api.EtcdCluster, voters []string, o int, id uint64) (Result, error) {
 	return f.record("Promote %d %x via %v", o, id, voters)

@@ -124,8 +124,12 @@ type actor interface {
 	// UpdateLease writes the Lease as read and changed (its resourceVersion is the
 	// precondition); updated is false when it changed meanwhile (another installation won).
 	UpdateLease(ctx context.Context, lease *coordinationv1.Lease) (updated bool, err error)
-	// AddLearner adds member ordinal as a learner; its peer URL listed already is done.
-	AddLearner(ctx context.Context, c *api.EtcdCluster, voters []string, ordinal int) (Result, error)
+	// AddLearner adds member ordinal as a learner at peerURL; its peer URL listed already is
+	// done.
+	AddLearner(ctx context.Context, c *api.EtcdCluster, voters []string, ordinal int, peerURL string) (Result, error)
+	// MovePeerURL sets member id's peer URL to peerURL (etcd's member update); a member gone
+	// is done, and so is one at peerURL already (the update is idempotent).
+	MovePeerURL(ctx context.Context, c *api.EtcdCluster, voters []string, ordinal int, id uint64, peerURL, why string) (Result, error)
 	// Promote promotes learner id; promoted or removed already is done, not caught up yet is
 	// a Result to retry.
 	Promote(ctx context.Context, c *api.EtcdCluster, voters []string, ordinal int, id uint64) (Result, error)

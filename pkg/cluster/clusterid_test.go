@@ -117,7 +117,7 @@ func TestMembershipRefusesAnotherCluster(t *testing.T) {
 		return list
 	}
 
-	if _, err := m.AddLearner(ctx, c, []string{theirs[0].ClientURL}, 1); !errors.Is(err, etcdutil.ErrForeignCluster) {
+	if _, err := m.AddLearner(ctx, c, []string{theirs[0].ClientURL}, 1, member.PeerURL(c, 1)); !errors.Is(err, etcdutil.ErrForeignCluster) {
 		t.Errorf("add learner through the other cluster = %v, want ErrForeignCluster", err)
 	}
 	if _, err := m.RemoveMember(ctx, c, []string{theirs[0].ClientURL}, 1, theirs[1].ID(), "x"); !errors.Is(err, etcdutil.ErrForeignCluster) {
@@ -139,10 +139,10 @@ func TestMembershipRefusesAnotherCluster(t *testing.T) {
 
 	// etcd may refuse a change for a few seconds after it started: retried as a pass would.
 	deadline := time.Now().Add(etcdtest.ReadyTimeout)
-	res, err := m.AddLearner(ctx, c, []string{theirs[0].ClientURL, ours[0].ClientURL}, 1)
+	res, err := m.AddLearner(ctx, c, []string{theirs[0].ClientURL, ours[0].ClientURL}, 1, member.PeerURL(c, 1))
 	for err == nil && res.RetryIn > 0 && time.Now().Before(deadline) {
 		time.Sleep(res.RetryIn)
-		res, err = m.AddLearner(ctx, c, []string{theirs[0].ClientURL, ours[0].ClientURL}, 1)
+		res, err = m.AddLearner(ctx, c, []string{theirs[0].ClientURL, ours[0].ClientURL}, 1, member.PeerURL(c, 1))
 	}
 	if err != nil || !res.Changed {
 		t.Fatalf("add learner offered both clusters = %+v, %v; want it added to this one", res, err)

@@ -60,6 +60,13 @@ var (
 		reason: EventMemberRemoved, event: "Removed member %s (%s)"}
 )
 
+// movePeer: the member is gone already. etcd refuses an update to a URL another member has
+// (never one of the operator's: each member's URL is on its own host).
+var movePeer = membershipChange{action: plan.ActionMovePeerURL,
+	done: []error{etcdutil.ErrMemberNotFound}, notYet: []error{etcdutil.ErrUnhealthy}, retryIn: etcdRefusedRetry,
+	doing: "moving the peer URL of member %s", logged: "moved peer URL",
+	reason: EventPeerURLMoved}
+
 // judge turns etcd's answer into a Result, or the error that is a real failure.
 func (ch membershipChange) judge(err error) (Result, error) {
 	if err == nil {
@@ -78,9 +85,9 @@ func (ch membershipChange) judge(err error) (Result, error) {
 	return Result{}, err
 }
 
-func (m *realActor) AddLearner(ctx context.Context, c *api.EtcdCluster, voters []string, ordinal int) (Result, error) {
+func (m *realActor) AddLearner(ctx context.Context, c *api.EtcdCluster, voters []string, ordinal int, peerURL string) (Result, error) {
 	return m.change(ctx, c, voters, ordinal, addLearner, "", func(cli etcdutil.Client) (uint64, error) {
-		added, err := cli.MemberAddAsLearner(ctx, member.PeerURL(c, ordinal))
+		added, err := cli.MemberAddAsLearner(ctx, peerURL)
 		return added.ID, err
 	})
 }
@@ -94,6 +101,14 @@ func (m *realActor) Promote(ctx context.Context, c *api.EtcdCluster, voters []st
 func (m *realActor) RemoveMember(ctx context.Context, c *api.EtcdCluster, voters []string, ordinal int, id uint64, why string) (Result, error) {
 	return m.change(ctx, c, voters, ordinal, remove, why, func(cli etcdutil.Client) (uint64, error) {
 		return id, cli.MemberRemove(ctx, id)
+	})
+}
+
+func (m *realActor) MovePeerURL(ctx context.Context, c *api.EtcdCluster, voters []string, ordinal int, id uint64, peerURL, why string) (Result, error) {
+	ch := movePeer
+	ch.event = "Moved the peer URL of member %s (%s) to " + peerURL
+	return m.change(ctx, c, voters, ordinal, ch, why, func(cli etcdutil.Client) (uint64, error) {
+		return id, cli.MemberUpdate(ctx, id, []string{peerURL})
 	})
 }
 

@@ -102,7 +102,7 @@ func TestMembershipAnswers(t *testing.T) {
 	voters := []string{"http://10.0.0.1:2379", "http://10.0.0.2:2379"}
 	changes := map[string]func(m *realActor) (Result, error){
 		"add learner": func(m *realActor) (Result, error) {
-			return m.AddLearner(context.Background(), c, voters, 2)
+			return m.AddLearner(context.Background(), c, voters, 2, member.PeerURL(c, 2))
 		},
 		"promote": func(m *realActor) (Result, error) {
 			return m.Promote(context.Background(), c, voters, 2, 0xabc)
@@ -112,6 +112,9 @@ func TestMembershipAnswers(t *testing.T) {
 		},
 		"move leader": func(m *realActor) (Result, error) {
 			return m.MoveLeader(context.Background(), c, voters[0], 2, 0xdef)
+		},
+		"move peer URL": func(m *realActor) (Result, error) {
+			return m.MovePeerURL(context.Background(), c, voters, 2, 0xabc, "https://demo-2.ns.svc:2382", "moving the peers onto TLS")
 		},
 	}
 	type want struct {
@@ -144,6 +147,12 @@ func TestMembershipAnswers(t *testing.T) {
 		{"remove", etcdAnswer(etcdutil.ErrUnhealthy), want{retryIn: etcdRefusedRetry}},
 		{"remove", etcdAnswer(etcdutil.ErrMemberNotLearner), failed},
 		{"remove", errors.New("connection refused"), failed},
+
+		{"move peer URL", nil, changed},
+		{"move peer URL", etcdAnswer(etcdutil.ErrMemberNotFound), done},
+		{"move peer URL", etcdAnswer(etcdutil.ErrUnhealthy), want{retryIn: etcdRefusedRetry}},
+		{"move peer URL", etcdAnswer(etcdutil.ErrPeerURLExists), failed},
+		{"move peer URL", errors.New("context deadline exceeded"), failed},
 
 		{"move leader", nil, changed},
 		{"move leader", etcdAnswer(etcdutil.ErrNotLeader), want{retryIn: afterAction}},
@@ -316,7 +325,7 @@ func TestMembershipAgainstEtcd(t *testing.T) {
 	}
 	var addedID uint64
 	for i, want := range []bool{true, false} {
-		res, err := retried(func() (Result, error) { return m.AddLearner(ctx, c, eps, 2) })
+		res, err := retried(func() (Result, error) { return m.AddLearner(ctx, c, eps, 2, member.PeerURL(c, 2)) })
 		if err != nil || res.Changed != want {
 			t.Fatalf("add learner #%d = %+v, %v; want changed %v", i+1, res, err, want)
 		}

@@ -61,6 +61,9 @@ const (
 	// EventMemberRolled: an out-of-date member's pod was deleted, for the member to come back
 	// on the current version and template.
 	EventMemberRolled EventReason = "MemberRolled"
+	// EventPeerURLMoved: a member's peer URL was moved (etcd's member update) one step of a
+	// move of the peers on or off TLS.
+	EventPeerURLMoved EventReason = "PeerURLMoved"
 	// EventPodPatched: a member pod's labels and annotations (from spec.pod, or the
 	// operator's metrics port label) were updated in place.
 	EventPodPatched EventReason = "PodPatched"

@@ -17,6 +17,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 	"github.com/etcd-operator/etcd-operator/pkg/member"
+	"github.com/etcd-operator/etcd-operator/pkg/member/peermove"
 )
 
 // statusTimeout bounds each member's status request: a member that cannot answer this fast
@@ -69,6 +70,11 @@ type observation struct {
 	// clientHeld: a move onto client TLS is held (holdClientMove); each member pod is current
 	// in the client mode it serves.
 	clientHeld bool
+	// peer is where the members' peer URLs go next (peer_move.go): pods are built listening on
+	// peer.Listen. peerUnforwarded are the members whose Service does not forward the move
+	// port yet.
+	peer            peermove.Step
+	peerUnforwarded []int
 	// tls is what ensureTLS found of the cluster's certificates.
 	tls plan.TLSView
 	// memberTrust is, by ordinal, what each member's Secret trusts as ensureTLS left it, and
@@ -113,7 +119,14 @@ func (r *Reconciler) observe(ctx context.Context, c *api.EtcdCluster) (*observat
 	}
 	o.published = publishedPods(eps, o.pods)
 	r.checkDNS(ctx, c, o)
-	return o, r.observeEtcd(ctx, c, o)
+	if err := r.observeEtcd(ctx, c, o); err != nil {
+		return nil, err
+	}
+	o.observePeers()
+	if o.peerUnforwarded, err = r.unforwarded(c, o); err != nil {
+		return nil, err
+	}
+	return o, nil
 }
 
 // runningEndpoints are the client URLs of the running member pods, by ordinal and sorted.
@@ -252,6 +265,9 @@ func (o *observation) memberOrdinal(m etcdutil.Member) (int, bool) {
 
 func (o *observation) memberView(m etcdutil.Member) plan.MemberView {
 	v := plan.MemberView{Ordinal: -1, ID: m.ID, Name: m.Name, Learner: m.IsLearner, Leader: m.ID == o.leader}
+	if len(m.PeerURLs) > 0 {
+		v.PeerURL = m.PeerURLs[0]
+	}
 	if ord, ok := o.memberOrdinal(m); ok {
 		v.Ordinal = ord
 	}

@@ -91,6 +91,7 @@ func (o *observation) podView(ord int, p *corev1.Pod) plan.PodView {
 		Problem:         podProblem(p),
 		Version:         t.Version,
 		MaxLearners:     t.MaxLearners,
+		PeerListen:      t.PeerListen,
 		Created:         p.CreationTimestamp.Time,
 		Waiting:         etcdWaiting(p),
 		RestartPending:  member.RestartPending(p),

@@ -42,6 +42,8 @@ func (o *observation) state(now time.Time) plan.State {
 		SpecVersion:        member.NormalizeVersion(c.Spec.Version),
 		DowngradeTarget:    plan.DowngradeTarget(o.statuses),
 	}
+	s.PeerMove = plan.PeerMoveView{Final: member.SpecPeerEndpoint(c), Step: o.peer, Recorded: o.peerRecorded(),
+		Unforwarded: o.peerUnforwarded}
 	s.LastMembers = lastMembers(c)
 	o.podViews(&s)
 	for _, m := range o.members {
@@ -73,7 +75,7 @@ func (o *observation) podViews(s *plan.State) {
 	c := o.cluster
 	for ord, p := range o.pods {
 		pv := o.podView(ord, p)
-		target := member.Target{Version: s.TargetVersion, Client: o.clientFor(p)}
+		target := member.Target{Version: s.TargetVersion, Client: o.clientFor(p), Peer: o.peer.Listen}
 		target.Trust = o.trustFor(ord, p, target.Client)
 		pv.Outdated = !member.UpToDate(c, p, target, o.initImage)
 		if pv.Outdated {

@@ -266,6 +266,9 @@ func (r *Reconciler) observeOwned(ctx context.Context, c *api.EtcdCluster) (obs 
 		if err := r.ensureTLS(ctx, c, obs); err != nil {
 			return nil, false, err
 		}
+		if err := r.recordPeerMove(ctx, c, obs); err != nil {
+			return nil, false, err
+		}
 		checkPeerSchemes(c, obs)
 	}
 	obs.foreign = append(obs.foreign, foreign...)

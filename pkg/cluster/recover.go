@@ -65,7 +65,7 @@ func (r *Reconciler) forceNewCluster(ctx context.Context, c *api.EtcdCluster, o 
 	}
 	res, err := r.control.CreatePod(ctx, c, member.Template{Ordinal: a.Ordinal, ClusterState: a.ClusterState,
 		InitialCluster: a.InitialCluster, Version: a.PodVersion, MemberID: a.MemberID, ForceNewCluster: true,
-		PeerURLs: o.headlessPeerURLs(a.InitialCluster), Client: o.clientTarget, DialTLS: o.dialTLS,
+		PeerURLs: o.peerURLsFor(a.InitialCluster), PeerListen: o.peer.Listen, Client: o.clientTarget, DialTLS: o.dialTLS,
 		MaxLearners: a.MaxLearners, Trust: o.trustFor(a.Ordinal, nil, o.clientTarget)}, why)
 	if err == nil && res.Changed {
 		r.event(c, corev1.EventTypeWarning, EventForceNewCluster,

@@ -7,7 +7,6 @@ import (
 	"maps"
 	"net"
 	"slices"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -58,6 +57,9 @@ type tlsPass struct {
 	running map[string]bool
 	// client: the client port serves TLS, or some member pod still does (clientTLSInUse).
 	client bool
+	// peerMounted: member pods built now mount the peer certificates (they listen for peers
+	// over TLS; observation.peer).
+	peerMounted bool
 	// clientIdle: member pods run and none serves the client port over TLS, so no etcd trusts
 	// what member Secrets hold of it (left there by an earlier move off TLS): a move onto TLS
 	// may replace it.
@@ -108,7 +110,7 @@ func (r *Reconciler) ensureTLS(ctx context.Context, c *api.EtcdCluster, o *obser
 		return nil
 	}
 	t := &tlsPass{r: r, c: c, now: r.now(), leafLife: r.leafLifetime(c), ordinals: wantedOrdinals(c, o),
-		client: clientTLSInUse(c, modes), running: map[string]bool{"peer": len(o.pods) > 0 && member.PeerTLS(c)},
+		client: clientTLSInUse(c, modes), running: map[string]bool{"peer": peerTLSRunning(c, o.pods)},
 		memberTrust: map[int]map[string][]byte{}}
 	for _, m := range modes {
 		t.running["client"] = t.running["client"] || m.TLS()
@@ -120,6 +122,8 @@ func (r *Reconciler) ensureTLS(ctx context.Context, c *api.EtcdCluster, o *obser
 		return err
 	}
 	o.holdClientMove(c, client)
+	o.holdPeerMove(c, peer)
+	t.peerMounted = o.peer.Listen.TLS() || len(o.peer.Listen) == 0 && member.PeerTLS(c)
 	// Before anything is written: where each port's CA rotation stands, and so which CAs
 	// the members' Secrets trust and whose leaves they hold.
 	if err := t.rotate(ctx, o, peer, client); err != nil {
@@ -171,42 +175,6 @@ func (t *tlsPass) sources(ctx context.Context) (peer, client *portSource, err er
 		return nil, nil, err
 	}
 	return peer, client, nil
-}
-
-// checkPeerSchemes holds back the members whose claims hold data made with the other peer
-// scheme (member.AnnotationPeerScheme): etcd keeps the peer URLs in its data and does not take
-// new ones from its flags, so a member started on it with the other scheme would listen where
-// its peers never dial. It happens when a cluster deleted with whenDeleted Retain is created
-// again with another spec.tls (or without one, which now means peer TLS). The cluster says
-// which claims and what to set.
-func checkPeerSchemes(c *api.EtcdCluster, o *observation) {
-	want := member.PeerScheme(c)
-	var mismatched []string
-	var have string
-	for _, ord := range slices.Sorted(maps.Keys(o.claims)) {
-		pvc := o.claims[ord]
-		if pvc.Annotations[member.AnnotationMemberID] == "" || member.ClaimPeerScheme(pvc) == want {
-			continue
-		}
-		if _, running := o.pods[ord]; running {
-			continue
-		}
-		mismatched, have = append(mismatched, pvc.Name), member.ClaimPeerScheme(pvc)
-		if !slices.Contains(o.tls.Unready, ord) {
-			o.tls.Unready = append(o.tls.Unready, ord)
-		}
-	}
-	if len(mismatched) == 0 || o.tls.Problem != nil {
-		return
-	}
-	fix := "spec.tls: {} (plaintext peers)"
-	if want == "http" {
-		fix = "spec.tls.peer"
-	}
-	o.tls.Problem = &plan.TLSProblem{Reason: api.ReasonInvalidSpec, Message: fmt.Sprintf(
-		"claims %s hold members made with %s peer URLs, and spec.tls asks for %s; their members are not started on them: "+
-			"delete the cluster (its claims are retained) and create it again with %s, or delete the claims if their data is not needed",
-		strings.Join(mismatched, ", "), have, want, fix)}
 }
 
 // leafLifetime is spec.tls.leafLifetime, or the default, never below the operator's minimum.
@@ -386,11 +354,12 @@ func (t *tlsPass) write(ctx context.Context, name string, typ corev1.SecretType,
 	return t.r.control.UpdateSecret(ctx, t.c, want)
 }
 
-// complete reports whether a member's Secret data holds every key its pod mounts, and
+// complete reports whether a member's Secret data holds every key its pod mounts (the peer
+// port's with peer, the client port's with client), and
 // whether its certificates are still valid at now: a member started on an expired one would
 // be refused by its peers or clients.
-func complete(c *api.EtcdCluster, client bool, data map[string][]byte, now time.Time) bool {
-	for _, k := range member.TLSKeys(c, client) {
+func complete(peer, client bool, data map[string][]byte, now time.Time) bool {
+	for _, k := range member.TLSKeysOf(peer, client) {
 		if len(data[k]) == 0 {
 			return false
 		}
@@ -404,7 +373,7 @@ func complete(c *api.EtcdCluster, client bool, data map[string][]byte, now time.
 			return false
 		}
 	}
-	return len(data) > 0
+	return len(data) > 0 || (!peer && !client)
 }
 
 // loopback is the address tools inside a member's pod dial.

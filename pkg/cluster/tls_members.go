@@ -74,7 +74,7 @@ func (t *tlsPass) ensureMember(ctx context.Context, ord int, peer, client *portS
 			t.memberTrust[ord][k] = data[k]
 		}
 	}
-	return complete(t.c, mountsClient, data, t.now), nil
+	return complete(t.peerMounted, mountsClient, data, t.now), nil
 }
 
 // leavesOf are the rotation records (annotationLeavesOf) a member Secret written this pass

@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
 	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 	"github.com/etcd-operator/etcd-operator/pkg/member"
@@ -33,11 +34,29 @@ func (t *tlsPass) rotationPods(o *observation, p rotationPort) map[int]plan.Rota
 	out := map[int]plan.RotationPod{}
 	for ord, pod := range o.pods {
 		tmpl, _ := member.ReadTemplate(t.c.Name, pod)
-		out[ord] = plan.RotationPod{Uses: p.name == "peer" || servesClientTLS(t.c, pod), Trust: member.ParseTrust(tmpl.Trust),
+		_, peerTLS := peerTLSPort(t.c, pod)
+		out[ord] = plan.RotationPod{Uses: (p.name == "peer" && peerTLS) || (p.name == "client" && servesClientTLS(t.c, pod)), Trust: member.ParseTrust(tmpl.Trust),
 			Terminating: pod.DeletionTimestamp != nil, Running: pod.Status.Phase == corev1.PodRunning && pod.Status.PodIP != "",
 			Created: pod.CreationTimestamp.Time}
 	}
 	return out
+}
+
+// peerTLSPort is the port on which member pod p's etcd takes TLS from its peers: the peer
+// port, or while the peers move onto TLS, perhaps the move port; ok is false when it takes
+// none (a move onto TLS that has not rolled it yet): the rotation does not ask it, and the pod
+// trusts what its Secret holds when it is rolled.
+func peerTLSPort(c *api.EtcdCluster, p *corev1.Pod) (port int32, ok bool) {
+	t, isMember := member.ReadTemplate(c.Name, p)
+	if !isMember {
+		return member.PeerPort, false
+	}
+	for _, e := range t.PeerListen {
+		if e.TLS {
+			return e.Port, true
+		}
+	}
+	return member.PeerPort, false
 }
 
 // asked: the pod's port is one a probe asks.
@@ -76,7 +95,7 @@ func (t *tlsPass) probePods(ctx context.Context, o *observation, p rotationPort,
 	}
 	var wg sync.WaitGroup
 	for ord, rp := range probed {
-		wg.Go(func() { t.probePod(ctx, rp, o.pods[ord].Status.PodIP, ord, p, held, certs) })
+		wg.Go(func() { t.probePod(ctx, rp, o.pods[ord], ord, p, held, certs) })
 	}
 	wg.Wait()
 	for ord, rp := range probed {
@@ -86,8 +105,10 @@ func (t *tlsPass) probePods(ctx context.Context, o *observation, p rotationPort,
 }
 
 // probePod asks member ord's port at ip with each of certs, and fills in what it answered.
-func (t *tlsPass) probePod(ctx context.Context, rp *plan.RotationPod, ip string, ord int, p rotationPort, held trustSet, certs []tls.Certificate) {
-	port, serverName := member.PeerPort, member.Host(t.c.Name, t.c.Namespace, ord)
+func (t *tlsPass) probePod(ctx context.Context, rp *plan.RotationPod, pod *corev1.Pod, ord int, p rotationPort, held trustSet, certs []tls.Certificate) {
+	ip := pod.Status.PodIP
+	port, _ := peerTLSPort(t.c, pod)
+	serverName := member.Host(t.c.Name, t.c.Namespace, ord)
 	if p.name == "client" {
 		port, serverName = member.ClientPort, member.ClientServiceHost(t.c)
 	}

@@ -20,7 +20,7 @@ var actionKinds = []plan.ActionKind{
 	plan.ActionRemoveMember, plan.ActionMoveLeader, plan.ActionDeleteClaim,
 	plan.ActionChooseSurvivor, plan.ActionForceNewCluster,
 	plan.ActionEnableDowngrade, plan.ActionCancelDowngrade,
-	plan.ActionPatchPod, plan.ActionRollMember, plan.ActionRestartInPlace,
+	plan.ActionPatchPod, plan.ActionRollMember, plan.ActionRestartInPlace, plan.ActionMovePeerURL,
 }
 
 // conditionTypes are the condition types of an EtcdCluster.
@@ -32,7 +32,7 @@ var conditionReasons = []api.ConditionReason{
 	api.ReasonBootstrapping, api.ReasonScalingUp, api.ReasonScalingDown, api.ReasonRestartingMember,
 	api.ReasonClaimPending, api.ReasonReplacingMember, api.ReasonReconciled, api.ReasonPaused,
 	api.ReasonWaiting, api.ReasonQuorumAtRisk, api.ReasonTLSSecretInvalid, api.ReasonCertificateExpiring,
-	api.ReasonRotatingCA, api.ReasonCARotationStuck,
+	api.ReasonRotatingCA, api.ReasonCARotationStuck, api.ReasonMovingPeers, api.ReasonPeerMoveStuck,
 	api.ReasonInvalidSpec, api.ReasonVersionChangeUnsupported, api.ReasonUpgrading, api.ReasonDowngrading,
 	api.ReasonRollingPods, api.ReasonRolloutStuck, api.ReasonDisruptionBudget, api.ReasonEvictionRefused,
 	api.ReasonQuorumLost, api.ReasonRecoveringQuorum, api.ReasonEtcdUnreachable, api.ReasonForeignObject,

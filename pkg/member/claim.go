@@ -123,6 +123,13 @@ func Claim(c *api.EtcdCluster, ordinal int) *corev1.PersistentVolumeClaim {
 // was made before TLS existed: "http".
 const AnnotationPeerScheme = "etcd.operator.dev/peer-scheme"
 
+// AnnotationPeerMove records on a claim, while the cluster's peers move on or off TLS, the
+// endpoints its member's pod listens on for the hop under way (peermove.Listen.String): it is
+// written before any pod is rolled or peer URL moved for the hop, so a pod made while no member
+// answers listens where the members' URLs may be. It is removed once the move is done, and
+// AnnotationPeerScheme says the new scheme.
+const AnnotationPeerMove = "etcd.operator.dev/peer-move"
+
 // ClaimPeerScheme is the peer scheme the claim's data was made with (AnnotationPeerScheme).
 func ClaimPeerScheme(pvc *corev1.PersistentVolumeClaim) string {
 	if s := pvc.Annotations[AnnotationPeerScheme]; s != "" {

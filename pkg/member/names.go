@@ -15,13 +15,18 @@ import (
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 	"github.com/etcd-operator/etcd-operator/pkg/member/naming"
+	"github.com/etcd-operator/etcd-operator/pkg/member/peermove"
 )
 
-// Ports every member listens on.
+// Ports every member listens on; MovePort only while the peers move on or off TLS.
 const (
 	ClientPort int32 = 2379
-	PeerPort   int32 = 2380
+	PeerPort   int32 = peermove.PeerPort
+	MovePort   int32 = peermove.MovePort
 )
+
+// MovePortName names MovePort in the member Services.
+const MovePortName = "peer-move"
 
 // Label keys the operator puts on the objects it owns.
 const (

@@ -43,7 +43,7 @@ func NetworkPolicy(c *api.EtcdCluster, operator *networkingv1.NetworkPolicyPeer)
 	members := networkingv1.NetworkPolicyPeer{PodSelector: &metav1.LabelSelector{MatchLabels: selectorLabels(c.Name)}}
 	ingress := []networkingv1.NetworkPolicyIngressRule{{
 		From:  []networkingv1.NetworkPolicyPeer{members},
-		Ports: []networkingv1.NetworkPolicyPort{port(ClientPort), port(PeerPort)},
+		Ports: []networkingv1.NetworkPolicyPort{port(ClientPort), port(PeerPort), port(MovePort)},
 	}}
 	// The cluster's backup pods (package backup) stream a snapshot from the client port.
 	clients := []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{
@@ -62,9 +62,10 @@ func NetworkPolicy(c *api.EtcdCluster, operator *networkingv1.NetworkPolicyPeer)
 	// The operator asks the members' peer ports what they trust and serve while a CA rotates
 	// (pkg/cluster/tls_probe.go); the port still demands a certificate of the peer CA. A
 	// plaintext peer port has no CA to rotate, and stays closed to anyone but the members.
+	// While the peers move onto TLS, the TLS listener may be the move port's.
 	if operator != nil && PeerTLS(c) {
 		ingress = append(ingress, networkingv1.NetworkPolicyIngressRule{
-			From: []networkingv1.NetworkPolicyPeer{*operator.DeepCopy()}, Ports: []networkingv1.NetworkPolicyPort{port(PeerPort)},
+			From: []networkingv1.NetworkPolicyPeer{*operator.DeepCopy()}, Ports: []networkingv1.NetworkPolicyPort{port(PeerPort), port(MovePort)},
 		})
 	}
 	return &networkingv1.NetworkPolicy{

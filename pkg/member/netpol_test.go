@@ -38,14 +38,16 @@ func TestNetworkPolicy(t *testing.T) {
 	if len(np.Spec.Ingress) != 3 {
 		t.Fatalf("%d ingress rules, want members on both ports, clients on the client port and the operator on the peer port", len(np.Spec.Ingress))
 	}
-	if op := np.Spec.Ingress[2]; len(ports(op)) != 1 || ports(op)[0] != PeerPort || len(op.From) != 1 ||
+	// The peer port and the move port (where a member's TLS listener is while the peers move
+	// onto TLS).
+	if op := np.Spec.Ingress[2]; len(ports(op)) != 2 || ports(op)[0] != PeerPort || ports(op)[1] != MovePort || len(op.From) != 1 ||
 		op.From[0].NamespaceSelector.MatchLabels[corev1.LabelMetadataName] != "ops" {
-		t.Errorf("the operator's rule %+v: want the operator (in ops) on %d", op, PeerPort)
+		t.Errorf("the operator's rule %+v: want the operator (in ops) on %d and %d", op, PeerPort, MovePort)
 	}
 	members, clients := np.Spec.Ingress[0], np.Spec.Ingress[1]
-	if p := ports(members); len(p) != 2 || p[0] != ClientPort || p[1] != PeerPort || len(members.From) != 1 ||
+	if p := ports(members); len(p) != 3 || p[0] != ClientPort || p[1] != PeerPort || p[2] != MovePort || len(members.From) != 1 ||
 		members.From[0].PodSelector.MatchLabels[LabelCluster] != "demo" || members.From[0].NamespaceSelector != nil {
-		t.Errorf("members' rule %+v: want the members of demo, in its namespace, on %d and %d", members, ClientPort, PeerPort)
+		t.Errorf("members' rule %+v: want the members of demo, in its namespace, on %d, %d and %d", members, ClientPort, PeerPort, MovePort)
 	}
 	if p := ports(clients); len(p) != 1 || p[0] != ClientPort || len(clients.From) != 3 ||
 		clients.From[0].PodSelector.MatchLabels[LabelBackupCluster] != "demo" || clients.From[0].NamespaceSelector != nil ||

@@ -14,6 +14,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil/etcdfacts"
 	"github.com/etcd-operator/etcd-operator/pkg/member/naming"
+	"github.com/etcd-operator/etcd-operator/pkg/member/peermove"
 	"github.com/etcd-operator/etcd-operator/pkg/memberinit"
 )
 
@@ -55,6 +56,10 @@ type Template struct {
 	// one survivor of a quorum lost for good, and only until it has started so: a restart
 	// with the flag after others have joined would drop them again.
 	ForceNewCluster bool
+	// PeerListen is what the pod's etcd listens on for its peers; empty means the peer port
+	// as spec.tls asks. It differs from the spec while a running cluster's peers move on or
+	// off TLS (package peermove).
+	PeerListen peermove.Listen
 	// Client is how the pod serves its client port; empty means as spec.tls.client asks. It
 	// differs from the spec while a running cluster's client port moves on or off TLS.
 	Client ClientMode
@@ -153,7 +158,7 @@ func Pod(c *api.EtcdCluster, t Template, initImage string) *corev1.Pod {
 			PriorityClassName:            policy.PriorityClassName,
 		},
 	}
-	if PeerTLS(c) || t.clientMode(c).TLS() {
+	if t.peerListen(c).TLS() || t.clientMode(c).TLS() {
 		pod.Spec.Volumes = append(pod.Spec.Volumes, tlsVolume(c, t.Ordinal))
 	}
 	for _, tol := range policy.Tolerations {
@@ -205,7 +210,7 @@ func ParseID(s string) uint64 { return naming.ParseID(s) }
 // versions read the same way: the cluster state is in the annotation, the initial cluster in
 // etcd's own argument (after member-init's `--` for a joining member). A member of the initial
 // cluster is at its PeerURL when the pod names it there with the scheme of the pod's own peer
-// listener: the scheme is the cluster's (spec.tls cannot change), so the pod says it.
+// listener (the first, while the peers move: Template.peerURL), so the pod says it.
 func ReadTemplate(cluster string, p *corev1.Pod) (t Template, ok bool) {
 	t.Ordinal, ok = Ordinal(cluster, p.Name)
 	if !ok {
@@ -221,7 +226,7 @@ func ReadTemplate(cluster string, p *corev1.Pod) (t Template, ok bool) {
 		}
 		t.Version = versionOf(ctr.Image)
 		argv := etcdArgv(ctr)
-		scheme := listenedPeerScheme(argv)
+		t.PeerListen = readPeerListen(argv)
 		t.Client = readClientMode(argv)
 		if o, err := memberinit.Parse(memberInitArgs(ctr)); err == nil && t.Client == ClientDual {
 			t.DialTLS = !o.TLS.IsZero()
@@ -244,7 +249,7 @@ func ReadTemplate(cluster string, p *corev1.Pod) (t Template, ok bool) {
 					continue
 				}
 				t.InitialCluster = append(t.InitialCluster, o)
-				if u != peerURL(scheme, Host(cluster, p.Namespace, o)) {
+				if u != t.PeerListen[0].URL(Host(cluster, p.Namespace, o)) {
 					if t.PeerURLs == nil {
 						t.PeerURLs = map[int]string{}
 					}
@@ -255,19 +260,6 @@ func ReadTemplate(cluster string, p *corev1.Pod) (t Template, ok bool) {
 		}
 	}
 	return t, true
-}
-
-// listenedPeerScheme is the scheme of etcd's --listen-peer-urls in argv; http when it has
-// none (etcd's default).
-func listenedPeerScheme(argv []string) string {
-	for _, a := range argv {
-		if u, found := strings.CutPrefix(a, listenPeerFlag); found {
-			if scheme, _, ok := strings.Cut(u, "://"); ok {
-				return scheme
-			}
-		}
-	}
-	return "http"
 }
 
 // memberInitArgs are member-init's arguments in the container's command line (its flags, `--`

@@ -8,14 +8,60 @@ import (
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil/etcdfacts"
+	"github.com/etcd-operator/etcd-operator/pkg/member/peermove"
 )
 
-// peerURL is the peer URL of the member with the given ordinal, as the template knows it.
+// peerURL is the peer URL of the member with the given ordinal, as the template knows it:
+// else on the member's Host, on the first endpoint the pod listens on (outside a move, the
+// spec's: PeerURL).
 func (t Template) peerURL(c *api.EtcdCluster, ordinal int) string {
 	if u, ok := t.PeerURLs[ordinal]; ok {
 		return u
 	}
-	return PeerURL(c, ordinal)
+	return t.peerListen(c)[0].URL(Host(c.Name, c.Namespace, ordinal))
+}
+
+// peerListen is what the pod's etcd listens on for its peers: Template.PeerListen, or else
+// the peer port as spec.tls asks.
+func (t Template) peerListen(c *api.EtcdCluster) peermove.Listen {
+	if len(t.PeerListen) > 0 {
+		return t.PeerListen
+	}
+	return peermove.Listen{SpecPeerEndpoint(c)}
+}
+
+// SpecPeerEndpoint is where spec.tls puts the members' peer URLs: the peer port, over TLS
+// with peer TLS.
+func SpecPeerEndpoint(c *api.EtcdCluster) peermove.Endpoint { return peermove.Final(PeerTLS(c)) }
+
+// listenPeerURLs is etcd's --listen-peer-urls for the endpoints.
+func listenPeerURLs(l peermove.Listen) string {
+	urls := make([]string, 0, len(l))
+	for _, e := range l {
+		urls = append(urls, e.URL("0.0.0.0"))
+	}
+	return strings.Join(urls, ",")
+}
+
+// readPeerListen is what etcd's --listen-peer-urls in argv listens on; etcd's default (http
+// on the peer port) without one.
+func readPeerListen(argv []string) peermove.Listen {
+	for _, a := range argv {
+		v, found := strings.CutPrefix(a, listenPeerFlag)
+		if !found {
+			continue
+		}
+		var eps []peermove.Endpoint
+		for _, u := range strings.Split(v, ",") {
+			if e, ok := peermove.Of(u); ok {
+				eps = append(eps, e)
+			}
+		}
+		if len(eps) > 0 {
+			return peermove.NewListen(eps...)
+		}
+	}
+	return peermove.Listen{peermove.Final(false)}
 }
 
 // etcdArgs are the flags of the member's etcd, of the given version.
@@ -29,7 +75,7 @@ func etcdArgs(c *api.EtcdCluster, t Template, version string) []string {
 	args := []string{
 		"--name=" + Name(c.Name, t.Ordinal),
 		"--data-dir=" + DataDir,
-		fmt.Sprintf("%s%s://0.0.0.0:%d", listenPeerFlag, peerScheme(c), PeerPort),
+		listenPeerFlag + listenPeerURLs(t.peerListen(c)),
 		listenClientFlag + listenClientURLs(mode),
 		"--advertise-client-urls=" + clientURLOn(advertisedScheme(mode), self),
 		"--initial-advertise-peer-urls=" + self,
@@ -37,7 +83,7 @@ func etcdArgs(c *api.EtcdCluster, t Template, version string) []string {
 		"--initial-cluster-state=" + string(t.ClusterState),
 		"--initial-cluster-token=" + ClusterToken(c),
 	}
-	args = append(args, peerTLSArgs(c, version)...)
+	args = append(args, peerTLSArgs(t.peerListen(c).TLS(), version)...)
 	args = append(args, clientTLSArgs(mode)...)
 	args = append(args, quotaArgs(&c.Spec)...)
 	if t.ForceNewCluster {
@@ -49,12 +95,13 @@ func etcdArgs(c *api.EtcdCluster, t Template, version string) []string {
 	return args
 }
 
-// peerTLSArgs are etcd's flags for peer TLS; none without it. Peers must present a
+// peerTLSArgs are etcd's flags for peer TLS, when the pod listens for peers over TLS (tls);
+// none without it. With them etcd also dials its peers' https URLs with its certificate. Peers must present a
 // certificate of the peer CA, but etcd does not check that its names match the address a peer
 // connects from: members connect from pod IPs, which no certificate names (a pod's IP is known
 // only once it runs, and changes with every pod). The cluster's own CA is what admits a peer.
-func peerTLSArgs(c *api.EtcdCluster, version string) []string {
-	if !PeerTLS(c) {
+func peerTLSArgs(tls bool, version string) []string {
+	if !tls {
 		return nil
 	}
 	return []string{
@@ -165,3 +212,14 @@ const listenPeerFlag = "--listen-peer-urls="
 // forceNewClusterFlag is etcd's flag for Template.ForceNewCluster, which ReadTemplate reads
 // back.
 const forceNewClusterFlag = "--force-new-cluster"
+
+// AdvertisedPeerURL is the peer URL member pod p was made with for its own member (etcd's
+// --initial-advertise-peer-urls, and member-init's --peer-url for a joining member): where the
+// member is added, when it joins. ok is false when p is not one of the cluster's member pods.
+func AdvertisedPeerURL(c *api.EtcdCluster, p *corev1.Pod) (string, bool) {
+	t, ok := ReadTemplate(c.Name, p)
+	if !ok {
+		return "", false
+	}
+	return t.peerURL(c, t.Ordinal), true
+}

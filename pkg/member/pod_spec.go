@@ -77,7 +77,7 @@ func etcdContainer(c *api.EtcdCluster, t Template, policy *api.PodPolicy, versio
 		ports = append(ports, corev1.ContainerPort{Name: MetricsPortName, ContainerPort: MetricsPort, Protocol: corev1.ProtocolTCP})
 	}
 	mounts := []corev1.VolumeMount{{Name: DataVolumeName, MountPath: DataMountPath}}
-	if PeerTLS(c) || mode.TLS() {
+	if t.peerListen(c).TLS() || mode.TLS() {
 		mounts = append(mounts, corev1.VolumeMount{Name: TLSVolumeName, MountPath: TLSDir, ReadOnly: true})
 	}
 	return corev1.Container{

@@ -42,12 +42,25 @@ func MemberService(c *api.EtcdCluster, ordinal int) *corev1.Service {
 			Type:                     corev1.ServiceTypeClusterIP,
 			PublishNotReadyAddresses: true,
 			Selector:                 selector,
+			// The move port too: while the peers move on or off TLS (package peermove),
+			// members dial each other there, through this Service.
 			Ports: []corev1.ServicePort{
 				servicePort("client", ClientPort),
 				servicePort("peer", PeerPort),
+				servicePort(MovePortName, MovePort),
 			},
 		},
 	}
+}
+
+// Forwards reports whether Service s forwards port to its pods.
+func Forwards(s *corev1.Service, port int32) bool {
+	for _, p := range s.Spec.Ports {
+		if p.Port == port && p.TargetPort.IntValue() == int(port) {
+			return true
+		}
+	}
+	return false
 }
 
 // MemberServiceOrdinal is the ordinal of one of the cluster's member Services; ok is false

@@ -66,9 +66,13 @@ func MetricsPortOf(m ClientMode) string {
 
 // TLSKeys are the keys of a member's Secret its pod needs: those of the peer port with peer
 // TLS, those of the client port when it serves TLS (client).
-func TLSKeys(c *api.EtcdCluster, client bool) []string {
+func TLSKeys(c *api.EtcdCluster, client bool) []string { return TLSKeysOf(PeerTLS(c), client) }
+
+// TLSKeysOf are the keys of a member's Secret a pod needs that listens for peers over TLS
+// (peer) and serves its client port over TLS (client).
+func TLSKeysOf(peer, client bool) []string {
 	var keys []string
-	if PeerTLS(c) {
+	if peer {
 		keys = append(keys, KeyPeerCert, KeyPeerKey, KeyPeerCA)
 	}
 	if client {

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/member/peermove"
 )
 
 // AnnotationTemplateHash records, on a member pod, the hash of the pod spec it was built
@@ -46,11 +47,13 @@ func RecordedHash(p *corev1.Pod) string {
 }
 
 // Target is what member pods are built with now besides the spec and their own template: the
-// etcd version, how the client port is served (empty: as the spec asks), and what the pod's
-// Secret trusts (TrustStamp; empty: not compared).
+// etcd version, how the client port is served (empty: as the spec asks), what the pod listens
+// on for its peers (empty: as the spec asks), and what the pod's Secret trusts (TrustStamp;
+// empty: not compared).
 type Target struct {
 	Version string
 	Client  ClientMode
+	Peer    peermove.Listen
 	Trust   string
 }
 
@@ -63,7 +66,7 @@ func UpToDate(c *api.EtcdCluster, p *corev1.Pod, target Target, initImage string
 	if !ok || !trustCurrent(t.Trust, target.Trust) {
 		return false
 	}
-	t.Version, t.Client = target.Version, target.Client
+	t.Version, t.Client, t.PeerListen = target.Version, target.Client, target.Peer
 	want := Pod(c, t, initImage)
 	return RecordedHash(p) != "" && RecordedHash(p) == RecordedHash(want)
 }
@@ -206,7 +209,7 @@ func ImageChange(c *api.EtcdCluster, p *corev1.Pod, target Target, initImage str
 	if !ok || RecordedHash(p) == "" || !trustCurrent(t.Trust, target.Trust) {
 		return "", "", false
 	}
-	t.Version, t.Client = target.Version, target.Client
+	t.Version, t.Client, t.PeerListen = target.Version, target.Client, target.Peer
 	want := Pod(c, t, initImage)
 	have := etcdImage(&p.Spec)
 	image = etcdImage(&want.Spec)

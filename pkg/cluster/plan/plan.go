@@ -87,6 +87,14 @@ import (
 //     member's pod is an eviction, which the budget arbitrates against a drain's; an
 //     eviction the API server has refused past the rollout's bound, from the first refusal
 //     recorded on the pod, is still tried and reported (EvictionRefused) (plan_budget.go).
+//  8b. Peers moved on or off TLS (plan_peer.go; spec.tls.peer added or removed on a running
+//     cluster), once rule 8 has nothing to roll: each hop's pods are rolled by rule 8 to
+//     listen on both its ends (the pass builds them so, from where etcd's member list puts
+//     the URLs); then one member's peer URL per pass is moved (etcd's member update), only
+//     when every member is in place, healthy and caught up, its pod listens where the URL
+//     goes, the claims record the hop, the member Services forward the move port, and no
+//     peer CA rotation runs. A URL move changes no membership and restarts nothing. A member
+//     that joins meanwhile gets its URL where members are already (peermove.Step.Join).
 //
 // Every membership change is checked against quorum before it is proposed: a step that could
 // leave fewer healthy voting members than a majority is refused with a reason.
@@ -116,6 +124,9 @@ func plan(s State) Decision {
 			return Decision{Blocked: api.ReasonInvalidSpec, Message: fmt.Sprintf(
 				"member %x has a peer URL the operator did not create; remove it by hand", m.ID)}
 		}
+	}
+	if s.PeerMove.Step.Problem != "" {
+		return Decision{Blocked: api.ReasonInvalidSpec, Message: s.PeerMove.Step.Problem + "; set the members' peer URLs back by hand"}
 	}
 	members := map[int]MemberView{}
 	for _, m := range s.Members {
@@ -174,8 +185,12 @@ func planSize(s State, members map[int]MemberView) Decision {
 	if d := planGrow(s, members); s.DowngradeTarget == "" && (d.Action != nil || d.Progress != "" || d.Blocked != "") {
 		return d
 	}
-	// Rule 8: roll out-of-date member pods, one member at a time.
-	return planRollout(s)
+	// Rule 8: roll out-of-date member pods, one member at a time; then rule 8b: move a peer
+	// URL, once every pod listens where it goes.
+	if d := planRollout(s); d.Action != nil || d.Progress != "" || d.Blocked != "" {
+		return d
+	}
+	return planPeerMove(s)
 }
 
 // planStrayPods is rule 2: delete a pod that holds no member and never will (an ordinal at or

@@ -11,6 +11,7 @@ import (
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil/etcdfacts"
+	"github.com/etcd-operator/etcd-operator/pkg/member/peermove"
 )
 
 // ActionKind is the kind of change a pass makes.
@@ -57,6 +58,8 @@ type Action struct {
 	// MaxLearners is the --max-learners the pod is built with (CreatePod, ForceNewCluster):
 	// LearnerCap for a version that takes the flag, 0 (no flag) otherwise.
 	MaxLearners int
+	// PeerURL is where the member's peer URL goes (MovePeerURL).
+	PeerURL string
 	// Evict (RollMember): the pod's deletion takes down a healthy member that serves, so it
 	// goes through the Eviction API and the disruption budget arbitrates between the rollout
 	// and a drain (plan_budget.go). Every other deletion of a pod is a plain delete.
@@ -130,6 +133,8 @@ type MemberView struct {
 	// Name is empty until the member has started.
 	Name    string
 	Learner bool
+	// PeerURL is the member's peer URL as etcd lists it.
+	PeerURL string
 	// Healthy: the member answered a status request through its pod IP.
 	Healthy bool
 	Leader  bool
@@ -174,6 +179,8 @@ type PodView struct {
 	// NotReady: the kubelet does not report the pod Ready (its etcd's readiness probe has not
 	// passed since the container started).
 	NotReady bool
+	// PeerListen is what the pod's etcd listens on for its peers (--listen-peer-urls).
+	PeerListen peermove.Listen
 	// MaxLearners is the --max-learners the pod's etcd was started with; 0 when it was
 	// started without the flag (etcd's default of one learner, or etcd 3.5's fixed one).
 	MaxLearners int
@@ -229,6 +236,8 @@ type State struct {
 	RefusedServices []string
 	// TLS is what the pass found of the cluster's certificates (plan_tls.go).
 	TLS TLSView
+	// PeerMove is where a move of the peers on or off TLS stands (plan_peer.go).
+	PeerMove PeerMoveView
 	// ClientTLS: the members' client ports all take TLS now, so clients dial them over TLS;
 	// it follows the members, not spec.tls.client, while the port moves (status.clientURL).
 	ClientTLS bool

@@ -8,12 +8,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// spec.tls: which ports use TLS and whose certificates are fixed when the cluster is created
-// (the operator does not move a running cluster on or off TLS); the lifetimes are bounded and
-// may change.
+// spec.tls: whose certificates a port uses is fixed while it uses TLS (the operator moves a
+// running cluster's ports on and off TLS, not onto other certificates); the lifetimes are
+// bounded and may change.
 
 const (
-	peerImmutable   = "spec.tls: Invalid value: spec.tls.peer cannot be added, changed or removed once the cluster exists"
+	peerImmutable   = "spec.tls: Invalid value: spec.tls.peer cannot change while it is set"
 	clientImmutable = "spec.tls: Invalid value: spec.tls.client cannot change while it is set"
 	notASecret      = "secretName must be a Secret name: lowercase letters, digits, '-' and '.'"
 	leafTooLong     = "leafLifetime must be at most 8760h (one year)"
@@ -78,10 +78,10 @@ func TestCRDValidatesTLSLifetimes(t *testing.T) {
 	}
 }
 
-// TestCRDTLSCannotChange: once the cluster exists, spec.tls.peer cannot be added, removed or
-// pointed at other certificates, nor spec.tls.client pointed at other certificates; the client
-// port may be moved on or off TLS (spec.tls.client added or removed), and the lifetimes, and
-// everything else of a cluster with or without spec.tls, may change.
+// TestCRDTLSCannotChange: spec.tls.peer and spec.tls.client cannot be pointed at other
+// certificates while set; the peers and the client port may be moved on or off TLS (added or
+// removed), and the lifetimes, and everything else of a cluster with or without spec.tls, may
+// change.
 func TestCRDTLSCannotChange(t *testing.T) {
 	a := newAPIServer(t)
 	const size = "  size: 3\n"
@@ -93,17 +93,19 @@ func TestCRDTLSCannotChange(t *testing.T) {
 		{"peer TLS, unchanged", tls("{peer: {}}"), tls("{peer: {}}"), ""},
 		{"peer TLS, size changed", tls("{peer: {}}"), "  size: 5\n  tls: {peer: {}}\n", ""},
 
-		{"peer added to a cluster without spec.tls", size, tls("{peer: {}}"), peerImmutable},
+		{"peer added to a cluster without spec.tls", size, tls("{peer: {}}"), ""},
 		{"spec.tls {} added", size, tls("{}"), ""},
 		{"lifetimes added to a cluster without spec.tls", size, tls("{leafLifetime: 720h}"), ""},
-		{"spec.tls removed", tls("{peer: {}}"), size, peerImmutable},
+		{"spec.tls removed", tls("{peer: {}}"), size, ""},
 		{"spec.tls {} removed", tls("{}"), size, ""},
-		{"peer added", tls("{}"), tls("{peer: {}}"), peerImmutable},
-		{"peer removed", tls("{peer: {}}"), tls("{}"), peerImmutable},
+		{"peer added", tls("{}"), tls("{peer: {}}"), ""},
+		{"peer from a Secret added", tls("{}"), tls("{peer: {secretName: p}}"), ""},
+		{"peer removed", tls("{peer: {}}"), tls("{}"), ""},
+		{"peer from a Secret removed", tls("{peer: {secretName: p}}"), tls("{}"), ""},
 		{"peer to a Secret", tls("{peer: {}}"), tls("{peer: {secretName: peer-tls}}"), peerImmutable},
 		{"peer to another Secret", tls("{peer: {secretName: a}}"), tls("{peer: {secretName: b}}"), peerImmutable},
 		{"peer from a Secret to the operator's", tls("{peer: {secretName: a}}"), tls("{peer: {}}"), peerImmutable},
-		{"peer removed as client is added", tls("{peer: {}}"), tls("{client: {}}"), peerImmutable},
+		{"peer removed as client is added", tls("{peer: {}}"), tls("{client: {}}"), ""},
 		{"client added", tls("{peer: {}}"), tls("{peer: {}, client: {}}"), ""},
 		{"client added with spec.tls", size, tls("{client: {}}"), ""},
 		{"client from a Secret added", tls("{peer: {}}"), tls("{peer: {}, client: {secretName: c}}"), ""},

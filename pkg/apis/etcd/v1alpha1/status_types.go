@@ -145,6 +145,15 @@ const (
 	// what it answers. Nothing is taken back: members trust the old and the new CA until it
 	// goes on.
 	ReasonCARotationStuck ConditionReason = "CARotationStuck"
+	// ReasonMovingPeers: the members' peer URLs move on or off TLS (spec.tls.peer added or
+	// removed on a running cluster), one member at a time, through the move port 2382; the
+	// message says which member and where. The restarts between steps are reported as
+	// RollingPods.
+	ReasonMovingPeers ConditionReason = "MovingPeers"
+	// ReasonPeerMoveStuck: a move of the peers waited for the members (healthy, caught up,
+	// listening where the next URL goes) for longer than the rollout's bound; nothing is
+	// taken back, and the message says what it waits for.
+	ReasonPeerMoveStuck ConditionReason = "PeerMoveStuck"
 	// ReasonAsExpected: nothing is wrong.
 	ReasonAsExpected ConditionReason = "AsExpected"
 	// ReasonQuorumHealthy: a majority of the voting members is healthy and follows a leader,

@@ -32,7 +32,7 @@ const (
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:path=etcdclusters,singular=etcdcluster,shortName=etcd,scope=Namespaced
-// +kubebuilder:metadata:annotations="etcd.operator.dev/schema-revision=13"
+// +kubebuilder:metadata:annotations="etcd.operator.dev/schema-revision=14"
 // +kubebuilder:subresource:status
 // +kubebuilder:subresource:scale:specpath=.spec.size,statuspath=.status.size,selectorpath=.status.selector
 // +kubebuilder:printcolumn:name="Size",type=integer,JSONPath=`.spec.size`,description="Desired number of members"
@@ -58,7 +58,7 @@ type EtcdCluster struct {
 }
 
 // EtcdClusterSpec is the desired state of an etcd cluster.
-// +kubebuilder:validation:XValidation:rule="(has(self.tls) && has(self.tls.peer)) == (has(oldSelf.tls) && has(oldSelf.tls.peer)) && (!has(self.tls) || !has(self.tls.peer) || self.tls.peer == oldSelf.tls.peer)",message="spec.tls.peer cannot be added, changed or removed once the cluster exists: this operator version does not move a running cluster's peers on or off TLS or onto other certificates; spec.tls.client and the lifetimes may change",fieldPath=".tls"
+// +kubebuilder:validation:XValidation:rule="!has(self.tls) || !has(self.tls.peer) || !has(oldSelf.tls) || !has(oldSelf.tls.peer) || self.tls.peer == oldSelf.tls.peer",message="spec.tls.peer cannot change while it is set: this operator version does not move a running cluster's peers onto other certificates. It may be added (the peers move onto TLS, one member at a time) or removed (they move off); to change Secrets, remove it, wait for the move to finish, then add it again",fieldPath=".tls"
 // +kubebuilder:validation:XValidation:rule="!has(self.tls) || !has(self.tls.client) || !has(oldSelf.tls) || !has(oldSelf.tls.client) || self.tls.client == oldSelf.tls.client",message="spec.tls.client cannot change while it is set: this operator version does not move a running cluster's client port onto other certificates. It may be added (the client port moves onto TLS, one member at a time) or removed (it moves off)",fieldPath=".tls"
 // +kubebuilder:validation:XValidation:rule="has(self.bootstrap) == has(oldSelf.bootstrap) && (!has(self.bootstrap) || self.bootstrap == oldSelf.bootstrap)",message="spec.bootstrap cannot be added, changed or removed once the cluster exists: it says what the cluster starts from, and applies only when it is created",fieldPath=".bootstrap"
 type EtcdClusterSpec struct {
