@@ -18,6 +18,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 	"github.com/etcd-operator/etcd-operator/pkg/member"
+	"github.com/etcd-operator/etcd-operator/pkg/member/peermove"
 )
 
 // REVIEW (wt-review): a running cluster's spec.tls.peer is added (or removed) and every pod is
@@ -118,4 +119,78 @@ func portNumbers(ps []networkingv1.NetworkPolicyPort) []int {
 		out = append(out, p.Port.IntValue())
 	}
 	return out
+}
+
+// REVIEW (wt-review): while the peers move off TLS (spec.tls.peer removed), the pods still take
+// and dial TLS between peers with the leaves in their member Secrets until the last hop, but
+// sources() builds no peer source without spec.tls.peer, so those leaves are never renewed
+// (the client port has leavingSource for the same case). A move off TLS that waits (a member
+// down, PeerMoveStuck) past the leaves' end leaves members that refuse each other's
+// certificates while their URLs are still on https: quorum lost. Same renewal time as
+// TestTLSIssuesKeepsAndRenews (two thirds of the life).
+func TestReviewPeerLeavesRenewedWhileMovingOff(t *testing.T) {
+	on := withTLS(newCluster(3), &api.TLSSource{}, nil)
+	f := newFixture(t, on)
+	tlsPassAt(t, f, on, tlsEpoch)
+	before := f.secretData(member.TLSSecretName("demo", 0))[member.KeyPeerCert]
+
+	off := withTLS(newCluster(3), nil, nil)
+	o := &observation{cluster: off, pods: map[int]*corev1.Pod{}, membersKnown: true, members: membersAt(off, tlsPeer, tlsPeer, tlsPeer)}
+	o.observePeers() // the first hop off: https:2380 -> http:2382
+	for ord := range 3 {
+		o.pods[ord] = member.Pod(off, member.Template{Ordinal: ord, ClusterState: etcdutil.ClusterStateExisting,
+			InitialCluster: []int{0, 1, 2}, PeerListen: o.peer.Listen}, testInitImage)
+	}
+	if !o.peer.Listen.TLS() {
+		t.Fatalf("hop %v takes no TLS", o.peer.Listen)
+	}
+	f.kube.ClearActions()
+	f.r.now = func() time.Time { return tlsEpoch.Add(61 * 24 * time.Hour) }
+	if err := f.r.ensureTLS(context.Background(), off, o); err != nil {
+		t.Fatal(err)
+	}
+	after := f.secretData(member.TLSSecretName("demo", 0))[member.KeyPeerCert]
+	if string(after) == string(before) {
+		t.Errorf("member 0's peer leaf, in use on https:2380 during the move off TLS, not renewed at two thirds of its life (writes %v, problem %+v, expiring %q)",
+			f.secretWrites(), o.tls.Problem, o.tls.Expiring)
+	}
+}
+
+// REVIEW (wt-review): the same, past the leaves' end: the pass says nothing (no Problem, no
+// Expiring warning, nothing Unready), and a member lost now would be made on the expired leaf.
+func TestReviewPeerLeavesExpiredWhileMovingOff(t *testing.T) {
+	on := withTLS(newCluster(3), &api.TLSSource{}, nil)
+	f := newFixture(t, on)
+	tlsPassAt(t, f, on, tlsEpoch)
+	off := withTLS(newCluster(3), nil, nil)
+	o := &observation{cluster: off, pods: map[int]*corev1.Pod{}, membersKnown: true, members: membersAt(off, tlsPeer, tlsPeer, tlsPeer)}
+	o.observePeers()
+	for ord := range 3 {
+		o.pods[ord] = member.Pod(off, member.Template{Ordinal: ord, ClusterState: etcdutil.ClusterStateExisting,
+			InitialCluster: []int{0, 1, 2}, PeerListen: o.peer.Listen}, testInitImage)
+	}
+	f.r.now = func() time.Time { return tlsEpoch.Add(91 * 24 * time.Hour) }
+	if err := f.r.ensureTLS(context.Background(), off, o); err != nil {
+		t.Fatal(err)
+	}
+	if o.tls.Problem == nil && o.tls.Expiring == "" {
+		t.Errorf("peer leaves in use expired: no problem, no warning (unready %v, writes %v)", o.tls.Unready, f.secretWrites())
+	}
+}
+
+// REVIEW (wt-review): the operator killed halfway through recording the first hop (claim 0
+// written, 1 and 2 not: recordPeerMove writes in ordinal order), then every pod lost. Pods are
+// made on claim 0's hop (fine: it holds http:2380), but checkPeerSchemes holds members 1 and 2
+// back (plaintext claims, no hop, spec asks for TLS): one member of three starts, no quorum,
+// Degraded InvalidSpec for ever.
+func TestReviewPeerMoveKilledWhileRecordingThenEveryPodDeleted(t *testing.T) {
+	c := withTLS(newCluster(3), &api.TLSSource{}, nil)
+	hop := peermove.NewListen(plainPeer, tlsMove).String()
+	o := &observation{cluster: c, pods: map[int]*corev1.Pod{},
+		claims: map[int]*corev1.PersistentVolumeClaim{0: movedClaim(0, hop), 1: movedClaim(1, ""), 2: movedClaim(2, "")}}
+	o.observePeers()
+	checkPeerSchemes(c, o)
+	if len(o.tls.Unready) != 0 || o.tls.Problem != nil {
+		t.Errorf("members held back: unready %v, problem %+v", o.tls.Unready, o.tls.Problem)
+	}
 }
