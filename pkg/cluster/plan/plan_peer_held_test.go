@@ -9,13 +9,11 @@ import (
 	"github.com/etcd-operator/etcd-operator/pkg/member/peermove"
 )
 
-// REVIEW (wt-review): a move onto TLS held before it starts (holdPeerMove: spec.tls.peer names a
-// Secret that cannot be used) reaches rule 8b as Step{Listen: http:2380, Dest: http:2380} with
-// Final https:2380: Moving() is true and every URL is "at Dest", so the planner reports
-// Progressing MovingPeers "every peer URL is at http:2380; the pods are rolled to listen on
-// http:2380", for ever (never PeerMoveStuck): nothing moves and nothing is rolled. Status
-// should say the move is held and why (the TLS problem), not that it progresses.
-func TestReviewHeldMoveIsNotProgress(t *testing.T) {
+// A move onto TLS held before it starts (holdPeerMove: spec.tls.peer names a Secret that
+// cannot be used) reaches rule 8b as Step{Listen: http:2380, Dest: http:2380} with Final
+// https:2380: nothing moves and nothing is rolled, so status says the move is held and why
+// (the TLS problem), not that it progresses.
+func TestHeldPeerMoveIsNotProgress(t *testing.T) {
 	s := moveState(s0, h0, h0, h0)
 	s.PeerMove.Step = peermove.Step{Listen: peermove.Listen{h0}, Dest: h0, Join: h0}
 	for o, p := range s.Pods {
