@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
 	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
@@ -24,8 +25,8 @@ import (
 // the members' URLs may be. Nothing else about the move is kept.
 
 // observePeers finds where the members' peer URLs are and where they go: from etcd's member
-// list, or, when no member answered, from the hop the claims record (none recorded: where
-// the spec puts them, as before any move).
+// list, or, when no member answered, from the hop the claims record; none recorded, where the
+// members' data was made (unmovedPeers), else where the spec puts them.
 func (o *observation) observePeers() {
 	final := member.SpecPeerEndpoint(o.cluster)
 	if o.membersKnown {
@@ -43,7 +44,30 @@ func (o *observation) observePeers() {
 	o.peer = peermove.Next(nil, final)
 	if l, ok := recordedHop(o.claims); ok {
 		o.peer = peermove.Step{Listen: l, Dest: final, Join: l[0]}
+	} else if e, ok := unmovedPeers(o.claims, final); ok {
+		o.peer = peermove.Step{Listen: peermove.Listen{e}, Dest: e, Join: e}
 	}
+}
+
+// unmovedPeers is where the members' peer URLs are when spec.tls.peer was added to a plaintext
+// cluster and no pass has recorded a hop since (every pod lost before a member answered): each
+// member claim records data made with plaintext peers. Its pods are made as they were, and the
+// move starts once their members answer. Only onto TLS: spec.tls.peer cannot be removed.
+func unmovedPeers(claims map[int]*corev1.PersistentVolumeClaim, final peermove.Endpoint) (peermove.Endpoint, bool) {
+	plain, found := peermove.Final(false), false
+	if !final.TLS {
+		return plain, false
+	}
+	for _, pvc := range claims {
+		if pvc.Annotations[member.AnnotationMemberID] == "" {
+			continue
+		}
+		if member.ClaimPeerScheme(pvc) != plain.Scheme() {
+			return plain, false
+		}
+		found = true
+	}
+	return plain, found
 }
 
 // recordedHop is the hop the claims record (member.AnnotationPeerMove), the lowest ordinal's
@@ -108,11 +132,28 @@ func (o *observation) peerRecorded() bool {
 	return true
 }
 
-// unforwarded are the ordinals of the members reached through their own Service whose
-// Service, as cached, does not forward the move port. Members on the headless name are dialled
-// at their pod's address, where any port is reached.
+// unforwarded are the ordinals of the members their peers may not reach on the move port: those
+// reached through their own Service whose Service, as cached, does not forward it (members on
+// the headless name are dialled at their pod's address, where any port is reached), and every
+// member while spec.networkPolicy asks for a policy that the cluster's, as cached, is not yet
+// (missing, someone else's, or without the move port: its update refused or not seen yet).
 func (r *Reconciler) unforwarded(c *api.EtcdCluster, o *observation) ([]int, error) {
 	var out []int
+	if want := member.NetworkPolicy(c, r.deps.OperatorPeer); want != nil {
+		have, err := r.deps.NetworkPolicies.NetworkPolicies(c.Namespace).Get(want.Name)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("getting the network policy %s: %w", want.Name, err)
+		}
+		if err != nil || !metav1.IsControlledBy(have, c) || !networkPolicyCurrent(have, want) {
+			for _, m := range o.members {
+				if ord, ok := o.memberOrdinal(m); ok {
+					out = append(out, ord)
+				}
+			}
+			slices.Sort(out)
+			return out, nil
+		}
+	}
 	for _, m := range o.members {
 		ord, ok := o.memberOrdinal(m)
 		if !ok || peermove.Host(m.PeerURLs[0]) != member.Host(c.Name, c.Namespace, ord) {
@@ -218,8 +259,11 @@ func peerTLSRunning(c *api.EtcdCluster, pods map[int]*corev1.Pod) bool {
 // new ones from its flags, so a member started on it with the other scheme would listen where
 // its peers never dial. It happens when a cluster deleted with whenDeleted Retain is created
 // again with another spec.tls (or without one, which now means peer TLS). The cluster says
-// which claims and what to set. A claim that records a move of the peers under way is not
-// held: the move is this cluster's own, and its pods listen where the claim says.
+// which claims and what to set. Not held: a claim that records a move of the peers under way
+// (the move is this cluster's own, and its pods listen where the claim says), and plaintext
+// claims of a cluster whose spec asks for peer TLS: their pods are made listening where the
+// data says (observePeers), and the peers are moved onto TLS once the members answer. A
+// cluster created again over retained plaintext claims is moved onto TLS so too.
 func checkPeerSchemes(c *api.EtcdCluster, o *observation) {
 	want := member.PeerScheme(c)
 	var mismatched []string
@@ -229,9 +273,10 @@ func checkPeerSchemes(c *api.EtcdCluster, o *observation) {
 		if pvc.Annotations[member.AnnotationMemberID] == "" || member.ClaimPeerScheme(pvc) == want {
 			continue
 		}
-		if pvc.Annotations[member.AnnotationPeerMove] != "" {
-			// Its cluster's peers move on or off TLS: its member's pod is made listening where
-			// the hop the claim records says (observePeers).
+		if pvc.Annotations[member.AnnotationPeerMove] != "" || want == "https" {
+			// Its cluster's peers move on or off TLS, or are to move onto it: its member's pod
+			// is made listening where the hop the claim records says, or where the data says
+			// (observePeers).
 			continue
 		}
 		if _, running := o.pods[ord]; running {

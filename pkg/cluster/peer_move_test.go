@@ -50,7 +50,7 @@ func membersAt(c *api.EtcdCluster, at ...peermove.Endpoint) []etcdutil.Member {
 // member answers: the pods are made listening where the claims record the hop, which holds
 // the URLs, and checkPeerSchemes does not hold the claims back although they were made with
 // plaintext peers and the spec now asks for TLS (the lost session's bug: the cluster stayed
-// Degraded InvalidSpec). Claims that record no hop are still held.
+// Degraded InvalidSpec). Claims made with TLS peers under a plaintext spec are still held.
 func TestPeerMoveEveryPodDeleted(t *testing.T) {
 	c := withTLS(newCluster(3), &api.TLSSource{}, nil)
 	hop := peermove.NewListen(plainPeer, tlsMove).String()
@@ -65,11 +65,16 @@ func TestPeerMoveEveryPodDeleted(t *testing.T) {
 		t.Errorf("claims recording the move held back: %+v, unready %v", o.tls.Problem, o.tls.Unready)
 	}
 
-	o = &observation{cluster: c, pods: map[int]*corev1.Pod{}, claims: map[int]*corev1.PersistentVolumeClaim{0: movedClaim(0, "")}}
+	// A claim made with TLS peers under a spec without peer TLS records no move the operator
+	// makes (it moves peers onto TLS only): held.
+	https := movedClaim(0, "")
+	https.Annotations[member.AnnotationPeerScheme] = "https"
+	plain := withTLS(newCluster(3), nil, nil)
+	o = &observation{cluster: plain, pods: map[int]*corev1.Pod{}, claims: map[int]*corev1.PersistentVolumeClaim{0: https}}
 	o.observePeers()
-	checkPeerSchemes(c, o)
+	checkPeerSchemes(plain, o)
 	if o.tls.Problem == nil || o.tls.Problem.Reason != api.ReasonInvalidSpec {
-		t.Errorf("a plaintext claim recording no move, under peer TLS: problem %+v, want InvalidSpec", o.tls.Problem)
+		t.Errorf("a TLS claim recording no move, under plaintext peers: problem %+v, want InvalidSpec", o.tls.Problem)
 	}
 }
 

@@ -113,7 +113,8 @@ func peerMoveWait(s State, dest peermove.Endpoint) string {
 	case !s.PeerMove.Recorded:
 		return "the claims do not record the move's step yet"
 	case dest.Port == peermove.MovePort && (len(s.PeerMove.Unforwarded) > 0 || len(s.RefusedServices) > 0):
-		return fmt.Sprintf("the member Services do not all forward port %d (%v)", peermove.MovePort, s.RefusedServices)
+		return fmt.Sprintf("the member Services and the cluster's NetworkPolicy do not all let port %d through (members %v; Services refused %v)",
+			peermove.MovePort, s.PeerMove.Unforwarded, s.RefusedServices)
 	case s.DowngradeTarget != "":
 		return "etcd's downgrade is enabled"
 	}
