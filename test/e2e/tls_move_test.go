@@ -14,6 +14,12 @@ import (
 
 // clientListeners are the --listen-client-urls of the cluster's member pods, by pod name.
 func clientListeners(f *framework.Framework, cluster string) map[string]string {
+	return etcdFlagByPod(f, cluster, "--listen-client-urls")
+}
+
+// etcdFlagByPod is the value of flag (--name=value) on the etcd container of each of the
+// cluster's member pods, by pod name.
+func etcdFlagByPod(f *framework.Framework, cluster, flag string) map[string]string {
 	out := map[string]string{}
 	for pod, raw := range fieldByName(f, "pods", cluster, `.spec.containers[?(@.name=="etcd")].args`) {
 		var args []string
@@ -21,7 +27,7 @@ func clientListeners(f *framework.Framework, cluster string) map[string]string {
 			f.T().Fatalf("pod %s's args %q: %v", pod, raw, err)
 		}
 		for _, a := range args {
-			if v, ok := strings.CutPrefix(a, "--listen-client-urls="); ok {
+			if v, ok := strings.CutPrefix(a, flag+"="); ok {
 				out[pod] = v
 			}
 		}

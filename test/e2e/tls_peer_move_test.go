@@ -5,7 +5,6 @@ package e2e
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -17,19 +16,7 @@ import (
 
 // peerListeners are the --listen-peer-urls of the cluster's member pods, by pod name.
 func peerListeners(f *framework.Framework, cluster string) map[string]string {
-	out := map[string]string{}
-	for pod, raw := range fieldByName(f, "pods", cluster, `.spec.containers[?(@.name=="etcd")].args`) {
-		var args []string
-		if err := json.Unmarshal([]byte(raw), &args); err != nil {
-			f.T().Fatalf("pod %s's args %q: %v", pod, raw, err)
-		}
-		for _, a := range args {
-			if v, ok := strings.CutPrefix(a, "--listen-peer-urls="); ok {
-				out[pod] = v
-			}
-		}
-	}
-	return out
+	return etcdFlagByPod(f, cluster, "--listen-peer-urls")
 }
 
 // peerURLs are the members' peer URLs as etcd lists them, asked through member pod.
