@@ -260,9 +260,10 @@ func peerTLSRunning(c *api.EtcdCluster, pods map[int]*corev1.Pod) bool {
 // its peers never dial. It happens when a cluster deleted with whenDeleted Retain is created
 // again with another spec.tls (or without one, which now means peer TLS). The cluster says
 // which claims and what to set. Not held: a claim that records a move of the peers under way
-// (the move is this cluster's own, and its pods listen where the claim says), and plaintext
-// claims of a cluster whose spec asks for peer TLS: their pods are made listening where the
-// data says (observePeers), and the peers are moved onto TLS once the members answer. A
+// (the move is this cluster's own, and its pods listen where the claim says), unless the move
+// is onto TLS and the spec asks for none; and plaintext claims of a cluster whose spec asks
+// for peer TLS when its pods are made on plaintext peers (every member claim plaintext, or the
+// members answering from there): the peers are moved onto TLS once the members answer. A
 // cluster created again over retained plaintext claims is moved onto TLS so too.
 func checkPeerSchemes(c *api.EtcdCluster, o *observation) {
 	want := member.PeerScheme(c)
@@ -270,19 +271,31 @@ func checkPeerSchemes(c *api.EtcdCluster, o *observation) {
 	var have string
 	for _, ord := range slices.Sorted(maps.Keys(o.claims)) {
 		pvc := o.claims[ord]
-		if pvc.Annotations[member.AnnotationMemberID] == "" || member.ClaimPeerScheme(pvc) == want {
+		if pvc.Annotations[member.AnnotationMemberID] == "" {
 			continue
 		}
-		if pvc.Annotations[member.AnnotationPeerMove] != "" || want == "https" {
-			// Its cluster's peers move on or off TLS, or are to move onto it: its member's pod
-			// is made listening where the hop the claim records says, or where the data says
-			// (observePeers).
+		scheme := member.ClaimPeerScheme(pvc)
+		hop, moving := peermove.ParseListen(pvc.Annotations[member.AnnotationPeerMove])
+		switch {
+		case moving && hop.TLS() && want == "http":
+			// A move onto TLS under a spec without peer TLS (a cluster created again over the
+			// claims of one deleted mid-move): its pod would listen over TLS with certificates
+			// nothing writes.
+			scheme = "https"
+		case moving, scheme == want:
+			// Its cluster's peers move: its member's pod is made listening where the hop the
+			// claim records says (observePeers).
+			continue
+		case want == "https" && o.peer.Listen.Has(peermove.Final(false)):
+			// Plaintext data under a spec that asks for peer TLS, its pod made on plaintext
+			// peers (observePeers: every member claim is plaintext): moved onto TLS once the
+			// members answer.
 			continue
 		}
 		if _, running := o.pods[ord]; running {
 			continue
 		}
-		mismatched, have = append(mismatched, pvc.Name), member.ClaimPeerScheme(pvc)
+		mismatched, have = append(mismatched, pvc.Name), scheme
 		if !slices.Contains(o.tls.Unready, ord) {
 			o.tls.Unready = append(o.tls.Unready, ord)
 		}

@@ -443,6 +443,7 @@ func TestTLSClaimsOfTheOtherPeerScheme(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := &observation{cluster: tc.c, claims: tc.claims, pods: map[int]*corev1.Pod{}}
+			o.observePeers() // as a pass does first: where the pods are made
 			checkPeerSchemes(tc.c, o)
 			if !slices.Equal(o.tls.Unready, tc.unready) {
 				t.Errorf("unready %v, want %v", o.tls.Unready, tc.unready)
