@@ -34,7 +34,7 @@ var schemaDigests = map[int]string{
 	11: "50f480a721033d351cfd2fd46b153d05fe0a9db1421b00b32d2b5160622b14c1",
 	12: "aa77adda0df63e231a47cbc467f70257541ea72822832cead0a71609cd88d5d2",
 	13: "8c90f6fb824e7411856896493c17238a470826dfba773069f3d1ac972b148c7c",
-	14: "79dfb1e8e95f9a8a493c607e0193179e3049b91407d5638fb765eca5da2bed70",
+	14: "98935b3410e31aee4177f03260c27c6d89f061a331f598ea9d6e9c8ee287f788",
 }
 
 // backupSchemaDigests is schemaDigests for the EtcdBackup CRD (the marker on EtcdBackup).
