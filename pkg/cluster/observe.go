@@ -75,6 +75,9 @@ type observation struct {
 	// port yet.
 	peer            peermove.Step
 	peerUnforwarded []int
+	// peerCertsHeld: the peers move off TLS and the members' Secrets hold the peer
+	// certificates pods listening over TLS mount (peerLeavingSource).
+	peerCertsHeld bool
 	// tls is what ensureTLS found of the cluster's certificates.
 	tls plan.TLSView
 	// memberTrust is, by ordinal, what each member's Secret trusts as ensureTLS left it, and

@@ -50,24 +50,21 @@ func (o *observation) observePeers() {
 }
 
 // unmovedPeers is where the members' peer URLs are when spec.tls.peer was added to a plaintext
-// cluster and no pass has recorded a hop since (every pod lost before a member answered): each
-// member claim records data made with plaintext peers. Its pods are made as they were, and the
-// move starts once their members answer. Only onto TLS: spec.tls.peer cannot be removed.
+// cluster, or removed from a TLS one, and no pass has recorded a hop since (every pod lost
+// before a member answered): each member claim records data made with the other scheme. Its
+// pods are made as they were, and the move starts once their members answer.
 func unmovedPeers(claims map[int]*corev1.PersistentVolumeClaim, final peermove.Endpoint) (peermove.Endpoint, bool) {
-	plain, found := peermove.Final(false), false
-	if !final.TLS {
-		return plain, false
-	}
+	other, found := peermove.Final(!final.TLS), false
 	for _, pvc := range claims {
 		if pvc.Annotations[member.AnnotationMemberID] == "" {
 			continue
 		}
-		if member.ClaimPeerScheme(pvc) != plain.Scheme() {
-			return plain, false
+		if member.ClaimPeerScheme(pvc) != other.Scheme() {
+			return other, false
 		}
 		found = true
 	}
-	return plain, found
+	return other, found
 }
 
 // recordedHop is the hop the claims record (member.AnnotationPeerMove), the lowest ordinal's
@@ -261,10 +258,11 @@ func peerTLSRunning(c *api.EtcdCluster, pods map[int]*corev1.Pod) bool {
 // again with another spec.tls (or without one, which now means peer TLS). The cluster says
 // which claims and what to set. Not held: a claim that records a move of the peers under way
 // (the move is this cluster's own, and its pods listen where the claim says), unless the move
-// is onto TLS and the spec asks for none; and plaintext claims of a cluster whose spec asks
-// for peer TLS when its pods are made on plaintext peers (every member claim plaintext, or the
-// members answering from there): the peers are moved onto TLS once the members answer. A
-// cluster created again over retained plaintext claims is moved onto TLS so too.
+// would listen over TLS while the spec asks for none and no member Secret holds the peer
+// certificates (observation.peerCertsHeld); and claims of the other scheme when the pods are
+// made listening where their data's URLs are (every member claim of that scheme, or the
+// members answering from there): the peers are moved once the members answer. A cluster
+// created again over retained plaintext claims is moved onto TLS so too.
 func checkPeerSchemes(c *api.EtcdCluster, o *observation) {
 	want := member.PeerScheme(c)
 	var mismatched []string
@@ -277,19 +275,18 @@ func checkPeerSchemes(c *api.EtcdCluster, o *observation) {
 		scheme := member.ClaimPeerScheme(pvc)
 		hop, moving := peermove.ParseListen(pvc.Annotations[member.AnnotationPeerMove])
 		switch {
-		case moving && hop.TLS() && want == "http":
-			// A move onto TLS under a spec without peer TLS (a cluster created again over the
-			// claims of one deleted mid-move): its pod would listen over TLS with certificates
-			// nothing writes.
+		case want == "http" && !o.peerCertsHeld && (moving && hop.TLS() || !moving && scheme == "https"):
+			// Its pod would listen over TLS under a spec without peer TLS, with certificates
+			// nothing keeps (a cluster created again over the claims of one deleted mid-move,
+			// its Secrets gone with the old object).
 			scheme = "https"
 		case moving, scheme == want:
 			// Its cluster's peers move: its member's pod is made listening where the hop the
 			// claim records says (observePeers).
 			continue
-		case want == "https" && o.peer.Listen.Has(peermove.Final(false)):
-			// Plaintext data under a spec that asks for peer TLS, its pod made on plaintext
-			// peers (observePeers: every member claim is plaintext): moved onto TLS once the
-			// members answer.
+		case o.peer.Listen.Has(peermove.Final(scheme == "https")):
+			// Data of the other scheme, its pod made listening there (observePeers: every
+			// member claim is of that scheme): moved once the members answer.
 			continue
 		}
 		if _, running := o.pods[ord]; running {

@@ -36,8 +36,9 @@ func TestPeerSchemesMixedNoHop(t *testing.T) {
 // A cluster deleted (whenDeleted Retain) while its peers moved onto TLS, created again
 // without peer TLS (spec.tls: {}, or no spec.tls where the admission policy is not served):
 // the claims record a hop onto TLS, whose pods would listen over TLS and mount member Secrets
-// that ensureTLS never writes without peer TLS in the spec (and a move off TLS, which this
-// version does not make): held with InvalidSpec, which says to set spec.tls.peer.
+// that went with the deleted object (no member Secret holds peer certificates, and without
+// peer TLS in the spec none is issued): held with InvalidSpec, which says to set
+// spec.tls.peer.
 func TestPeerSchemesRecreatedPlaintextOverMidMoveClaims(t *testing.T) {
 	plain := withTLS(newCluster(3), nil, nil)
 	hop := peermove.NewListen(plainPeer, tlsMove).String()

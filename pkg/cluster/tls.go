@@ -1,11 +1,9 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"maps"
-	"net"
 	"slices"
 	"time"
 
@@ -55,8 +53,9 @@ type tlsPass struct {
 	// running says, by port ("peer", "client"), that member pods run whose etcd serves the
 	// port over TLS: it trusts the CAs it started with.
 	running map[string]bool
-	// client: the client port serves TLS, or some member pod still does (clientTLSInUse).
-	client bool
+	// client: the client port serves TLS, or some member pod still does (clientTLSInUse);
+	// peer: the peer port does, or member pods do or are made to (peerTLSInUse).
+	client, peer bool
 	// peerMounted: member pods built now mount the peer certificates (they listen for peers
 	// over TLS; observation.peer).
 	peerMounted bool
@@ -98,6 +97,12 @@ type portSource struct {
 	// leavesOf, when set, is the rotation's record (annotationLeavesOf) that the port's leaves
 	// are those of the CAs it moves to, written on every member Secret this pass writes.
 	leavesOf string
+	// leaving: the peer port moves off TLS (peerLeavingSource). Each member keeps what its
+	// Secret holds, its leaf renewed by whichever of cas issued it; a member whose Secret holds
+	// none starts from template, another member's.
+	leaving  bool
+	cas      []*pki.KeyPair
+	template map[string][]byte
 }
 
 // ensureTLS puts the cluster's certificates in place for every member ordinal the cluster may
@@ -106,11 +111,11 @@ type portSource struct {
 // from a user's Secret that fails its checks: the members keep the copies they have.
 func (r *Reconciler) ensureTLS(ctx context.Context, c *api.EtcdCluster, o *observation) error {
 	modes := clientModes(c, o.pods)
-	if !member.PeerTLS(c) && !clientTLSInUse(c, modes) {
+	if !peerTLSInUse(c, o) && !clientTLSInUse(c, modes) {
 		return nil
 	}
 	t := &tlsPass{r: r, c: c, now: r.now(), leafLife: r.leafLifetime(c), ordinals: wantedOrdinals(c, o),
-		client: clientTLSInUse(c, modes), running: map[string]bool{"peer": peerTLSRunning(c, o.pods)},
+		client: clientTLSInUse(c, modes), peer: peerTLSInUse(c, o), running: map[string]bool{"peer": peerTLSRunning(c, o.pods)},
 		memberTrust: map[int]map[string][]byte{}}
 	for _, m := range modes {
 		t.running["client"] = t.running["client"] || m.TLS()
@@ -123,6 +128,7 @@ func (r *Reconciler) ensureTLS(ctx context.Context, c *api.EtcdCluster, o *obser
 	}
 	o.holdClientMove(c, client)
 	o.holdPeerMove(c, peer)
+	o.peerCertsHeld = peer != nil && peer.leaving
 	t.peerMounted = o.peer.Listen.TLS() || len(o.peer.Listen) == 0 && member.PeerTLS(c)
 	// Before anything is written: where each port's CA rotation stands, and so which CAs
 	// the members' Secrets trust and whose leaves they hold.
@@ -160,10 +166,14 @@ func (r *Reconciler) ensureTLS(ctx context.Context, c *api.EtcdCluster, o *obser
 // TLS.
 func (t *tlsPass) sources(ctx context.Context) (peer, client *portSource, err error) {
 	c := t.c
-	if member.PeerTLS(c) {
-		if peer, err = t.source(ctx, c.Spec.TLS.Peer, member.PeerCASecretName(c.Name), "peer", t.peerNames()); err != nil {
-			return nil, nil, err
-		}
+	switch {
+	case member.PeerTLS(c):
+		peer, err = t.source(ctx, c.Spec.TLS.Peer, member.PeerCASecretName(c.Name), "peer", t.peerNames())
+	case t.peer:
+		peer, err = t.peerLeavingSource(ctx)
+	}
+	if err != nil {
+		return nil, nil, err
 	}
 	switch {
 	case member.ClientTLS(c):
@@ -352,45 +362,4 @@ func (t *tlsPass) write(ctx context.Context, name string, typ corev1.SecretType,
 		}
 	}
 	return t.r.control.UpdateSecret(ctx, t.c, want)
-}
-
-// complete reports whether a member's Secret data holds every key its pod mounts (the peer
-// port's with peer, the client port's with client), and
-// whether its certificates are still valid at now: a member started on an expired one would
-// be refused by its peers or clients.
-func complete(peer, client bool, data map[string][]byte, now time.Time) bool {
-	for _, k := range member.TLSKeysOf(peer, client) {
-		if len(data[k]) == 0 {
-			return false
-		}
-	}
-	for _, k := range []string{member.KeyPeerCert, member.KeyServerCert, member.KeyClientCert} {
-		if len(data[k]) == 0 {
-			continue
-		}
-		certs, err := pki.ParseCertificates(data[k])
-		if err != nil || len(certs) == 0 || !now.Before(certs[0].NotAfter) {
-			return false
-		}
-	}
-	return len(data) > 0 || (!peer && !client)
-}
-
-// loopback is the address tools inside a member's pod dial.
-var loopback = []net.IP{net.IPv4(127, 0, 0, 1)}
-
-func ipStrings(ips []net.IP) []string {
-	out := make([]string, 0, len(ips))
-	for _, ip := range ips {
-		out = append(out, ip.String())
-	}
-	return out
-}
-
-func sameData(a, b map[string][]byte) bool {
-	return maps.EqualFunc(a, b, bytes.Equal)
-}
-
-func sameNames(have, want []string) bool {
-	return slices.Equal(slices.Sorted(slices.Values(have)), slices.Sorted(slices.Values(want)))
 }

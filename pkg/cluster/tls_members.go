@@ -1,10 +1,13 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"maps"
+	"net"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -40,10 +43,15 @@ func (t *tlsPass) ensureMember(ctx context.Context, ord int, peer, client *portS
 	}
 	self := member.Name(t.c.Name, ord)
 	names := member.MemberNames(t.c, ord)
-	if peer != nil && !peer.frozen {
+	peerReq := pki.Request{CommonName: self, DNSNames: names, Usages: pki.ServerAuth | pki.ClientAuth}
+	switch {
+	case peer != nil && peer.leaving:
+		if err := t.keepPeer(data, old, peer, peerReq, member.Host(t.c.Name, t.c.Namespace, ord)); err != nil {
+			return false, err
+		}
+	case peer != nil && !peer.frozen:
 		data[member.KeyPeerCA] = peer.trust
-		if err := t.serving(data, old, member.KeyPeerCert, member.KeyPeerKey, peer,
-			pki.Request{CommonName: self, DNSNames: names, Usages: pki.ServerAuth | pki.ClientAuth}); err != nil {
+		if err := t.serving(data, old, member.KeyPeerCert, member.KeyPeerKey, peer, peerReq); err != nil {
 			return false, err
 		}
 	}
@@ -85,7 +93,9 @@ func (t *tlsPass) ensureMember(ctx context.Context, ord int, peer, client *portS
 func leavesOf(peer, client *portSource) map[string]string {
 	out := map[string]string{}
 	for port, src := range map[string]*portSource{"peer": peer, "client": client} {
-		if src != nil && !src.frozen {
+		// A port moving off TLS keeps the record as it is: a move set back onto TLS goes on
+		// from where the rotation stood.
+		if src != nil && !src.frozen && !src.leaving {
 			out[annotationLeavesOf(port)] = src.leavesOf
 		}
 	}
@@ -104,4 +114,45 @@ func (t *tlsPass) sourceSecret() string {
 		return "the operator's CA Secret"
 	}
 	return "Secret " + strings.Join(names, " / ")
+}
+
+// complete reports whether a member's Secret data holds every key its pod mounts (the peer
+// port's with peer, the client port's with client), and
+// whether its certificates are still valid at now: a member started on an expired one would
+// be refused by its peers or clients.
+func complete(peer, client bool, data map[string][]byte, now time.Time) bool {
+	for _, k := range member.TLSKeysOf(peer, client) {
+		if len(data[k]) == 0 {
+			return false
+		}
+	}
+	for _, k := range []string{member.KeyPeerCert, member.KeyServerCert, member.KeyClientCert} {
+		if len(data[k]) == 0 {
+			continue
+		}
+		certs, err := pki.ParseCertificates(data[k])
+		if err != nil || len(certs) == 0 || !now.Before(certs[0].NotAfter) {
+			return false
+		}
+	}
+	return len(data) > 0 || (!peer && !client)
+}
+
+// loopback is the address tools inside a member's pod dial.
+var loopback = []net.IP{net.IPv4(127, 0, 0, 1)}
+
+func ipStrings(ips []net.IP) []string {
+	out := make([]string, 0, len(ips))
+	for _, ip := range ips {
+		out = append(out, ip.String())
+	}
+	return out
+}
+
+func sameData(a, b map[string][]byte) bool {
+	return maps.EqualFunc(a, b, bytes.Equal)
+}
+
+func sameNames(have, want []string) bool {
+	return slices.Equal(slices.Sorted(slices.Values(have)), slices.Sorted(slices.Values(want)))
 }

@@ -58,7 +58,8 @@ func (t *tlsPass) rotate(ctx context.Context, o *observation, peer, client *port
 		return err
 	}
 	var ports []rotationPort
-	if peer != nil && !peer.frozen {
+	// Nor a peer port moving off TLS (peerLeavingSource).
+	if peer != nil && !peer.frozen && !peer.leaving {
 		ports = append(ports, rotationPort{name: "peer", src: peer, want: map[string][]byte{member.KeyPeerCA: peer.trust},
 			servedKey: member.KeyPeerCA})
 	}

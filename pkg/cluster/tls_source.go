@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"time"
@@ -253,42 +252,4 @@ func (t *tlsPass) membersHold(ctx context.Context, port string) (string, error) 
 		}
 	}
 	return "", nil
-}
-
-// leavingSource is where the client port's certificates come from while it moves off TLS
-// (spec.tls.client removed, member pods still serving it): what the members' Secrets hold,
-// which they started with. The operator's client CA, when it issued them, goes on renewing
-// them, and issues those of a member added meanwhile; a user's certificate is copied to it as
-// it was to the others. No CA is made: a new one would be one no running member trusts.
-func (t *tlsPass) leavingSource(ctx context.Context) (*portSource, error) {
-	var ca *pki.KeyPair
-	have, err := t.r.secret(ctx, t.c.Namespace, member.ClientCASecretName(t.c.Name))
-	if err != nil {
-		return nil, err
-	}
-	if have != nil && metav1.IsControlledBy(have, t.c) {
-		if kp, problem := pki.CheckCA(have.Data[corev1.TLSCertKey], have.Data[corev1.TLSPrivateKeyKey], t.now); problem == nil {
-			ca = &kp
-		}
-	}
-	for _, ord := range t.ordinals {
-		s, err := t.r.secret(ctx, t.c.Namespace, member.TLSSecretName(t.c.Name, ord))
-		if err != nil {
-			return nil, err
-		}
-		if s == nil || !metav1.IsControlledBy(s, t.c) || len(s.Data[member.KeyServerCert]) == 0 || len(s.Data[member.KeyClientCA]) == 0 {
-			continue
-		}
-		held := s.Data
-		if ca != nil && bytes.Equal(held[member.KeyServerCA], ca.CertPEM) {
-			return &portSource{issuer: ca, servedCA: ca.CertPEM, trust: held[member.KeyClientCA], clientIssuer: ca}, nil
-		}
-		if certs, err := pki.ParseCertificates(held[member.KeyServerCert]); err == nil && len(certs) > 0 {
-			t.leafServed(certs[0].NotAfter)
-		}
-		return &portSource{cert: held[member.KeyServerCert], key: held[member.KeyServerKey], servedCA: held[member.KeyServerCA],
-			trust: held[member.KeyClientCA], clientIssuer: ca}, nil
-	}
-	// No member Secret holds them: the members keep what they have.
-	return &portSource{frozen: true, clientIssuer: ca}, nil
 }
