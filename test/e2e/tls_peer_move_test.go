@@ -144,11 +144,13 @@ func startPeerMove(t *testing.T, f *framework.Framework, name string) (map[strin
 }
 
 // TestPeerTLSMovedInPlace: a running plaintext cluster (spec.tls: {}) is moved onto peer and
-// client TLS by adding both, under a writer. Every member goes through the move port 2382 (its
-// URL and its pod's listener), keeps its ID (restarted on its data), no acknowledged write is
-// lost, and once on TLS the peer port refuses plaintext and takes a member's certificate.
-// Removing spec.tls.peer then is refused at apply with the schema's message: this version
-// moves peers onto TLS, not off it.
+// client TLS by adding both, under a writer, then its peers back off TLS by removing
+// spec.tls.peer, under a writer with a client certificate. Each way, every member goes through
+// the move port 2382 (its URL and its pod's listener), keeps its ID (restarted on its data),
+// and no acknowledged write is lost; on TLS the peer port refuses plaintext and takes a
+// member's certificate, and off it the port answers plaintext again. Dropping spec.tls whole
+// is refused at apply with the schema's message: peer TLS is the default, so that is no
+// request to move off it.
 func TestPeerTLSMovedInPlace(t *testing.T) {
 	t.Parallel()
 	f := framework.New(t)
@@ -163,10 +165,24 @@ func TestPeerTLSMovedInPlace(t *testing.T) {
 	checkPeerPortTLSOnly(t, f, name)
 	t.Logf("onto TLS: %d puts acknowledged, %d failed", len(onLog.Acked), onLog.Failed)
 
-	_, err := f.NS("patch", "etcdcluster/"+name, "--type=json", "-p", `[{"op":"remove","path":"/spec/tls/peer"}]`)
-	if err == nil || !strings.Contains(err.Error(), "spec.tls.peer cannot be removed or changed once set") {
-		t.Errorf("removing spec.tls.peer: %v; want it refused with the schema's message", err)
+	_, err := f.NS("patch", "etcdcluster/"+name, "--type=json", "-p", `[{"op":"remove","path":"/spec/tls"}]`)
+	if err == nil || !strings.Contains(err.Error(), "spec.tls cannot be dropped while it sets peer") {
+		t.Errorf("dropping spec.tls: %v; want it refused with the schema's message", err)
 	}
+
+	secure := f.StartWriter(name)
+	secure.WaitAcked(5, time.Minute)
+	f.MustNS("patch", "etcdcluster/"+name, "--type=json", "-p", `[{"op":"remove","path":"/spec/tls/peer"}]`)
+	checkPeersMoved(f, name, "off", "http://0.0.0.0:2380", ids)
+	offLog := secure.Stop()
+	secure.Verify(offLog, name+"-0")
+	plain.Verify(onLog, name+"-0")
+	t.Logf("off TLS: %d puts acknowledged, %d failed", len(offLog.Acked), offLog.Failed)
+	peer := f.PortForward(name+"-0", 2380)
+	f.Eventually("the peer port answering plaintext after the move off TLS", 30*time.Second, func() (bool, error) {
+		err := peerGet(peer, nil)
+		return err == nil, err
+	})
 }
 
 // TestPeerMoveEveryPodDeleted: every member pod is deleted at once at the end of the first hop

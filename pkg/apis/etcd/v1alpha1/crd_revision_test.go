@@ -35,6 +35,7 @@ var schemaDigests = map[int]string{
 	12: "aa77adda0df63e231a47cbc467f70257541ea72822832cead0a71609cd88d5d2",
 	13: "8c90f6fb824e7411856896493c17238a470826dfba773069f3d1ac972b148c7c",
 	14: "98935b3410e31aee4177f03260c27c6d89f061a331f598ea9d6e9c8ee287f788",
+	15: "9b8e51551da4f53680829fcf539fd1b1532f0acb98a0146b0a26ee2ed9fc0f6a",
 }
 
 // backupSchemaDigests is schemaDigests for the EtcdBackup CRD (the marker on EtcdBackup).

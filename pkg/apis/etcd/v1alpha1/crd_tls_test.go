@@ -9,11 +9,12 @@ import (
 )
 
 // spec.tls: whose certificates a port uses is fixed while it uses TLS (the operator moves a
-// running cluster's client port on and off TLS and its peers onto TLS, not onto other
-// certificates); the lifetimes are bounded and may change.
+// running cluster's client port and its peers on and off TLS, not onto other certificates);
+// the lifetimes are bounded and may change.
 
 const (
-	peerImmutable   = "spec.tls: Invalid value: spec.tls.peer cannot be removed or changed once set"
+	peerImmutable   = "spec.tls: Invalid value: spec.tls.peer cannot change while it is set"
+	peerDropped     = "spec.tls: Invalid value: spec.tls cannot be dropped while it sets peer"
 	clientImmutable = "spec.tls: Invalid value: spec.tls.client cannot change while it is set"
 	notASecret      = "secretName must be a Secret name: lowercase letters, digits, '-' and '.'"
 	leafTooLong     = "leafLifetime must be at most 8760h (one year)"
@@ -79,10 +80,10 @@ func TestCRDValidatesTLSLifetimes(t *testing.T) {
 }
 
 // TestCRDTLSCannotChange: spec.tls.peer and spec.tls.client cannot be pointed at other
-// certificates while set, nor spec.tls.peer removed (spec.tls dropped whole included, as a
-// replace with an old manifest or a client that does not know spec.tls would); the peers may
-// be moved onto TLS (added) and the client port on or off it, and the lifetimes, and
-// everything else of a cluster with or without spec.tls, may change.
+// certificates while set; spec.tls.peer is removed only explicitly, spec.tls kept (not with
+// spec.tls dropped whole, as a replace with an old manifest or a client that does not know
+// spec.tls would: peer TLS is the default); both ports may be moved on or off TLS, and the
+// lifetimes, and everything else of a cluster with or without spec.tls, may change.
 func TestCRDTLSCannotChange(t *testing.T) {
 	a := newAPIServer(t)
 	const size = "  size: 3\n"
@@ -97,16 +98,18 @@ func TestCRDTLSCannotChange(t *testing.T) {
 		{"peer added to a cluster without spec.tls", size, tls("{peer: {}}"), ""},
 		{"spec.tls {} added", size, tls("{}"), ""},
 		{"lifetimes added to a cluster without spec.tls", size, tls("{leafLifetime: 720h}"), ""},
-		{"spec.tls removed", tls("{peer: {}}"), size, peerImmutable},
+		{"spec.tls removed", tls("{peer: {}}"), size, peerDropped},
 		{"spec.tls {} removed", tls("{}"), size, ""},
 		{"peer added", tls("{}"), tls("{peer: {}}"), ""},
 		{"peer from a Secret added", tls("{}"), tls("{peer: {secretName: p}}"), ""},
-		{"peer removed", tls("{peer: {}}"), tls("{}"), peerImmutable},
-		{"peer from a Secret removed", tls("{peer: {secretName: p}}"), tls("{}"), peerImmutable},
+		{"peer removed", tls("{peer: {}}"), tls("{}"), ""},
+		{"peer from a Secret removed", tls("{peer: {secretName: p}}"), tls("{}"), ""},
+		{"peer removed, lifetimes kept", tls("{peer: {}, leafLifetime: 720h}"), tls("{leafLifetime: 720h}"), ""},
 		{"peer to a Secret", tls("{peer: {}}"), tls("{peer: {secretName: peer-tls}}"), peerImmutable},
 		{"peer to another Secret", tls("{peer: {secretName: a}}"), tls("{peer: {secretName: b}}"), peerImmutable},
 		{"peer from a Secret to the operator's", tls("{peer: {secretName: a}}"), tls("{peer: {}}"), peerImmutable},
-		{"peer removed as client is added", tls("{peer: {}}"), tls("{client: {}}"), peerImmutable},
+		{"peer removed as client is added", tls("{peer: {}}"), tls("{client: {}}"), ""},
+		{"spec.tls with peer from a Secret removed", tls("{peer: {secretName: p}, client: {}}"), size, peerDropped},
 		{"client added", tls("{peer: {}}"), tls("{peer: {}, client: {}}"), ""},
 		{"client added with spec.tls", size, tls("{client: {}}"), ""},
 		{"client from a Secret added", tls("{peer: {}}"), tls("{peer: {}, client: {secretName: c}}"), ""},
