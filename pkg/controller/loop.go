@@ -3,6 +3,8 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime/debug"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -153,11 +155,25 @@ func (l *loop) run(passCtx context.Context) {
 // pass runs one Sync and records its metrics.
 func (l *loop) pass(ctx context.Context) (time.Duration, error) {
 	start := time.Now()
-	requeueAfter, err := l.d.kind.Syncer.Sync(ctx, l.namespace, l.name)
+	requeueAfter, err := l.sync(ctx)
 	elapsed := time.Since(start)
 	l.d.c.cfg.Metrics.observePass(elapsed.Seconds(), err != nil && !errors.Is(err, ErrGone))
 	l.log.WithFields(logrus.Fields{"duration": elapsed, "requeue_after": requeueAfter}).Debug("Reconcile pass done")
 	return requeueAfter, err
+}
+
+// sync runs Sync, a panic in it turned into the pass's error: a bug one object reaches stops
+// neither the operator nor the other objects' loops, and that object is tried again with
+// backoff. A pass is safe to stop at any instant (the operator may be killed at any), and its
+// locks are released as the panic unwinds.
+func (l *loop) sync(ctx context.Context) (requeueAfter time.Duration, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			l.log.WithField("stack", string(debug.Stack())).Errorf("Reconcile pass panicked: %v", r)
+			requeueAfter, err = 0, fmt.Errorf("reconcile pass panicked: %v", r)
+		}
+	}()
+	return l.d.kind.Syncer.Sync(ctx, l.namespace, l.name)
 }
 
 // nextBackoff doubles the previous delay, from BackoffBase up to BackoffMax.

@@ -206,3 +206,28 @@ func TestNextBackoff(t *testing.T) {
 		}
 	}
 }
+
+// A Sync that panics (a bug reached by one object) fails that pass like an error: its loop
+// backs off and tries again, and the operator and the other objects' loops go on.
+func TestPanickingPassIsRetried(t *testing.T) {
+	s := newFakeSyncer()
+	e := newEnv(t, s, func(c *Config) { c.BackoffBase, c.BackoffMax = 10*time.Millisecond, 40*time.Millisecond })
+	bad := objectKey("default", "bad")
+	var panics atomic.Int32
+	s.script = func(_ context.Context, k string, _, _ int) (time.Duration, error) {
+		if k == bad {
+			panics.Add(1)
+			var m map[string]int
+			m["x"]++ // a nil map write: a runtime panic, as a nil dereference would be
+		}
+		return 0, nil
+	}
+	e.createCluster(t, "default", "bad")
+	e.createCluster(t, "default", "good")
+	eventually(t, 5*time.Second, "the panicking pass retried", func() bool { return panics.Load() >= 3 })
+	good := objectKey("default", "good")
+	eventually(t, 5*time.Second, "the other object's pass", func() bool { return s.passCount(good) >= 1 })
+	if got := testutil.ToFloat64(e.metrics.reconcileErrors); got < 3 {
+		t.Errorf("reconcile errors = %v, want every panicked pass counted", got)
+	}
+}
