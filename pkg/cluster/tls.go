@@ -63,6 +63,11 @@ type tlsPass struct {
 	// what member Secrets hold of it (left there by an earlier move off TLS): a move onto TLS
 	// may replace it.
 	clientIdle bool
+	// peerIdle: the same of the peer port (no pod takes TLS from its peers; what member
+	// Secrets hold of it was left by an earlier move off TLS).
+	peerIdle bool
+	// inUse are the ordinals with a pod or in etcd's member list (runsOn).
+	inUse map[int]bool
 	// earliest is the first expiry of the leaves the members serve.
 	earliest time.Time
 	// memberTrust is, by ordinal, what each member's Secret trusts as this pass left it
@@ -98,8 +103,8 @@ type portSource struct {
 	// are those of the CAs it moves to, written on every member Secret this pass writes.
 	leavesOf string
 	// leaving: the peer port moves off TLS (peerLeavingSource). Each member keeps what its
-	// Secret holds, its leaf renewed by whichever of cas issued it; a member whose Secret holds
-	// none starts from template, another member's.
+	// Secret holds, its leaf renewed by whichever of cas (the operator's peer CAs) issued it; a
+	// member whose Secret holds none starts from template, another member's.
 	leaving  bool
 	cas      []*pki.KeyPair
 	template map[string][]byte
@@ -121,6 +126,8 @@ func (r *Reconciler) ensureTLS(ctx context.Context, c *api.EtcdCluster, o *obser
 		t.running["client"] = t.running["client"] || m.TLS()
 	}
 	t.clientIdle = len(o.pods) > 0 && !t.running["client"]
+	t.peerIdle = len(o.pods) > 0 && !t.running["peer"]
+	t.inUse = ordinalsInUse(o)
 	t.view.Status = &api.TLSStatus{}
 	peer, client, err := t.sources(ctx)
 	if err != nil {
@@ -190,7 +197,8 @@ func (t *tlsPass) sources(ctx context.Context) (peer, client *portSource, err er
 // leafLifetime is spec.tls.leafLifetime, or the default, never below the operator's minimum.
 func (r *Reconciler) leafLifetime(c *api.EtcdCluster) time.Duration {
 	d := DefaultLeafLifetime
-	if c.Spec.TLS.LeafLifetime != nil {
+	// spec.tls may be gone while the peers move off TLS (peerTLSInUse).
+	if c.Spec.TLS != nil && c.Spec.TLS.LeafLifetime != nil {
 		d = c.Spec.TLS.LeafLifetime.Duration
 	}
 	return max(d, r.minLifetime())
@@ -199,7 +207,7 @@ func (r *Reconciler) leafLifetime(c *api.EtcdCluster) time.Duration {
 // caLifetime is spec.tls.caLifetime, or the default; at least three leaf lifetimes.
 func (r *Reconciler) caLifetime(c *api.EtcdCluster) time.Duration {
 	d := DefaultCALifetime
-	if c.Spec.TLS.CALifetime != nil {
+	if c.Spec.TLS != nil && c.Spec.TLS.CALifetime != nil {
 		d = c.Spec.TLS.CALifetime.Duration
 	}
 	return max(d, 3*r.leafLifetime(c))
@@ -362,4 +370,32 @@ func (t *tlsPass) write(ctx context.Context, name string, typ corev1.SecretType,
 		}
 	}
 	return t.r.control.UpdateSecret(ctx, t.c, want)
+}
+
+// idle: member pods run, and none takes the port ("peer", "client") over TLS.
+func (t *tlsPass) idle(port string) bool {
+	if port == "client" {
+		return t.clientIdle
+	}
+	return t.peerIdle
+}
+
+// ordinalsInUse are the ordinals with a pod or in etcd's member list.
+func ordinalsInUse(o *observation) map[int]bool {
+	out := map[int]bool{}
+	for ord := range o.pods {
+		out[ord] = true
+	}
+	for _, m := range o.members {
+		if ord, ok := o.memberOrdinal(m); ok {
+			out[ord] = true
+		}
+	}
+	return out
+}
+
+// runsOn: member ord runs, or may run, on what its Secret holds: it has a pod or is in etcd's
+// member list, or nothing says which members run (no pod, no member known).
+func (t *tlsPass) runsOn(ord int) bool {
+	return len(t.inUse) == 0 || t.inUse[ord]
 }

@@ -35,16 +35,16 @@ func peerTLSInUse(c *api.EtcdCluster, o *observation) bool {
 // Secret holding peer certificates, the port is frozen: pods that need them are not made
 // (checkPeerSchemes says why).
 func (t *tlsPass) peerLeavingSource(ctx context.Context) (*portSource, error) {
-	src := &portSource{leaving: true}
-	have, err := t.r.secret(ctx, t.c.Namespace, member.PeerCASecretName(t.c.Name))
+	cas, err := t.operatorPeerCAs(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if have != nil && metav1.IsControlledBy(have, t.c) {
-		for _, k := range [][2]string{{corev1.TLSCertKey, corev1.TLSPrivateKeyKey}, {caNextCert, caNextKey}} {
-			if kp, problem := pki.CheckCA(have.Data[k[0]], have.Data[k[1]], t.now); problem == nil {
-				src.cas = append(src.cas, &kp)
-			}
+	src := &portSource{leaving: true, cas: cas}
+	for _, ca := range cas {
+		t.caExpiry("peer", ca.CertPEM)
+		if left := ca.Cert.NotAfter.Sub(t.now); left < ca.Cert.NotAfter.Sub(ca.Cert.NotBefore)/expiringShare && t.view.Expiring == "" {
+			t.view.Expiring = fmt.Sprintf("the cluster's peer CA (Secret %s) expires at %s, and the peers' leaves with it; it is not rotated while the peers move off TLS: the move must finish before then, or add spec.tls.peer again to rotate it",
+				member.PeerCASecretName(t.c.Name), ca.Cert.NotAfter.UTC().Format(time.RFC3339))
 		}
 	}
 	for _, ord := range t.ordinals {
@@ -60,6 +60,22 @@ func (t *tlsPass) peerLeavingSource(ctx context.Context) (*portSource, error) {
 	return &portSource{frozen: true}, nil
 }
 
+// operatorPeerCAs are the operator's peer CAs in <name>-peer-ca, when it is the cluster's:
+// the current one, and the next while it rotates. None is made.
+func (t *tlsPass) operatorPeerCAs(ctx context.Context) ([]*pki.KeyPair, error) {
+	have, err := t.r.secret(ctx, t.c.Namespace, member.PeerCASecretName(t.c.Name))
+	if err != nil || have == nil || !metav1.IsControlledBy(have, t.c) {
+		return nil, err
+	}
+	var out []*pki.KeyPair
+	for _, k := range [][2]string{{corev1.TLSCertKey, corev1.TLSPrivateKeyKey}, {caNextCert, caNextKey}} {
+		if kp, problem := pki.CheckCA(have.Data[k[0]], have.Data[k[1]], t.now); problem == nil {
+			out = append(out, &kp)
+		}
+	}
+	return out, nil
+}
+
 // heldPeer: a member Secret's data holds a peer key pair and the CAs it trusts.
 func heldPeer(data map[string][]byte) bool {
 	return len(data[member.KeyPeerCert]) > 0 && len(data[member.KeyPeerKey]) > 0 && len(data[member.KeyPeerCA]) > 0
@@ -69,11 +85,14 @@ func heldPeer(data map[string][]byte) bool {
 // those its Secret holds (old), else the template's; the leaf renewed when one of src.cas
 // issued it, kept as it is otherwise (a user's, whose names must then hold host, where the
 // member's peers dial it).
-func (t *tlsPass) keepPeer(data, old map[string][]byte, src *portSource, r pki.Request, host string) error {
+func (t *tlsPass) keepPeer(data, old map[string][]byte, src *portSource, r pki.Request, ord int) error {
 	held := old
-	if !heldPeer(old) {
-		held = src.template
+	if !heldPeer(old) || !t.runsOn(ord) {
+		// The Secret of a member scaled away is as it was then: it tells nothing of what the
+		// members trust now.
+		held, old = src.template, nil
 	}
+	host := member.Host(t.c.Name, t.c.Namespace, ord)
 	data[member.KeyPeerCA] = held[member.KeyPeerCA]
 	for _, ca := range src.cas {
 		if pki.SignedBy(held[member.KeyPeerCert], []*x509.Certificate{ca.Cert}) != "" {

@@ -46,7 +46,7 @@ func (t *tlsPass) ensureMember(ctx context.Context, ord int, peer, client *portS
 	peerReq := pki.Request{CommonName: self, DNSNames: names, Usages: pki.ServerAuth | pki.ClientAuth}
 	switch {
 	case peer != nil && peer.leaving:
-		if err := t.keepPeer(data, old, peer, peerReq, member.Host(t.c.Name, t.c.Namespace, ord)); err != nil {
+		if err := t.keepPeer(data, old, peer, peerReq, ord); err != nil {
 			return false, err
 		}
 	case peer != nil && !peer.frozen:
@@ -105,7 +105,11 @@ func leavesOf(peer, client *portSource) map[string]string {
 // sourceSecret names the user's Secrets spec.tls names, for messages.
 func (t *tlsPass) sourceSecret() string {
 	var names []string
-	for _, s := range []*api.TLSSource{t.c.Spec.TLS.Peer, t.c.Spec.TLS.Client} {
+	var sources []*api.TLSSource
+	if t.c.Spec.TLS != nil {
+		sources = []*api.TLSSource{t.c.Spec.TLS.Peer, t.c.Spec.TLS.Client}
+	}
+	for _, s := range sources {
 		if s != nil && s.SecretName != "" && !slices.Contains(names, s.SecretName) {
 			names = append(names, s.SecretName)
 		}

@@ -79,8 +79,8 @@ func (t *tlsPass) rotate(ctx context.Context, o *observation, peer, client *port
 // rotatePort decides and applies one port's step.
 func (t *tlsPass) rotatePort(ctx context.Context, o *observation, members map[int]*corev1.Secret, p rotationPort) error {
 	held := heldTrust(members, p.want)
-	if p.name == "client" && t.clientIdle {
-		// No etcd serves the port over TLS: none trusts what the Secrets hold of it.
+	if t.idle(p.name) {
+		// No etcd takes the port over TLS: none trusts what the Secrets hold of it.
 		held = heldTrust(nil, p.want)
 	}
 	in := plan.RotationInput{Name: t.c.Name, Port: p.name, Want: held.wantFps, Held: held.fps, MembersKnown: o.membersKnown, Now: t.now}
@@ -174,6 +174,16 @@ func (t *tlsPass) applyStep(ctx context.Context, p rotationPort, step plan.Rotat
 				src.clientIssuer = src.ca.cur
 			}
 		}
+		if src.issuer == nil && p.name == "peer" && !settled {
+			// A user's Secret may replace the operator's CA (spec.tls.peer {} removed, then
+			// set to the Secret while the move off TLS ran): each member then keeps a leaf of
+			// the operator's own, renewed by it, until the step to new leaves.
+			cas, err := t.operatorPeerCAs(ctx)
+			if err != nil {
+				return err
+			}
+			src.issuer = heldIssuer(members, p.name, cas)
+		}
 		if src.issuer == nil {
 			cert, key := heldLeaf(members, p.name)
 			if cert == nil {
@@ -246,18 +256,9 @@ func (t *tlsPass) settled() bool {
 // this pass writes it anew before a pod is made on it. With no pod and no member known, every
 // member's Secret is read: nothing then says which of them the members run on.
 func (t *tlsPass) memberSecrets(ctx context.Context, o *observation) (map[int]*corev1.Secret, error) {
-	inUse := map[int]bool{}
-	for ord := range o.pods {
-		inUse[ord] = true
-	}
-	for _, m := range o.members {
-		if ord, ok := o.memberOrdinal(m); ok {
-			inUse[ord] = true
-		}
-	}
 	out := map[int]*corev1.Secret{}
 	for _, ord := range t.ordinals {
-		if len(inUse) > 0 && !inUse[ord] {
+		if !t.runsOn(ord) {
 			continue
 		}
 		s, err := t.r.secret(ctx, t.c.Namespace, member.TLSSecretName(t.c.Name, ord))
@@ -293,6 +294,18 @@ func switched(members map[int]*corev1.Secret, port, record string) (bool, time.T
 		}
 	}
 	return false, time.Time{}
+}
+
+// heldIssuer is the CA of cas (the operator's) that issued the port's leaf the members'
+// Secrets hold; nil when none did (a user's leaf).
+func heldIssuer(members map[int]*corev1.Secret, port string, cas []*pki.KeyPair) *pki.KeyPair {
+	cert, _ := heldLeaf(members, port)
+	for _, ca := range cas {
+		if cert != nil && pki.SignedBy(cert, []*x509.Certificate{ca.Cert}) != "" {
+			return ca
+		}
+	}
+	return nil
 }
 
 // heldLeaf is a user's leaf of the port (and its key) the members' Secrets hold: the one the

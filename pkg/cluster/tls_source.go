@@ -199,7 +199,7 @@ func (t *tlsPass) ensureCA(ctx context.Context, name, port string) (*caPair, err
 func (t *tlsPass) newCA(ctx context.Context, name, port string) (*pki.KeyPair, error) {
 	var issued string
 	var err error
-	if port != "client" || !t.clientIdle {
+	if !t.idle(port) {
 		if issued, err = t.membersHold(ctx, port); err != nil {
 			return nil, err
 		}
@@ -209,8 +209,8 @@ func (t *tlsPass) newCA(ctx context.Context, name, port string) (*pki.KeyPair, e
 	}
 	if issued != "" {
 		// A new CA would be one the running members do not trust.
-		t.fail("Secret %s, which held the cluster's %s CA, is gone, and certificates it issued are in use (%s); the operator does not make another CA the members would not trust: restore the Secret (docs/tls.md)",
-			name, port, issued)
+		t.fail("Secret %s, the cluster's %s CA, is gone (or was never made), and the members use certificates of a CA they trust (%s); the operator does not make another CA they would not trust. If the Secret was deleted, restore it (docs/tls.md); if they hold your own certificate, left by a move off TLS under way, name its Secret in spec.tls.%s again, or remove spec.tls.%s and wait until the move has ended",
+			name, port, issued, port, port)
 		return nil, nil
 	}
 	ca, err := pki.NewCA(fmt.Sprintf("%s %s CA (%s)", t.c.Name, port, t.c.Namespace), t.r.caLifetime(t.c), t.now)
