@@ -108,6 +108,10 @@ type portSource struct {
 	leaving  bool
 	cas      []*pki.KeyPair
 	template map[string][]byte
+	// keepOwn: a rotation's step keeps the leaves the members hold, which are not one shared
+	// leaf of a user's (they are the operator's, issued by a CA no longer at hand): each
+	// member's Secret keeps its own (serving).
+	keepOwn bool
 }
 
 // ensureTLS puts the cluster's certificates in place for every member ordinal the cluster may
@@ -298,13 +302,28 @@ func (t *tlsPass) ensureClientSecret(ctx context.Context, client *portSource) er
 }
 
 // serving fills in a port's serving key pair: the user's, copied, or one of the operator's CA
-// (leaf).
-func (t *tlsPass) serving(data, old map[string][]byte, certKey, keyKey string, src *portSource, r pki.Request) error {
-	if src.issuer == nil {
-		data[certKey], data[keyKey] = src.cert, src.key
+// (leaf). While a rotation keeps each member's own leaf (keepOwn), a member's Secret keeps
+// its own, and one without gets the user's only if it holds the member's host.
+func (t *tlsPass) serving(data, old map[string][]byte, src *portSource, k portKeys, r pki.Request, ord int) error {
+	if src.issuer != nil {
+		return t.leaf(data, old, k.cert, k.key, src.issuer, r)
+	}
+	cert, key := src.cert, src.key
+	if src.keepOwn && len(old[k.cert]) > 0 && len(old[k.key]) > 0 {
+		cert, key = old[k.cert], old[k.key]
+	} else if src.keepOwn && !holdsHost(cert, member.Host(t.c.Name, t.c.Namespace, ord)) {
+		t.fail("member %s's Secret holds no %s certificate of its own, and the one the members serve is not for its names; it gets one when the %s CA rotation switches the leaves",
+			r.CommonName, k.port, k.port)
 		return nil
 	}
-	return t.leaf(data, old, certKey, keyKey, src.issuer, r)
+	data[k.cert], data[k.key] = cert, key
+	return nil
+}
+
+// holdsHost: the leaf certPEM opens with is valid for host.
+func holdsHost(certPEM []byte, host string) bool {
+	certs, err := pki.ParseCertificates(certPEM)
+	return err == nil && len(certs) > 0 && certs[0].VerifyHostname(host) == nil
 }
 
 // leaf fills in a key pair issued by ca for r: the one old holds while it is still good

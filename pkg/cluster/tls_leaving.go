@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
 	"crypto/x509"
 	"fmt"
@@ -26,20 +25,38 @@ func peerTLSInUse(c *api.EtcdCluster, o *observation) bool {
 	return member.PeerTLS(c) || o.peer.Listen.TLS() || peerTLSRunning(c, o.pods)
 }
 
+// portKeys are the keys of a port in a member's Secret: its serving key pair, the CAs that
+// verify it (served), and every CA key the port trusts.
+type portKeys struct {
+	port, cert, key, served string
+	trust                   []string
+}
+
+var (
+	peerKeys   = portKeys{port: "peer", cert: member.KeyPeerCert, key: member.KeyPeerKey, served: member.KeyPeerCA, trust: []string{member.KeyPeerCA}}
+	clientKeys = portKeys{port: "client", cert: member.KeyServerCert, key: member.KeyServerKey, served: member.KeyServerCA,
+		trust: []string{member.KeyServerCA, member.KeyClientCA}}
+)
+
+// held: a member Secret's data holds the port's key pair and the CAs it trusts.
+func (k portKeys) held(data map[string][]byte) bool {
+	ok := len(data[k.cert]) > 0 && len(data[k.key]) > 0
+	for _, key := range k.trust {
+		ok = ok && len(data[key]) > 0
+	}
+	return ok
+}
+
 // peerLeavingSource is where the peer port's certificates come from while it moves off TLS
-// (spec.tls.peer removed): what the members' Secrets hold, which their etcd started with.
-// Each member keeps the CAs its Secret trusts, and its leaf is renewed by the operator's peer
-// CA that issued it: the current one or, if a rotation was under way, the new one; a user's
-// certificate (spec.tls.peer.secretName, gone with the spec) is kept as it is (keepPeer). No CA
-// is made or rotated: a new one would be one no running member trusts. With no member
-// Secret holding peer certificates, the port is frozen: pods that need them are not made
-// (checkPeerSchemes says why).
+// (spec.tls.peer removed): what the members' Secrets hold, which their etcd started with
+// (keepLeaving). No CA is made or rotated: a new one would be one no running member trusts.
+// The operator's peer CA is reported as it nears its end, since every leaf it renews ends
+// with it.
 func (t *tlsPass) peerLeavingSource(ctx context.Context) (*portSource, error) {
-	cas, err := t.operatorPeerCAs(ctx)
+	cas, err := t.operatorCAs(ctx, member.PeerCASecretName(t.c.Name))
 	if err != nil {
 		return nil, err
 	}
-	src := &portSource{leaving: true, cas: cas}
 	for _, ca := range cas {
 		t.caExpiry("peer", ca.CertPEM)
 		if left := ca.Cert.NotAfter.Sub(t.now); left < ca.Cert.NotAfter.Sub(ca.Cert.NotBefore)/expiringShare && t.view.Expiring == "" {
@@ -47,23 +64,38 @@ func (t *tlsPass) peerLeavingSource(ctx context.Context) (*portSource, error) {
 				member.PeerCASecretName(t.c.Name), ca.Cert.NotAfter.UTC().Format(time.RFC3339))
 		}
 	}
-	for _, ord := range t.ordinals {
-		s, err := t.r.secret(ctx, t.c.Namespace, member.TLSSecretName(t.c.Name, ord))
-		if err != nil {
-			return nil, err
-		}
-		if s != nil && metav1.IsControlledBy(s, t.c) && heldPeer(s.Data) {
-			src.template = s.Data
-			return src, nil
-		}
+	template, err := t.heldTemplate(ctx, peerKeys)
+	if err != nil || template == nil {
+		return &portSource{frozen: true}, err
 	}
-	return &portSource{frozen: true}, nil
+	return &portSource{leaving: true, cas: cas, template: template}, nil
 }
 
-// operatorPeerCAs are the operator's peer CAs in <name>-peer-ca, when it is the cluster's:
-// the current one, and the next while it rotates. None is made.
-func (t *tlsPass) operatorPeerCAs(ctx context.Context) ([]*pki.KeyPair, error) {
-	have, err := t.r.secret(ctx, t.c.Namespace, member.PeerCASecretName(t.c.Name))
+// leavingSource is the same for the client port (spec.tls.client removed, member pods still
+// serving it). The operator's client CA goes on issuing the client certificates of
+// member-init, the operator, backups and applications.
+func (t *tlsPass) leavingSource(ctx context.Context) (*portSource, error) {
+	cas, err := t.operatorCAs(ctx, member.ClientCASecretName(t.c.Name))
+	if err != nil {
+		return nil, err
+	}
+	var issuer *pki.KeyPair
+	if len(cas) > 0 {
+		issuer = cas[0]
+	}
+	template, err := t.heldTemplate(ctx, clientKeys)
+	if err != nil || template == nil {
+		// No member Secret holds them: the members keep what they have.
+		return &portSource{frozen: true, clientIssuer: issuer}, err
+	}
+	return &portSource{leaving: true, cas: cas, template: template, clientIssuer: issuer,
+		servedCA: template[member.KeyServerCA], trust: template[member.KeyClientCA]}, nil
+}
+
+// operatorCAs are the operator's CAs in Secret name, when it is the cluster's: the current
+// one, and the next while it rotates. None is made.
+func (t *tlsPass) operatorCAs(ctx context.Context, name string) ([]*pki.KeyPair, error) {
+	have, err := t.r.secret(ctx, t.c.Namespace, name)
 	if err != nil || have == nil || !metav1.IsControlledBy(have, t.c) {
 		return nil, err
 	}
@@ -76,85 +108,64 @@ func (t *tlsPass) operatorPeerCAs(ctx context.Context) ([]*pki.KeyPair, error) {
 	return out, nil
 }
 
-// heldPeer: a member Secret's data holds a peer key pair and the CAs it trusts.
-func heldPeer(data map[string][]byte) bool {
-	return len(data[member.KeyPeerCert]) > 0 && len(data[member.KeyPeerKey]) > 0 && len(data[member.KeyPeerCA]) > 0
+// heldTemplate is the first member Secret's data that holds the port's keys, of a member that
+// runs (runsOn); nil when none does.
+func (t *tlsPass) heldTemplate(ctx context.Context, k portKeys) (map[string][]byte, error) {
+	for _, ord := range t.ordinals {
+		if !t.runsOn(ord) {
+			continue
+		}
+		s, err := t.r.secret(ctx, t.c.Namespace, member.TLSSecretName(t.c.Name, ord))
+		if err != nil {
+			return nil, err
+		}
+		if s != nil && metav1.IsControlledBy(s, t.c) && k.held(s.Data) {
+			return s.Data, nil
+		}
+	}
+	return nil, nil
 }
 
-// keepPeer fills in a member's peer keys while the port moves off TLS (peerLeavingSource):
-// those its Secret holds (old), else the template's; the leaf renewed when one of src.cas
-// issued it, kept as it is otherwise (a user's, whose names must then hold host, where the
-// member's peers dial it).
-func (t *tlsPass) keepPeer(data, old map[string][]byte, src *portSource, r pki.Request, ord int) error {
+// keepLeaving fills in a member's keys of a port moving off TLS: those its Secret holds (old),
+// else the template's. What it trusts stays; its leaf is renewed by the operator's CA of
+// src.cas that issued it (the current one or, if a rotation was under way, the new one), kept
+// as it is otherwise (a user's, whose names must then hold the member's host, where it is
+// dialled).
+func (t *tlsPass) keepLeaving(data, old map[string][]byte, src *portSource, k portKeys, r pki.Request, ord int) error {
 	held := old
-	if !heldPeer(old) || !t.runsOn(ord) {
+	if !k.held(old) || !t.runsOn(ord) {
 		// The Secret of a member scaled away is as it was then: it tells nothing of what the
 		// members trust now.
 		held, old = src.template, nil
 	}
-	host := member.Host(t.c.Name, t.c.Namespace, ord)
-	data[member.KeyPeerCA] = held[member.KeyPeerCA]
+	for _, key := range k.trust {
+		data[key] = held[key]
+	}
 	for _, ca := range src.cas {
-		if pki.SignedBy(held[member.KeyPeerCert], []*x509.Certificate{ca.Cert}) != "" {
-			return t.leaf(data, old, member.KeyPeerCert, member.KeyPeerKey, ca, r)
+		if pki.SignedBy(held[k.cert], []*x509.Certificate{ca.Cert}) != "" {
+			return t.leaf(data, old, k.cert, k.key, ca, r)
 		}
 	}
-	_, problem := t.r.certs.check(held[member.KeyPeerCert], held[member.KeyPeerKey], held[member.KeyPeerCA], []string{host}, r.Usages, t.now)
-	if problem != nil && !heldPeer(old) {
+	host := member.Host(t.c.Name, t.c.Namespace, ord)
+	if _, problem := t.r.certs.check(held[k.cert], held[k.key], held[k.served], []string{host}, r.Usages, t.now); problem != nil && old == nil {
 		// Another member's leaf, not one for this member's names, and no CA to issue one.
-		t.fail("the peers move off TLS and member %s's Secret holds no peer certificate; none can be issued without the cluster's peer CA (Secret %s) and another member's does not fit it (%s): restore the member's Secret",
-			r.CommonName, member.PeerCASecretName(t.c.Name), problem.Message)
-		delete(data, member.KeyPeerCA)
+		t.fail("the %s port moves off TLS and member %s's Secret holds no certificate of its own for it; none can be issued without the cluster's %s CA and another member's does not fit it (%s): restore the member's Secret",
+			k.port, r.CommonName, k.port, problem.Message)
+		for _, key := range k.trust {
+			delete(data, key)
+		}
 		return nil
 	}
-	data[member.KeyPeerCert], data[member.KeyPeerKey] = held[member.KeyPeerCert], held[member.KeyPeerKey]
-	certs, err := pki.ParseCertificates(held[member.KeyPeerCert])
+	data[k.cert], data[k.key] = held[k.cert], held[k.key]
+	certs, err := pki.ParseCertificates(held[k.cert])
 	if err != nil || len(certs) == 0 {
 		return nil
 	}
 	leaf := certs[0]
 	t.leafServed(leaf.NotAfter)
 	if left := leaf.NotAfter.Sub(t.now); left < leaf.NotAfter.Sub(leaf.NotBefore)/expiringShare && t.view.Expiring == "" {
-		t.view.Expiring = fmt.Sprintf("the peer certificate the members hold (copied from the Secret spec.tls.peer named before it was removed) expires at %s, and nothing renews it: the peers' move off TLS must finish before then",
-			leaf.NotAfter.UTC().Format(time.RFC3339))
+		t.view.Expiring = fmt.Sprintf("the %s certificate the members hold (copied from the Secret spec.tls.%s named before it was removed) expires at %s, and nothing renews it: the move off TLS must finish before then",
+			k.port, k.port, leaf.NotAfter.UTC().Format(time.RFC3339))
 	}
 	return nil
-}
-
-// leavingSource is where the client port's certificates come from while it moves off TLS
-// (spec.tls.client removed, member pods still serving it): what the members' Secrets hold,
-// which they started with. The operator's client CA, when it issued them, goes on renewing
-// them, and issues those of a member added meanwhile; a user's certificate is copied to it as
-// it was to the others. No CA is made: a new one would be one no running member trusts.
-func (t *tlsPass) leavingSource(ctx context.Context) (*portSource, error) {
-	var ca *pki.KeyPair
-	have, err := t.r.secret(ctx, t.c.Namespace, member.ClientCASecretName(t.c.Name))
-	if err != nil {
-		return nil, err
-	}
-	if have != nil && metav1.IsControlledBy(have, t.c) {
-		if kp, problem := pki.CheckCA(have.Data[corev1.TLSCertKey], have.Data[corev1.TLSPrivateKeyKey], t.now); problem == nil {
-			ca = &kp
-		}
-	}
-	for _, ord := range t.ordinals {
-		s, err := t.r.secret(ctx, t.c.Namespace, member.TLSSecretName(t.c.Name, ord))
-		if err != nil {
-			return nil, err
-		}
-		if s == nil || !metav1.IsControlledBy(s, t.c) || len(s.Data[member.KeyServerCert]) == 0 || len(s.Data[member.KeyClientCA]) == 0 {
-			continue
-		}
-		held := s.Data
-		if ca != nil && bytes.Equal(held[member.KeyServerCA], ca.CertPEM) {
-			return &portSource{issuer: ca, servedCA: ca.CertPEM, trust: held[member.KeyClientCA], clientIssuer: ca}, nil
-		}
-		if certs, err := pki.ParseCertificates(held[member.KeyServerCert]); err == nil && len(certs) > 0 {
-			t.leafServed(certs[0].NotAfter)
-		}
-		return &portSource{cert: held[member.KeyServerCert], key: held[member.KeyServerKey], servedCA: held[member.KeyServerCA],
-			trust: held[member.KeyClientCA], clientIssuer: ca}, nil
-	}
-	// No member Secret holds them: the members keep what they have.
-	return &portSource{frozen: true, clientIssuer: ca}, nil
 }

@@ -44,26 +44,14 @@ func (t *tlsPass) ensureMember(ctx context.Context, ord int, peer, client *portS
 	self := member.Name(t.c.Name, ord)
 	names := member.MemberNames(t.c, ord)
 	peerReq := pki.Request{CommonName: self, DNSNames: names, Usages: pki.ServerAuth | pki.ClientAuth}
-	switch {
-	case peer != nil && peer.leaving:
-		if err := t.keepPeer(data, old, peer, peerReq, ord); err != nil {
-			return false, err
-		}
-	case peer != nil && !peer.frozen:
-		data[member.KeyPeerCA] = peer.trust
-		if err := t.serving(data, old, member.KeyPeerCert, member.KeyPeerKey, peer, peerReq); err != nil {
-			return false, err
-		}
+	if err := t.portKeysFrom(data, old, peer, peerKeys, peerReq, ord); err != nil {
+		return false, err
 	}
-	if client != nil && !client.frozen {
-		data[member.KeyServerCA] = client.servedCA
-		data[member.KeyClientCA] = client.trust
-		serverNames := append(slices.Clone(names), member.ClientServiceNames(t.c)...)
-		serverNames = append(serverNames, "localhost")
-		if err := t.serving(data, old, member.KeyServerCert, member.KeyServerKey, client,
-			pki.Request{CommonName: self, DNSNames: serverNames, IPs: loopback, Usages: pki.ServerAuth}); err != nil {
-			return false, err
-		}
+	serverNames := append(slices.Clone(names), member.ClientServiceNames(t.c)...)
+	serverNames = append(serverNames, "localhost")
+	serverReq := pki.Request{CommonName: self, DNSNames: serverNames, IPs: loopback, Usages: pki.ServerAuth}
+	if err := t.portKeysFrom(data, old, client, clientKeys, serverReq, ord); err != nil {
+		return false, err
 	}
 	if client != nil && client.clientIssuer != nil {
 		if err := t.leaf(data, old, member.KeyClientCert, member.KeyClientKey, client.clientIssuer,
@@ -83,6 +71,23 @@ func (t *tlsPass) ensureMember(ctx context.Context, ord int, peer, client *portS
 		}
 	}
 	return complete(t.peerMounted, mountsClient, data, t.now), nil
+}
+
+// portKeysFrom fills in a port's keys of member ord's Secret from the port's source: kept as
+// they are while it is frozen; kept, renewed or copied from another member's while it moves
+// off TLS (keepLeaving); else what it trusts, and its serving key pair (serving).
+func (t *tlsPass) portKeysFrom(data, old map[string][]byte, src *portSource, k portKeys, r pki.Request, ord int) error {
+	switch {
+	case src == nil || src.frozen:
+		return nil
+	case src.leaving:
+		return t.keepLeaving(data, old, src, k, r, ord)
+	case k.port == "peer":
+		data[member.KeyPeerCA] = src.trust
+	default:
+		data[member.KeyServerCA], data[member.KeyClientCA] = src.servedCA, src.trust
+	}
+	return t.serving(data, old, src, k, r, ord)
 }
 
 // leavesOf are the rotation records (annotationLeavesOf) a member Secret written this pass

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"crypto/x509"
 	"fmt"
@@ -174,15 +175,17 @@ func (t *tlsPass) applyStep(ctx context.Context, p rotationPort, step plan.Rotat
 				src.clientIssuer = src.ca.cur
 			}
 		}
-		if src.issuer == nil && p.name == "peer" && !settled {
-			// A user's Secret may replace the operator's CA (spec.tls.peer {} removed, then
+		if src.issuer == nil && !settled {
+			// A user's Secret may replace the operator's CA (spec.tls.<port> {} removed, then
 			// set to the Secret while the move off TLS ran): each member then keeps a leaf of
-			// the operator's own, renewed by it, until the step to new leaves.
-			cas, err := t.operatorPeerCAs(ctx)
+			// the operator's own, renewed by it, until the step to new leaves; or, without
+			// that CA, the leaf it holds (keepOwn).
+			cas, err := t.operatorCAs(ctx, caSecretName(t.c, p.name))
 			if err != nil {
 				return err
 			}
 			src.issuer = heldIssuer(members, p.name, cas)
+			src.keepOwn = src.issuer == nil && !sharedLeaf(members, p.name)
 		}
 		if src.issuer == nil {
 			cert, key := heldLeaf(members, p.name)
@@ -306,6 +309,29 @@ func heldIssuer(members map[int]*corev1.Secret, port string, cas []*pki.KeyPair)
 		}
 	}
 	return nil
+}
+
+// sharedLeaf: every member Secret that holds a leaf of the port holds the same one (a user's).
+func sharedLeaf(members map[int]*corev1.Secret, port string) bool {
+	first, _ := heldLeaf(members, port)
+	k := clientKeys
+	if port == "peer" {
+		k = peerKeys
+	}
+	for _, s := range members {
+		if c := s.Data[k.cert]; len(c) > 0 && !bytes.Equal(c, first) {
+			return false
+		}
+	}
+	return true
+}
+
+// caSecretName is the Secret of the operator's CA of the port.
+func caSecretName(c *api.EtcdCluster, port string) string {
+	if port == "peer" {
+		return member.PeerCASecretName(c.Name)
+	}
+	return member.ClientCASecretName(c.Name)
 }
 
 // heldLeaf is a user's leaf of the port (and its key) the members' Secrets hold: the one the
