@@ -76,6 +76,7 @@ func (r *Reconciler) checkDNS(ctx context.Context, c *api.EtcdCluster, o *observ
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer survive(r.log(c), "asking cluster DNS for a member's name")
 			pctx, cancel := context.WithTimeout(ctx, dnsutil.DefaultTimeout)
 			defer cancel()
 			ok, err := r.deps.DNS.Serves(pctx, host)

@@ -241,6 +241,7 @@ func memberStatuses(ctx context.Context, cli etcdutil.Client, endpoints map[int]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer survive(log, "asking a member for its status")
 			sctx, cancel := context.WithTimeout(ctx, statusTimeout)
 			defer cancel()
 			st, err := cli.Status(sctx, ep)

@@ -95,7 +95,10 @@ func (t *tlsPass) probePods(ctx context.Context, o *observation, p rotationPort,
 	}
 	var wg sync.WaitGroup
 	for ord, rp := range probed {
-		wg.Go(func() { t.probePod(ctx, rp, o.pods[ord], ord, p, held, certs) })
+		wg.Go(func() {
+			defer survive(t.r.log(t.c), "probing a member's TLS port")
+			t.probePod(ctx, rp, o.pods[ord], ord, p, held, certs)
+		})
 	}
 	wg.Wait()
 	for ord, rp := range probed {
