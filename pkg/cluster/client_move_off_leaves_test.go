@@ -42,15 +42,7 @@ func TestClientMoveOffMidRotationKeepsEachMembersLeaf(t *testing.T) {
 	if err := f.r.ensureTLS(context.Background(), off, o); err != nil {
 		t.Fatal(err)
 	}
-	for ord := range 3 {
-		certs, err := pki.ParseCertificates(f.secretData(member.TLSSecretName("demo", ord))[member.KeyServerCert])
-		if err != nil || len(certs) == 0 {
-			t.Fatalf("member %d's server leaf: %v", ord, err)
-		}
-		if err := certs[0].VerifyHostname(member.Host("demo", "ns", ord)); err != nil {
-			t.Errorf("member %d's Secret holds a client-port leaf refused when it is dialled by its own host: %v", ord, err)
-		}
-	}
+	checkOwnLeaves(t, f, 3, member.KeyServerCert, o)
 }
 
 // The first review's finding 2 itself, on the client port: heldIssuer is asked only
@@ -86,14 +78,5 @@ func TestClientReAddedWithUserSecretKeepsEachMembersLeaf(t *testing.T) {
 	if err := f.r.ensureTLS(context.Background(), back, o); err != nil {
 		t.Fatal(err)
 	}
-	for ord := range 3 {
-		certs, err := pki.ParseCertificates(f.secretData(member.TLSSecretName("demo", ord))[member.KeyServerCert])
-		if err != nil || len(certs) == 0 {
-			t.Fatalf("member %d's server leaf: %v", ord, err)
-		}
-		if err := certs[0].VerifyHostname(member.Host("demo", "ns", ord)); err != nil {
-			t.Errorf("member %d's Secret holds a client-port leaf refused when it is dialled by its own host (%v; rotations %+v, problem %+v)",
-				ord, err, o.tls.Rotations, o.tls.Problem)
-		}
-	}
+	checkOwnLeaves(t, f, 3, member.KeyServerCert, o)
 }

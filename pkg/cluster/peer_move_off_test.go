@@ -12,6 +12,7 @@ import (
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
 	"github.com/etcd-operator/etcd-operator/pkg/etcdutil"
 	"github.com/etcd-operator/etcd-operator/pkg/member"
+	"github.com/etcd-operator/etcd-operator/pkg/member/peermove"
 	"github.com/etcd-operator/etcd-operator/pkg/pki"
 )
 
@@ -167,6 +168,41 @@ func TestPeerMoveOffRecordedHop(t *testing.T) {
 		}
 		if !withSecrets && !held {
 			t.Errorf("without member Secrets: unready %v, problem %+v; want every member held, told to set spec.tls.peer", o.tls.Unready, o.tls.Problem)
+		}
+	}
+}
+
+// setBackMidMoveOff runs a pass of back (spec.tls.peer set again) halfway through the first
+// hop off TLS: member 0's URL on http:2382, the others' still on https:2380, every pod
+// listening on both and trusting what its Secret holds.
+func setBackMidMoveOff(t *testing.T, f *fixture, back *api.EtcdCluster) *observation {
+	t.Helper()
+	o := &observation{cluster: back, membersKnown: true, members: membersAt(back, peermove.Middle(false), tlsPeer, tlsPeer)}
+	o.observePeers()
+	if !o.peer.Listen.TLS() {
+		t.Fatalf("hop %v takes no TLS", o.peer.Listen)
+	}
+	o.pods = runningPodsOn(t, f, back, o.peer.Listen, true, 0, 1, 2)
+	f.r.now = func() time.Time { return tlsEpoch.Add(time.Hour) }
+	if err := f.r.ensureTLS(context.Background(), back, o); err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+// checkOwnLeaves fails for each of demo's n members whose Secret holds, under key, a leaf not
+// valid for the member's own host, where its peers and member-init dial it.
+func checkOwnLeaves(t *testing.T, f *fixture, n int, key string, o *observation) {
+	t.Helper()
+	for ord := range n {
+		certs, err := pki.ParseCertificates(f.secretData(member.TLSSecretName("demo", ord))[key])
+		if err != nil || len(certs) == 0 {
+			t.Fatalf("member %d's %s: %v", ord, key, err)
+		}
+		host := member.Host("demo", "ns", ord)
+		if err := certs[0].VerifyHostname(host); err != nil {
+			t.Errorf("member %d's Secret holds a leaf (%s) refused when it is dialled at %s (%v; rotations %+v, problem %+v)",
+				ord, key, host, err, o.tls.Rotations, o.tls.Problem)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
 	"github.com/etcd-operator/etcd-operator/pkg/member"
 	"github.com/etcd-operator/etcd-operator/pkg/pki"
 )
@@ -108,19 +109,16 @@ func (t *tlsPass) operatorCAs(ctx context.Context, name string) ([]*pki.KeyPair,
 	return out, nil
 }
 
-// heldTemplate is the first member Secret's data that holds the port's keys, of a member that
-// runs (runsOn); nil when none does.
+// heldTemplate is the data of the first Secret, of a member that runs (memberSecrets), that
+// holds the port's keys; nil when none does.
 func (t *tlsPass) heldTemplate(ctx context.Context, k portKeys) (map[string][]byte, error) {
-	for _, ord := range t.ordinals {
-		if !t.runsOn(ord) {
-			continue
-		}
-		s, err := t.r.secret(ctx, t.c.Namespace, member.TLSSecretName(t.c.Name, ord))
-		if err != nil {
-			return nil, err
-		}
-		if s != nil && metav1.IsControlledBy(s, t.c) && k.held(s.Data) {
-			return s.Data, nil
+	members, err := t.memberSecrets(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, ord := range plan.SortedOrdinals(members) {
+		if k.held(members[ord].Data) {
+			return members[ord].Data, nil
 		}
 	}
 	return nil, nil

@@ -9,8 +9,6 @@ import (
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
 	"github.com/etcd-operator/etcd-operator/pkg/member"
-	"github.com/etcd-operator/etcd-operator/pkg/member/peermove"
-	"github.com/etcd-operator/etcd-operator/pkg/pki"
 )
 
 // TestPeerReAddedWithUserSecretMidMoveOff, with the operator's peer CA Secret
@@ -40,27 +38,6 @@ func TestPeerReAddedWithUserSecretAfterPeerCADeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	back := withTLS(newCluster(3), &api.TLSSource{SecretName: "peers"}, nil)
-	o = &observation{cluster: back, membersKnown: true, members: membersAt(back, peermove.Middle(false), tlsPeer, tlsPeer)}
-	o.observePeers()
-	if !o.peer.Listen.TLS() {
-		t.Fatalf("hop %v takes no TLS", o.peer.Listen)
-	}
-	o.pods = runningPodsOn(t, f, back, o.peer.Listen, true, 0, 1, 2)
-	f.r.now = func() time.Time { return tlsEpoch.Add(time.Hour) }
-	if err := f.r.ensureTLS(context.Background(), back, o); err != nil {
-		t.Fatal(err)
-	}
-	for ord := range 3 {
-		d := f.secretData(member.TLSSecretName("demo", ord))
-		certs, err := pki.ParseCertificates(d[member.KeyPeerCert])
-		if err != nil || len(certs) == 0 {
-			t.Fatalf("member %d's peer leaf: %v", ord, err)
-		}
-		host := member.Host("demo", "ns", ord)
-		if err := certs[0].VerifyHostname(host); err != nil {
-			t.Errorf("member %d's Secret now holds a peer leaf its peers refuse when they dial %s (%v; rotation %+v, problem %+v)",
-				ord, host, err, o.tls.Rotations, o.tls.Problem)
-		}
-	}
+	o = setBackMidMoveOff(t, f, withTLS(newCluster(3), &api.TLSSource{SecretName: "peers"}, nil))
+	checkOwnLeaves(t, f, 3, member.KeyPeerCert, o)
 }

@@ -54,7 +54,7 @@ type rotationPort struct {
 // rotate decides the rotation step of each port the pass can write, and makes the port's
 // source what the step writes.
 func (t *tlsPass) rotate(ctx context.Context, o *observation, peer, client *portSource) error {
-	members, err := t.memberSecrets(ctx, o)
+	members, err := t.memberSecrets(ctx)
 	if err != nil {
 		return err
 	}
@@ -258,7 +258,7 @@ func (t *tlsPass) settled() bool {
 // member went: what it trusts, its leaves and its records tell nothing of the members now, and
 // this pass writes it anew before a pod is made on it. With no pod and no member known, every
 // member's Secret is read: nothing then says which of them the members run on.
-func (t *tlsPass) memberSecrets(ctx context.Context, o *observation) (map[int]*corev1.Secret, error) {
+func (t *tlsPass) memberSecrets(ctx context.Context) (map[int]*corev1.Secret, error) {
 	out := map[int]*corev1.Secret{}
 	for _, ord := range t.ordinals {
 		if !t.runsOn(ord) {
