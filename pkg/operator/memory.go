@@ -1,12 +1,14 @@
 package operator
 
 import (
+	"context"
 	"os"
 	"runtime/debug"
 	"strconv"
 	"strings"
 
 	"github.com/sirupsen/logrus"
+	"k8s.io/client-go/tools/cache"
 )
 
 // defaultGCPercent is the operator's GOGC when $GOGC is not set. Its live heap is small (the
@@ -65,4 +67,14 @@ func readCgroupLimit(path string) (int64, bool) {
 		return 0, false
 	}
 	return n, true
+}
+
+// dropInitPagesOnceSynced drops the pages of the binary that only its start touched
+// (dropInitPages) once the caches have synced: by then every package has initialized, and
+// what the passes use comes back as they run.
+func dropInitPagesOnceSynced(ctx context.Context, synced cache.InformerSynced, log *logrus.Entry) {
+	if !cache.WaitForCacheSync(ctx.Done(), synced) {
+		return
+	}
+	log.WithField("bytes", dropInitPages(log)).Debug("Dropped the binary's pages from the resident set")
 }

@@ -258,6 +258,7 @@ func runController(ctx context.Context, o *Options, cl *clients, metrics *metric
 	defer informers.Shutdown()
 	defer stopInformers()
 	informers.Start(informerCtx)
+	go dropInitPagesOnceSynced(informerCtx, ctrl.HasSynced, log)
 	if err := ctrl.Run(ctx); err != nil {
 		if ctx.Err() != nil && !ctrl.HasSynced() {
 			// Shut down before the caches synced: nothing ran, nothing failed.
