@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"time"
 
@@ -198,50 +197,6 @@ func (t *tlsPass) sources(ctx context.Context) (peer, client *portSource, err er
 	return peer, client, nil
 }
 
-// leafLifetime is spec.tls.leafLifetime, or the default, never below the operator's minimum.
-func (r *Reconciler) leafLifetime(c *api.EtcdCluster) time.Duration {
-	d := DefaultLeafLifetime
-	// spec.tls may be gone while the peers move off TLS (peerTLSInUse).
-	if c.Spec.TLS != nil && c.Spec.TLS.LeafLifetime != nil {
-		d = c.Spec.TLS.LeafLifetime.Duration
-	}
-	return max(d, r.minLifetime())
-}
-
-// caLifetime is spec.tls.caLifetime, or the default; at least three leaf lifetimes.
-func (r *Reconciler) caLifetime(c *api.EtcdCluster) time.Duration {
-	d := DefaultCALifetime
-	if c.Spec.TLS != nil && c.Spec.TLS.CALifetime != nil {
-		d = c.Spec.TLS.CALifetime.Duration
-	}
-	return max(d, 3*r.leafLifetime(c))
-}
-
-func (r *Reconciler) minLifetime() time.Duration {
-	if r.deps.MinLifetime > 0 {
-		return r.deps.MinLifetime
-	}
-	return DefaultMinLifetime
-}
-
-// wantedOrdinals are the ordinals whose member may run: below spec.size, with a pod, or
-// listed by etcd.
-func wantedOrdinals(c *api.EtcdCluster, o *observation) []int {
-	want := map[int]bool{}
-	for ord := 0; ord < int(c.Spec.Size); ord++ {
-		want[ord] = true
-	}
-	for ord := range o.pods {
-		want[ord] = true
-	}
-	for _, m := range o.members {
-		if ord, ok := o.memberOrdinal(m); ok {
-			want[ord] = true
-		}
-	}
-	return slices.Sorted(maps.Keys(want))
-}
-
 // peerNames are the names a user's peer certificate must carry: the host of every member's
 // peer URL, as its peers dial it.
 func (t *tlsPass) peerNames() []string {
@@ -389,32 +344,4 @@ func (t *tlsPass) write(ctx context.Context, name string, typ corev1.SecretType,
 		}
 	}
 	return t.r.control.UpdateSecret(ctx, t.c, want)
-}
-
-// idle: member pods run, and none takes the port ("peer", "client") over TLS.
-func (t *tlsPass) idle(port string) bool {
-	if port == "client" {
-		return t.clientIdle
-	}
-	return t.peerIdle
-}
-
-// ordinalsInUse are the ordinals with a pod or in etcd's member list.
-func ordinalsInUse(o *observation) map[int]bool {
-	out := map[int]bool{}
-	for ord := range o.pods {
-		out[ord] = true
-	}
-	for _, m := range o.members {
-		if ord, ok := o.memberOrdinal(m); ok {
-			out[ord] = true
-		}
-	}
-	return out
-}
-
-// runsOn: member ord runs, or may run, on what its Secret holds: it has a pod or is in etcd's
-// member list, or nothing says which members run (no pod, no member known).
-func (t *tlsPass) runsOn(ord int) bool {
-	return len(t.inUse) == 0 || t.inUse[ord]
 }
