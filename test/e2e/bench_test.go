@@ -159,7 +159,7 @@ func benchFloor(t *testing.T) map[bool]float64 {
 }
 
 // benchStorages are the variants benchApplies measures.
-var benchStorages = []string{"claims", "emptyDir", benchClientTLS, benchPlaintext}
+var benchStorages = []string{"claims", "emptyDir", benchClientTLS, benchPlaintext, benchClientTLSEmptyDir, benchPlaintextEmptyDir}
 
 // benchApplies measures apply -> Available(3) rounds times for each of benchStorages (the
 // first round of claims and emptyDir with its repairs and rollouts), and returns the median
@@ -173,13 +173,15 @@ func benchApplies(t *testing.T, rounds int, onePod map[bool]float64) map[string]
 				requireOperator(t, f)
 				const name = "bench"
 				manifest := strings.Replace(exampleManifest(t), "name: example", "name: "+name, 1)
-				switch storage {
-				case "emptyDir":
-					manifest = strings.TrimRight(manifest, "\n") + "\n  storage: {emptyDir: {}}\n"
-				case benchClientTLS:
-					manifest = strings.TrimRight(manifest, "\n") + "\n  tls: {peer: {}, client: {}}\n"
-				case benchPlaintext:
-					manifest = strings.TrimRight(manifest, "\n") + "\n  tls: {}\n"
+				manifest = strings.TrimRight(manifest, "\n") + "\n"
+				if strings.HasPrefix(storage, "emptyDir") {
+					manifest += "  storage: {emptyDir: {}}\n"
+				}
+				switch {
+				case strings.HasSuffix(storage, "client TLS"):
+					manifest += "  tls: {peer: {}, client: {}}\n"
+				case strings.HasSuffix(storage, "plaintext"):
+					manifest += "  tls: {}\n"
 				}
 				start := time.Now()
 				f.Apply(manifest)
@@ -226,13 +228,23 @@ func benchApplyDifferences(t *testing.T, medians map[string]float64, onePod map[
 	if a, b := medians["claims"], medians[benchPlaintext]; a > 0 && b > 0 {
 		figure(t, "operator: peer TLS over plaintext (medians)", a-b, "s")
 	}
+	// The same on emptyDir, where no claim's provisioning (one at a time on the local-path
+	// provisioner) comes between the apply and the members: what TLS itself costs.
+	if a, b := medians[benchClientTLSEmptyDir], medians["emptyDir"]; a > 0 && b > 0 {
+		figure(t, "operator: client TLS over peer TLS alone, emptyDir (medians)", a-b, "s")
+	}
+	if a, b := medians["emptyDir"], medians[benchPlaintextEmptyDir]; a > 0 && b > 0 {
+		figure(t, "operator: peer TLS over plaintext, emptyDir (medians)", a-b, "s")
+	}
 }
 
 // The variants of apply -> Available(3) beside claims (peer TLS, the default) and emptyDir:
-// with client TLS too, and in plaintext (spec.tls: {}), all on claims.
+// with client TLS too, and in plaintext (spec.tls: {}), on claims and on emptyDir.
 const (
-	benchClientTLS = "claims, client TLS"
-	benchPlaintext = "claims, plaintext"
+	benchClientTLS         = "claims, client TLS"
+	benchPlaintext         = "claims, plaintext"
+	benchClientTLSEmptyDir = "emptyDir, client TLS"
+	benchPlaintextEmptyDir = "emptyDir, plaintext"
 )
 
 // benchTLSRenewal measures how long a renewed certificate takes from the user's Secret to the
