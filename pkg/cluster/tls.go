@@ -67,6 +67,8 @@ type tlsPass struct {
 	peerIdle bool
 	// inUse are the ordinals with a pod or in etcd's member list (runsOn).
 	inUse map[int]bool
+	// members are the Secrets memberSecrets read, kept for the rest of the pass's reads.
+	members map[int]*corev1.Secret
 	// earliest is the first expiry of the leaves the members serve.
 	earliest time.Time
 	// memberTrust is, by ordinal, what each member's Secret trusts as this pass left it

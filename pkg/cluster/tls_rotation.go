@@ -258,7 +258,13 @@ func (t *tlsPass) settled() bool {
 // member went: what it trusts, its leaves and its records tell nothing of the members now, and
 // this pass writes it anew before a pod is made on it. With no pod and no member known, every
 // member's Secret is read: nothing then says which of them the members run on.
+//
+// They are read once a pass (the leaving sources and the rotation ask for them, before any
+// member Secret is written: ensureMember comes after both).
 func (t *tlsPass) memberSecrets(ctx context.Context) (map[int]*corev1.Secret, error) {
+	if t.members != nil {
+		return t.members, nil
+	}
 	out := map[int]*corev1.Secret{}
 	for _, ord := range t.ordinals {
 		if !t.runsOn(ord) {
@@ -272,6 +278,7 @@ func (t *tlsPass) memberSecrets(ctx context.Context) (map[int]*corev1.Secret, er
 			out[ord] = s
 		}
 	}
+	t.members = out
 	return out, nil
 }
 
