@@ -43,6 +43,12 @@ type httpServer struct {
 	done chan error
 }
 
+// served is what one of the servers listens on and serves.
+type served struct {
+	addr, what string
+	h          http.Handler
+}
+
 // metricsHandler serves /metrics: the operator's own counters, the work queue's, and the Go
 // runtime's and process's. No metric carries a secret: labels are cluster keys and results
 // (TestMetricsCarryNoSecrets).

@@ -88,13 +88,14 @@ func runWith(ctx context.Context, o *Options, cl *clients, entry *logrus.Entry, 
 		healthz = watchdog.Check
 	}
 	httpLog := entry.WithField("component", "http")
-	for _, srv := range []struct {
-		addr, what string
-		h          http.Handler
-	}{
+	servers := []served{
 		{o.MetricsAddr, "metrics", metricsHandler(reg, httpLog)},
 		{o.HealthAddr, "health", healthHandler(healthz, ready.check)},
-	} {
+	}
+	if o.ProfilingAddr != "" {
+		servers = append(servers, served{o.ProfilingAddr, "profiles", profilingHandler()})
+	}
+	for _, srv := range servers {
 		server, err := startServer(srv.addr, srv.h, srv.what, httpLog)
 		if err != nil {
 			return err

@@ -56,8 +56,10 @@ type Options struct {
 
 	MetricsAddr string
 	HealthAddr  string
-	LogLevel    string
-	LogFormat   string
+	// ProfilingAddr serves Go's profiles (profiling.go); empty, the default, serves none.
+	ProfilingAddr string
+	LogLevel      string
+	LogFormat     string
 
 	ResyncPeriod    time.Duration
 	Workers         int
@@ -92,6 +94,8 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", DefaultRetryPeriod, "interval between Lease acquire and renew attempts")
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", DefaultMetricsAddr, "address serving /metrics (Prometheus)")
 	fs.StringVar(&o.HealthAddr, "health-addr", DefaultHealthAddr, "address serving /healthz and /readyz (the kubelet's probes)")
+	fs.StringVar(&o.ProfilingAddr, "profiling-addr", "",
+		"address serving Go's profiles at /debug/pprof/ (say 127.0.0.1:6060, reached with kubectl port-forward); empty serves none")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&o.LogFormat, "log-format", "text", "log format: text or json")
 	fs.DurationVar(&o.ResyncPeriod, "resync-period", DefaultResyncPeriod, "how often every EtcdCluster's loop is woken without an event")
@@ -154,6 +158,9 @@ func (o *Options) Complete() error {
 	}
 	if o.MetricsAddr != "" && o.MetricsAddr == o.HealthAddr {
 		errs = append(errs, errors.New("--metrics-addr and --health-addr must differ"))
+	}
+	if o.ProfilingAddr != "" && (o.ProfilingAddr == o.MetricsAddr || o.ProfilingAddr == o.HealthAddr) {
+		errs = append(errs, errors.New("--profiling-addr must differ from --metrics-addr and --health-addr"))
 	}
 	errs = append(errs, o.boundErrors()...)
 	return errors.Join(errs...)

@@ -50,6 +50,7 @@ func TestOptionsValidation(t *testing.T) {
 		{[]string{"--resync-period=-1s"}, "--resync-period"},
 		{[]string{"--shutdown-grace=0s"}, "--shutdown-grace"},
 		{[]string{"--metrics-addr="}, "--metrics-addr"},
+		{[]string{"--profiling-addr=:8081"}, "--profiling-addr must differ"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
