@@ -171,6 +171,7 @@ func benchApplies(t *testing.T, rounds int, onePod map[bool]float64) map[string]
 			t.Run(fmt.Sprintf("operator-%s-round-%d", strings.ReplaceAll(storage, " ", "-"), i), func(t *testing.T) {
 				f := framework.New(t)
 				requireOperator(t, f)
+				waitQuiet(t, f)
 				const name = "bench"
 				manifest := strings.Replace(exampleManifest(t), "name: example", "name: "+name, 1)
 				manifest = strings.TrimRight(manifest, "\n") + "\n"
