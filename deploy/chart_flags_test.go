@@ -28,7 +28,8 @@ func TestChartValuesSetTheOperatorsFlags(t *testing.T) {
 	c := deploy.ChartContainer(t, "etcd",
 		"namespaced=true",
 		"bounds.podStuckAfter=11s", "bounds.rolloutStuckAfter=3m", "bounds.noQuorumAfter=20s",
-		"bounds.clusterTakeoverAfter=7m", "bounds.tlsMinLifetime=10m",
+		"bounds.clusterTakeoverAfter=7m", "bounds.tlsMinLifetime=10m", "bounds.idleCheckInterval=45s",
+		"profilingAddr=127.0.0.1:6060",
 		"leaderElection.leaseName=other", "leaderElection.leaseDuration=20s",
 		"leaderElection.renewDeadline=12s", "leaderElection.retryPeriod=3s",
 		"metrics.port=9090", "health.port=9091", "logLevel=debug", "logFormat=json",
@@ -51,14 +52,14 @@ func TestChartValuesSetTheOperatorsFlags(t *testing.T) {
 		"no-quorum-after": o.Bounds.Election, "cluster-takeover-after": o.TakeoverAfter,
 		"tls-min-lifetime": o.TLSMinLifetime, "leader-elect-lease-duration": o.LeaseDuration,
 		"leader-elect-renew-deadline": o.RenewDeadline, "leader-elect-retry-period": o.RetryPeriod,
-		"resync-period": o.ResyncPeriod, "shutdown-grace": o.ShutdownGrace,
+		"resync-period": o.ResyncPeriod, "shutdown-grace": o.ShutdownGrace, "idle-check-interval": o.IdleCheck,
 	} {
 		want := map[string]time.Duration{
 			"pod-stuck-after": 11 * time.Second, "rollout-stuck-after": 3 * time.Minute,
 			"no-quorum-after": 20 * time.Second, "cluster-takeover-after": 7 * time.Minute,
 			"tls-min-lifetime": 10 * time.Minute, "leader-elect-lease-duration": 20 * time.Second,
 			"leader-elect-renew-deadline": 12 * time.Second, "leader-elect-retry-period": 3 * time.Second,
-			"resync-period": 7 * time.Minute, "shutdown-grace": 30 * time.Second,
+			"resync-period": 7 * time.Minute, "shutdown-grace": 30 * time.Second, "idle-check-interval": 45 * time.Second,
 		}[name]
 		if got != want {
 			t.Errorf("--%s = %v, want %v", name, got, want)
@@ -74,7 +75,8 @@ func TestChartValuesSetTheOperatorsFlags(t *testing.T) {
 		t.Errorf("--namespace=%s, want the pod's namespace, $(%s) from the downward API (%v)", o.Namespace, operator.EnvPodNamespace, nsFromPod)
 	}
 	if !o.SkipCRDInstall || !o.LeaderElect || o.LeaseName != "other" ||
-		o.MetricsAddr != ":9090" || o.HealthAddr != ":9091" || o.LogLevel != "debug" || o.LogFormat != "json" || o.Workers != 4 {
+		o.MetricsAddr != ":9090" || o.HealthAddr != ":9091" || o.LogLevel != "debug" || o.LogFormat != "json" || o.Workers != 4 ||
+		o.ProfilingAddr != "127.0.0.1:6060" {
 		t.Errorf("options %+v do not have the values set", o)
 	}
 	set := map[string]bool{}

@@ -70,6 +70,9 @@ func TestIdlePassCostsNothing(t *testing.T) {
 				if got := w.pass(); len(got) != 0 {
 					t.Errorf("idle pass %d called the API: %s", i+1, strings.Join(got, "; "))
 				}
+				if w.requeue != DefaultIdleCheck {
+					t.Errorf("idle pass %d asks to run again after %v, want the idle check's %v", i+1, w.requeue, DefaultIdleCheck)
+				}
 			}
 			if n := w.etcd.opened() - opened; n != 0 {
 				t.Errorf("idle passes opened %d etcd clients, want none: the first pass's are kept", n)
@@ -107,6 +110,8 @@ type idleWorld struct {
 	etcd   *simEtcd
 	dns    *fakeDNS
 	nextIP int
+	// requeue is when the last pass asked to run again.
+	requeue time.Duration
 }
 
 func newIdleWorld(t *testing.T, spec func(*api.EtcdCluster), objs ...runtime.Object) *idleWorld {
@@ -153,9 +158,11 @@ func (w *idleWorld) pass() []string {
 	f := w.f
 	f.kube.ClearActions()
 	f.client.ClearActions()
-	if _, err := f.r.Sync(context.Background(), w.c.Namespace, w.c.Name); err != nil {
+	requeue, err := f.r.Sync(context.Background(), w.c.Namespace, w.c.Name)
+	if err != nil {
 		w.t.Fatalf("Sync: %v", err)
 	}
+	w.requeue = requeue
 	var calls []string
 	for _, a := range append(f.kube.Actions(), f.client.Actions()...) {
 		call := a.GetVerb() + " " + a.GetResource().Resource

@@ -47,8 +47,6 @@ const (
 	whileWaiting = 300 * time.Millisecond
 	// whileBlocked: a refused step is re-checked without hot-looping.
 	whileBlocked = 5 * time.Second
-	// whenSteady: health is re-checked even when no pod changes.
-	whenSteady = 10 * time.Second
 	// whileRotating: a CA rotation waits between two steps on the kubelet (refreshing
 	// Secret volumes) or on the pods that mount the client Secret; each look asks the members'
 	// ports again.
@@ -102,6 +100,9 @@ type Deps struct {
 	// TakeoverAfter is how long a cluster's Lease goes unrenewed before this installation
 	// takes the cluster over; zero means DefaultTakeoverAfter.
 	TakeoverAfter time.Duration
+	// IdleCheck is how often a steady cluster's members are asked again when nothing wakes
+	// its loop (steady.go); zero means DefaultIdleCheck.
+	IdleCheck time.Duration
 	// Bounds are how long the planner lets a state last before it reports it or acts on it;
 	// a zero field is its production default (plan.DefaultBounds).
 	Bounds plan.Bounds
@@ -163,7 +164,7 @@ func (r *Reconciler) Sync(ctx context.Context, namespace, name string) (time.Dur
 	c := cached.DeepCopy()
 	if held, err := r.holdCluster(ctx, c); err != nil || !held {
 		// Another installation of the operator drives the cluster (installation.go).
-		return whenSteady, err
+		return r.whenSteady(c), err
 	}
 	if patched, err := r.syncRetention(ctx, c); err != nil || patched {
 		return afterAction, err
@@ -207,7 +208,7 @@ func (r *Reconciler) Sync(ctx context.Context, namespace, name string) (time.Dur
 func (r *Reconciler) takeDecision(ctx context.Context, c *api.EtcdCluster, obs *observation, state plan.State,
 	decision plan.Decision) (plan.Decision, time.Duration, error) {
 	log := r.log(c)
-	requeue := whenSteady
+	requeue := r.whenSteady(c)
 	var actErr error
 	switch {
 	case decision.Action != nil:

@@ -140,7 +140,7 @@ func (r *Reconciler) finishDeletion(ctx context.Context, cached *api.EtcdCluster
 	}
 	c := cached.DeepCopy()
 	if other, err := r.drivenElsewhere(ctx, c); err != nil || other {
-		return whenSteady, err
+		return r.whenSteady(c), err
 	}
 	claims, err := r.clusterClaims(ctx, c, true)
 	if err != nil {

@@ -24,6 +24,7 @@ const (
 	FlagNoQuorumAfter        = "no-quorum-after"
 	FlagClusterTakeoverAfter = "cluster-takeover-after"
 	FlagTLSMinLifetime       = "tls-min-lifetime"
+	FlagIdleCheckInterval    = "idle-check-interval"
 )
 
 // boundLimit is a bound's production value and the range its flag accepts: below it,
@@ -48,6 +49,10 @@ var boundLimits = []boundLimit{
 	// again as soon as it is issued (its validity starts five minutes back, for clock skew), and
 	// would expire before the kubelet refreshes the mounted Secret.
 	{FlagTLSMinLifetime, cluster.DefaultMinLifetime, 5 * time.Minute, cluster.DefaultMinLifetime},
+	// Not a bound on a state but how often a steady cluster is asked again: below a second
+	// passes would run back to back; above five minutes an alarm raised inside etcd, which
+	// changes no pod, would wait that long for status (cluster.DefaultIdleCheck).
+	{FlagIdleCheckInterval, cluster.DefaultIdleCheck, time.Second, 5 * time.Minute},
 }
 
 // addBoundFlags binds the bounds to fs, defaults the production values.
@@ -63,6 +68,9 @@ func (o *Options) addBoundFlags(fs *flag.FlagSet) {
 		"how long a cluster's Lease held by another installation of the operator must go unrenewed before this one takes the cluster over")
 	fs.DurationVar(&o.TLSMinLifetime, FlagTLSMinLifetime, cluster.DefaultMinLifetime,
 		"the shortest spec.tls.leafLifetime honoured (a shorter one is raised to it); lowered only by tests, to see certificates renewed")
+	fs.DurationVar(&o.IdleCheck, FlagIdleCheckInterval, cluster.DefaultIdleCheck,
+		"how often a steady cluster's members are asked again when nothing changes (a changed pod starts a pass at once); "+
+			"shorter where a cluster's Lease or a TLS leaf needs it")
 }
 
 // boundValues are the bounds set, by flag.
@@ -73,6 +81,7 @@ func (o *Options) boundValues() map[string]time.Duration {
 		FlagNoQuorumAfter:        o.Bounds.Election,
 		FlagClusterTakeoverAfter: o.TakeoverAfter,
 		FlagTLSMinLifetime:       o.TLSMinLifetime,
+		FlagIdleCheckInterval:    o.IdleCheck,
 	}
 }
 

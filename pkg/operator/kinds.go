@@ -139,6 +139,7 @@ func newClusterReconciler(o *Options, cl *clients, inf *controller.Informers, re
 		MemberInitImage:   o.MemberInitImage,
 		Installation:      installation(o),
 		TakeoverAfter:     o.TakeoverAfter,
+		IdleCheck:         o.IdleCheck,
 		Bounds:            o.Bounds,
 		Passes:            passes,
 		Log:               log.WithField("component", "cluster"),

@@ -74,6 +74,8 @@ type Options struct {
 	TakeoverAfter time.Duration
 	// TLSMinLifetime is the shortest spec.tls.leafLifetime honoured (--tls-min-lifetime).
 	TLSMinLifetime time.Duration
+	// IdleCheck is how often a steady cluster is looked at again (--idle-check-interval).
+	IdleCheck time.Duration
 }
 
 // AddFlags binds the options to fs, with defaults taken from the environment where the
