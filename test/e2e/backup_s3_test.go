@@ -58,6 +58,7 @@ func failedReason(b etcdBackup) (reason, message string) {
 // none written after; then the backup, its policy turned to Delete, deleted with its object;
 // then a cluster with client TLS backed up to S3 and restored (backupTLSToS3).
 func TestBackupToS3AndRestore(t *testing.T) {
+	t.Parallel()
 	f, w := runningExample(t)
 	requireS3(t)
 	w.WaitAcked(50, 2*time.Minute)
@@ -147,6 +148,7 @@ func backupTLSToS3(t *testing.T, f *framework.Framework) {
 // not start: the seed's download step refuses, the cluster is Degraded quoting the store, and
 // no empty cluster answers in its place.
 func TestRestoreFromMissingS3Object(t *testing.T) {
+	t.Parallel()
 	f := framework.New(t)
 	requireOperator(t, f)
 	requireS3(t)

@@ -56,6 +56,7 @@ func waitBackup(f *framework.Framework, name string, timeout time.Duration) etcd
 // claims deleted; the backup restored into a new three-member cluster, which has every key
 // written before the backup and none written after, at revisions moved up by bumpRevision.
 func TestBackupAndRestore(t *testing.T) {
+	t.Parallel()
 	f, w := runningExample(t)
 	w.WaitAcked(50, 2*time.Minute)
 	acked := w.Stop()
@@ -121,6 +122,7 @@ func restoreExample(t *testing.T, f *framework.Framework, manifest, cluster stri
 // TestBackupOfMissingCluster: a backup of a cluster that does not exist fails at once, with
 // the reason in status and an Event, and no pod is made.
 func TestBackupOfMissingCluster(t *testing.T) {
+	t.Parallel()
 	f := framework.New(t)
 	requireOperator(t, f)
 	f.Apply(strings.Replace(exampleFile(t, "etcdbackup-volume.yaml"), "clusterName: example", "clusterName: nowhere", 1))
@@ -147,6 +149,7 @@ func TestBackupOfMissingCluster(t *testing.T) {
 // does not start: the seed refuses (member-init's restore-failed), the cluster says why in
 // Degraded, and no empty cluster answers in its place.
 func TestRestoreFromMissingSnapshot(t *testing.T) {
+	t.Parallel()
 	f := framework.New(t)
 	requireOperator(t, f)
 	f.Apply(strings.SplitN(exampleFile(t, "etcdbackup-volume.yaml"), "---", 2)[0])

@@ -16,6 +16,7 @@ import (
 // are there once it is in spec, with the operator's API requests, and every series of the
 // cluster is gone once it is deleted.
 func TestClusterMetrics(t *testing.T) {
+	t.Parallel()
 	f := framework.New(t)
 	requireOperator(t, f)
 	const name = "metrics"

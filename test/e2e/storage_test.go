@@ -43,6 +43,7 @@ spec:
 // with no storageClassName is bound by the cluster's default StorageClass, and a
 // file written through it outlives the pod.
 func TestDefaultStorageClassPVC(t *testing.T) {
+	t.Parallel()
 	f := framework.New(t)
 
 	f.Apply(pvcManifest)

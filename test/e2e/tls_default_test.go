@@ -72,6 +72,7 @@ func waitDefaulting(t *testing.T, f *framework.Framework, manifest string) {
 // without spec.tls is stored with spec.tls.peer: {}; one created with spec.tls keeps it as
 // given (spec.tls: {} is plaintext). The clusters are paused: only their specs matter here.
 func TestNewClustersGetPeerTLS(t *testing.T) {
+	t.Parallel()
 	f := framework.New(t)
 	// The admin's install command: the CRDs and the policy. The operator has applied the same.
 	f.MustKubectl("apply", "-f", "../../deploy/crd/")
