@@ -15,8 +15,8 @@ KUBECTL_DIR := $(shell . hack/local/lib.sh && echo $$K8S_BIN)
 # E2E_FLAGS: more go test flags, passed to the shell as written
 E2E_RUN ?=
 E2E_FLAGS ?=
-# E2E_PARALLEL: how many e2e tests run side by side (docs/testing.md says why 3)
-E2E_PARALLEL ?= 3
+# E2E_PARALLEL: how many e2e tests run side by side (docs/testing.md says why 4)
+E2E_PARALLEL ?= 4
 # unit-tested trees that exist (go test fails on a pattern whose folder is missing)
 UNIT_PKGS := $(foreach d,pkg cmd deploy hack/tools test/e2e/framework,$(if $(wildcard $(d)),./$(d)/...))
 # BENCH_ROUNDS: how many clusters make bench creates for the apply -> Available median
