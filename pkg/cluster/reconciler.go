@@ -229,6 +229,8 @@ func (r *Reconciler) takeDecision(ctx context.Context, c *api.EtcdCluster, obs *
 		requeue = whileRotating
 	case decision.Progress != "":
 		requeue = whileWaiting
+	case !settled(state):
+		requeue = min(requeue, whileUnsettled)
 	}
 	if len(state.RefusedServices) > 0 && decision.Action == nil {
 		// Waiting passes would ask for the refused Services every time; a change of the

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
 )
 
 // DefaultIdleCheck is how often a steady cluster is looked at again when nothing wakes its
@@ -13,6 +14,11 @@ import (
 // look asks each member, so with hundreds of clusters this interval is most of what an
 // idle operator costs (docs/scale.md).
 const DefaultIdleCheck = 30 * time.Second
+
+// whileUnsettled is the longest wait after a pass that had nothing to do while the cluster is
+// not settled (settled): a bound the planner counts (a pod that cannot start, an election)
+// is reported on the first pass past it, and such a state may change no pod.
+const whileUnsettled = 10 * time.Second
 
 // whenSteady is when a pass that found nothing to do, or a cluster another installation
 // drives, looks again: the idle check, shortened where a deadline it polls for needs more
@@ -28,4 +34,20 @@ func (r *Reconciler) whenSteady(c *api.EtcdCluster) time.Duration {
 		d = DefaultIdleCheck
 	}
 	return min(d, r.takeoverAfter()/6, r.leafLifetime(c)/30)
+}
+
+// settled: the cluster is as its spec asks and nothing about it is under way: every member
+// spec.size asks for is voting and healthy, and every pod runs, ready, with no problem and
+// not terminating. Only then does a pass with nothing to do wait the whole idle check.
+func settled(s plan.State) bool {
+	voting, healthy := plan.VotingCounts(s.Members)
+	if !s.MembersKnown || len(s.Members) != s.Size || voting != s.Size || healthy != voting || len(s.Pods) != s.Size {
+		return false
+	}
+	for _, p := range s.Pods {
+		if p.Terminating || p.NotReady || p.Problem != nil || p.Waiting != "" || p.RestartPending {
+			return false
+		}
+	}
+	return true
 }
