@@ -25,7 +25,9 @@ generated() {
 	fi
 }
 
-if grep '^BENCH ' "$log" | grep -qv '^BENCH scale: '; then
+# One awk, not grep | grep -q: under pipefail the first grep dies of SIGPIPE when the second
+# quits at its first match, and the page was then not written.
+if awk '/^BENCH / && !/^BENCH scale: / { found = 1; exit } END { exit !found }' "$log"; then
 	{
 		echo "# Latest \`make bench\` figures"
 		echo
