@@ -5,7 +5,6 @@ package e2e
 import (
 	"crypto/x509"
 	"fmt"
-	"github.com/etcd-operator/etcd-operator/pkg/pki"
 	"os"
 	"slices"
 	"sort"
@@ -13,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/etcd-operator/etcd-operator/pkg/pki"
 
 	"github.com/etcd-operator/etcd-operator/test/e2e/framework"
 )
@@ -411,38 +412,6 @@ func benchRepairs(t *testing.T, f *framework.Framework, name, storage string, cl
 		t.Errorf("operator memory: %v", err)
 	} else {
 		figure(t, "operator: resident memory (managing clusters)", rss/(1<<20), "MiB")
-	}
-}
-
-// benchClaimsScale measures a scale 3 -> 5 on claims (each new member waits for its own claim,
-// as the seed does at apply), and the same with the operator's pod deleted once the scale-up
-// is under way: the next operator takes over the step the first left, with nothing to wait
-// out but its start and what etcd requires. claimFloor (one pod with a claim -> Ready, from
-// the floor part, 0 when it did not run) is printed beside it. The cluster is left at three.
-func benchClaimsScale(t *testing.T, f *framework.Framework, name string, claimFloor float64) {
-	t.Helper()
-	for _, killOperator := range []bool{false, true} {
-		waitSettled(t, f, name)
-		start := time.Now()
-		f.Patch("etcdcluster/"+name, `{"spec":{"size":5}}`)
-		desc := "operator: scale 3 -> 5 -> Available (claims)"
-		if killOperator {
-			desc = "operator: scale 3 -> 5, operator pod deleted once a new member's pod exists -> Available (claims)"
-			waitFast(t, "scale-up under way", time.Minute, func() (bool, error) {
-				out, err := f.NS("get", "pods", "-l", "etcd.operator.dev/cluster="+name, "-o", "name")
-				return strings.Count(out, "pod/") > 3, err
-			})
-			f.MustKubectl("-n", framework.OperatorNamespace, "delete", "pod", "-l", "app.kubernetes.io/name=etcd-operator", "--wait=false")
-		}
-		watchCluster(t, f, name, func(c *framework.EtcdCluster) (bool, error) { return c.InSpec(5) })
-		d := time.Since(start).Seconds()
-		figure(t, desc, d, "s")
-		if claimFloor > 0 {
-			figure(t, desc+", over one claim's floor", d-claimFloor, "s")
-		}
-		waitSettled(t, f, name)
-		f.Patch("etcdcluster/"+name, `{"spec":{"size":3}}`)
-		watchCluster(t, f, name, func(c *framework.EtcdCluster) (bool, error) { return c.InSpec(3) })
 	}
 }
 
