@@ -4,6 +4,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
 	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
@@ -45,6 +47,9 @@ func (o *observation) state(now time.Time) plan.State {
 	s.PeerMove = plan.PeerMoveView{Final: member.SpecPeerEndpoint(c), Step: o.peer, Recorded: o.peerRecorded(),
 		Unforwarded: o.peerUnforwarded}
 	s.LastMembers = lastMembers(c)
+	if p := meta.FindStatusCondition(c.Status.Conditions, string(api.ConditionProgressing)); p != nil && p.Status == metav1.ConditionTrue {
+		s.LastProgress = api.ConditionReason(p.Reason)
+	}
 	o.podViews(&s)
 	for _, m := range o.members {
 		s.Members = append(s.Members, o.memberView(m))

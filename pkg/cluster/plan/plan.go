@@ -311,10 +311,18 @@ func reasonFor(s State, ordinal int) api.ConditionReason {
 		return api.ReasonScalingDown
 	}
 	for _, m := range s.LastMembers {
-		if m.Ordinal == ordinal {
-			// Status listed it as a member before: re-adding it replaces it.
-			return api.ReasonReplacingMember
+		if m.Ordinal != ordinal {
+			continue
 		}
+		if m.Learner && s.LastProgress == api.ReasonScalingUp && slices.ContainsFunc(s.Members, func(c MemberView) bool {
+			return c.Ordinal == ordinal && c.ID == m.ID
+		}) {
+			// Status lists the learner the scale-up added (and reported as one): the same
+			// scale-up, not a replacement of it.
+			return api.ReasonScalingUp
+		}
+		// Status listed it as a member before: re-adding it replaces it.
+		return api.ReasonReplacingMember
 	}
 	return api.ReasonScalingUp
 }

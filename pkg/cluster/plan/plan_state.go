@@ -225,8 +225,11 @@ type State struct {
 	// LastMembers are the members status last listed (empty for a cluster applied again
 	// over retained claims), and Statuses the answers of the members reached this pass, by
 	// ordinal: with no member list they are all the planner knows of the members. Re-adding
-	// an ordinal of LastMembers is reported as a replacement rather than a scale-up.
-	LastMembers []LastMember
+	// an ordinal of LastMembers is reported as a replacement rather than a scale-up, unless
+	// it is the learner a scale-up added (LastProgress ScalingUp): a reason to report, never
+	// one to act on.
+	LastMembers  []LastMember
+	LastProgress api.ConditionReason
 	Statuses    map[int]etcdfacts.Status
 	// Foreign are the objects with the name of one of the cluster's objects that are not
 	// the cluster's (pkg/cluster/foreign.go).

@@ -153,6 +153,27 @@ func TestPlan(t *testing.T) {
 			progress: api.ReasonScalingUp,
 		},
 		{
+			name: "grow: the learner a scale-up added, listed by status, is still the scale-up",
+			state: State{Size: 4, MembersKnown: true, Members: []MemberView{plantest.Leader(0), plantest.Voter(1), plantest.Voter(2), learner(3, false)},
+				Pods:        plantest.Pods(plantest.Running(0), plantest.Running(1, 0, 1), plantest.Running(2, 0, 1, 2), plantest.Running(3, 0, 1, 2, 3)),
+				LastMembers: append(plantest.LastVoters(0, 1, 2), LastMember{Ordinal: 3, ID: 103, Learner: true}), LastProgress: api.ReasonScalingUp},
+			progress: api.ReasonScalingUp,
+		},
+		{
+			name: "replace: the learner replacing a lost member, listed by status, is still the replacement",
+			state: State{Size: 3, MembersKnown: true, Members: []MemberView{plantest.Leader(0), learner(1, false), plantest.Voter(2)},
+				Pods:        plantest.Pods(plantest.Running(0), plantest.Running(1, 0, 1, 2), plantest.Running(2, 0, 1, 2)),
+				LastMembers: []LastMember{{Ordinal: 0, ID: 100}, {Ordinal: 1, ID: 101, Learner: true}, {Ordinal: 2, ID: 102}}, LastProgress: api.ReasonReplacingMember},
+			progress: api.ReasonReplacingMember,
+		},
+		{
+			name: "replace: a learner of another ID than status listed replaces it, whatever status said",
+			state: State{Size: 4, MembersKnown: true, Members: []MemberView{plantest.Leader(0), plantest.Voter(1), plantest.Voter(2), learner(3, false)},
+				Pods:        plantest.Pods(plantest.Running(0), plantest.Running(1, 0, 1), plantest.Running(2, 0, 1, 2), plantest.Running(3, 0, 1, 2, 3)),
+				LastMembers: append(plantest.LastVoters(0, 1, 2), LastMember{Ordinal: 3, ID: 999, Learner: true}), LastProgress: api.ReasonScalingUp},
+			progress: api.ReasonReplacingMember,
+		},
+		{
 			name:     "grow: pod built for an older membership is replaced",
 			state:    State{Size: 3, MembersKnown: true, Members: []MemberView{plantest.Leader(0), plantest.Voter(1)}, Pods: plantest.Pods(plantest.Running(0), plantest.Running(1, 0, 1), plantest.Joining(2, true, 0, 2))},
 			want:     &Action{Kind: ActionDeletePod, Ordinal: 2},
