@@ -230,7 +230,7 @@ type State struct {
 	// one to act on.
 	LastMembers  []LastMember
 	LastProgress api.ConditionReason
-	Statuses    map[int]etcdfacts.Status
+	Statuses     map[int]etcdfacts.Status
 	// Foreign are the objects with the name of one of the cluster's objects that are not
 	// the cluster's (pkg/cluster/foreign.go).
 	Foreign []ForeignObject
