@@ -9,10 +9,11 @@ import (
 
 // DefaultIdleCheck is how often a steady cluster is looked at again when nothing wakes its
 // loop. A member pod that changes (its readiness follows etcd's /readyz) wakes the loop at
-// once; what only the look finds is etcd's own view: a member removed or an alarm raised
-// outside the operator, a user's Secret renewed (its change wakes no loop), a leaf due. Every
-// look asks each member, so with hundreds of clusters this interval is most of what an
-// idle operator costs (docs/scale.md).
+// once, and so does a change of a user's Secret that spec.tls names and that carries the
+// operator's label (the cache holds it); what only the look finds is etcd's own view: a member
+// removed or an alarm raised outside the operator, a user's unlabelled Secret renewed, a leaf
+// due. Every look asks each member, so with hundreds of clusters this interval is most of what
+// an idle operator costs (docs/scale.md).
 const DefaultIdleCheck = 30 * time.Second
 
 // whileUnsettled is the longest wait after a pass that had nothing to do while the cluster is

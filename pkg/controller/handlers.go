@@ -3,6 +3,7 @@ package controller
 import (
 	"fmt"
 
+	"github.com/sirupsen/logrus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
@@ -30,9 +31,15 @@ func (d *dispatcher) kindHandler() cache.ResourceEventHandler {
 	}
 }
 
-// ownedHandler enqueues the key of the object another object belongs to, as told by keyOf.
-// An update that moves an object from one owner to another enqueues both.
-func (d *dispatcher) ownedHandler(keyOf KeyFunc) cache.ResourceEventHandler {
+// KeysFunc maps an object the controller watches to the keys (namespace/name) of every object
+// of a kind that refers to it; none when no object does. An error means the mapping could not
+// be read (an index the kind did not declare).
+type KeysFunc func(obj metav1.Object) ([]string, error)
+
+// ownedHandler enqueues the keys o maps an object to: its owner's (o.KeyOf) and those of the
+// objects that refer to it (o.KeysOf). An update enqueues the keys of both versions, so that
+// an object moved from one owner to another wakes both.
+func (d *dispatcher) ownedHandler(o Owned) cache.ResourceEventHandler {
 	enqueue := func(obj any) {
 		if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = tombstone.Obj
@@ -42,7 +49,7 @@ func (d *dispatcher) ownedHandler(keyOf KeyFunc) cache.ResourceEventHandler {
 			d.log.WithField("type", typeName(obj)).Warn("Ignoring an event for an object without metadata")
 			return
 		}
-		if key, ok := keyOf(m); ok {
+		for _, key := range d.keysOf(o, m) {
 			d.queue.Add(key)
 		}
 	}
@@ -54,6 +61,28 @@ func (d *dispatcher) ownedHandler(keyOf KeyFunc) cache.ResourceEventHandler {
 		},
 		DeleteFunc: enqueue,
 	}
+}
+
+// keysOf is every key o maps obj to, its owner's first. A KeysOf that fails is logged and
+// gives none; the owner's key is still returned.
+func (d *dispatcher) keysOf(o Owned, obj metav1.Object) []string {
+	var keys []string
+	if o.KeyOf != nil {
+		if key, ok := o.KeyOf(obj); ok {
+			keys = append(keys, key)
+		}
+	}
+	if o.KeysOf == nil {
+		return keys
+	}
+	referring, err := o.KeysOf(obj)
+	if err != nil {
+		// The object's type and name only: an owned object may be a Secret.
+		d.log.WithFields(logrus.Fields{"type": typeName(obj), "object": objectKey(obj.GetNamespace(), obj.GetName())}).
+			WithError(err).Warn("Cannot tell which objects refer to an object: its event does not wake them")
+		return keys
+	}
+	return append(keys, referring...)
 }
 
 // OwnerKey maps an object to the object named by its controller ownerReference, when that
@@ -82,6 +111,21 @@ func LabelKey(label string) KeyFunc {
 			return "", false
 		}
 		return objectKey(obj.GetNamespace(), name), true
+	}
+}
+
+// IndexKeys maps an object to the keys of the objects indexer holds under the object's own
+// namespace/name in index: the objects of a kind that name it by a field (the EtcdClusters
+// whose spec.tls names a Secret). index is one of the kind's Indexers, whose function gives
+// the namespace/name of every object a kind's object names. One lookup per event, never a
+// list of the kind's objects.
+func IndexKeys(indexer cache.Indexer, index string) KeysFunc {
+	return func(obj metav1.Object) ([]string, error) {
+		keys, err := indexer.IndexKeys(index, objectKey(obj.GetNamespace(), obj.GetName()))
+		if err != nil {
+			return nil, fmt.Errorf("reading index %s: %w", index, err)
+		}
+		return keys, nil
 	}
 }
 

@@ -118,24 +118,24 @@ func TestHandlersEnqueueClusterKeys(t *testing.T) {
 		fire func(d *dispatcher)
 		want []string
 	}{
-		{"pod add", func(d *dispatcher) { d.ownedHandler(ownerClusterKey).OnAdd(podA, false) }, []string{"ns/a"}},
-		{"pod of another controller", func(d *dispatcher) { d.ownedHandler(ownerClusterKey).OnAdd(foreign, false) }, nil},
-		{"pod delete", func(d *dispatcher) { d.ownedHandler(ownerClusterKey).OnDelete(podA) }, []string{"ns/a"}},
+		{"pod add", func(d *dispatcher) { d.ownedHandler(Owned{KeyOf: ownerClusterKey}).OnAdd(podA, false) }, []string{"ns/a"}},
+		{"pod of another controller", func(d *dispatcher) { d.ownedHandler(Owned{KeyOf: ownerClusterKey}).OnAdd(foreign, false) }, nil},
+		{"pod delete", func(d *dispatcher) { d.ownedHandler(Owned{KeyOf: ownerClusterKey}).OnDelete(podA) }, []string{"ns/a"}},
 		{"pod tombstone", func(d *dispatcher) {
-			d.ownedHandler(ownerClusterKey).OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/p", Obj: podA})
+			d.ownedHandler(Owned{KeyOf: ownerClusterKey}).OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/p", Obj: podA})
 		}, []string{"ns/a"}},
 		{"pod moved between owners", func(d *dispatcher) {
-			d.ownedHandler(ownerClusterKey).OnUpdate(podA, podB)
+			d.ownedHandler(Owned{KeyOf: ownerClusterKey}).OnUpdate(podA, podB)
 		}, []string{"ns/a", "ns/b"}},
-		{"endpointslice by label", func(d *dispatcher) { d.ownedHandler(labelClusterKey).OnAdd(slice, false) }, []string{"ns/a"}},
+		{"endpointslice by label", func(d *dispatcher) { d.ownedHandler(Owned{KeyOf: labelClusterKey}).OnAdd(slice, false) }, []string{"ns/a"}},
 		{"endpointslice tombstone", func(d *dispatcher) {
-			d.ownedHandler(labelClusterKey).OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/a-client-x", Obj: slice})
+			d.ownedHandler(Owned{KeyOf: labelClusterKey}).OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/a-client-x", Obj: slice})
 		}, []string{"ns/a"}},
 		{"cluster update", func(d *dispatcher) { d.kindHandler().OnUpdate(cluster, cluster) }, []string{"ns/c"}},
 		{"cluster tombstone", func(d *dispatcher) {
 			d.kindHandler().OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/c", Obj: cluster})
 		}, []string{"ns/c"}},
-		{"object without metadata", func(d *dispatcher) { d.ownedHandler(ownerClusterKey).OnAdd("junk", false) }, nil},
+		{"object without metadata", func(d *dispatcher) { d.ownedHandler(Owned{KeyOf: ownerClusterKey}).OnAdd("junk", false) }, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

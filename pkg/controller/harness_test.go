@@ -165,12 +165,12 @@ func clusterKind(inf *Informers, s Syncer) Kind {
 		}),
 		Syncer: s,
 		Owned: []Owned{
-			{core.Pods().Informer(), byOwner},
-			{core.Services().Informer(), byOwner},
-			{inf.Kube().Discovery().V1().EndpointSlices().Informer(), byLabel},
-			{inf.Kube().Policy().V1().PodDisruptionBudgets().Informer(), byOwner},
-			{inf.Kube().Networking().V1().NetworkPolicies().Informer(), byOwner},
-			{core.PersistentVolumeClaims().Informer(), byLabel},
+			{Informer: core.Pods().Informer(), KeyOf: byOwner},
+			{Informer: core.Services().Informer(), KeyOf: byOwner},
+			{Informer: inf.Kube().Discovery().V1().EndpointSlices().Informer(), KeyOf: byLabel},
+			{Informer: inf.Kube().Policy().V1().PodDisruptionBudgets().Informer(), KeyOf: byOwner},
+			{Informer: inf.Kube().Networking().V1().NetworkPolicies().Informer(), KeyOf: byOwner},
+			{Informer: core.PersistentVolumeClaims().Informer(), KeyOf: byLabel},
 		},
 	}
 }

@@ -27,6 +27,10 @@ type Kind struct {
 	// informer whose cache the Syncer reads, so that a pass woken by an event sees at least
 	// the state that caused the event.
 	Informer cache.SharedIndexInformer
+	// Indexers are indexes on Informer that the Owned mappings read (IndexKeys): the
+	// objects of the kind by the name of each object they refer to. They are added when the
+	// controller is built, before the informers start.
+	Indexers cache.Indexers
 	// Exists reports whether the object namespace/name is in the kind's informer cache.
 	// It returns false and no error when the object is not there (it was deleted): its loop
 	// is then stopped. An error means the cache could not answer; the key is retried.
@@ -38,12 +42,17 @@ type Kind struct {
 	Owned []Owned
 }
 
-// Owned is an informer whose objects belong to objects of a Kind.
+// Owned is an informer whose objects belong to objects of a Kind: to the one that owns them,
+// to those that refer to them by name, or to both. An event enqueues every key either
+// mapping gives; at least one of KeyOf and KeysOf is set.
 type Owned struct {
 	// Informer informs on the owned objects; it may be shared with other kinds.
 	Informer cache.SharedIndexInformer
 	// KeyOf maps an owned object to its owner's key (OwnerKey, LabelKey).
 	KeyOf KeyFunc
+	// KeysOf maps an object to the keys of the kind's objects that refer to it by name
+	// (IndexKeys): a user's Secret, which no EtcdCluster owns, to every cluster that names it.
+	KeysOf KeysFunc
 }
 
 // ListerExists adapts a lister's Get of one namespace/name to Kind.Exists: a NotFound error
@@ -91,6 +100,11 @@ func newDispatcher(c *Controller, k Kind) (*dispatcher, error) {
 	if err := c.cfg.Metrics.hasLoopGauge(k.Name); err != nil {
 		return nil, err
 	}
+	if len(k.Indexers) > 0 {
+		if err := k.Informer.AddIndexers(k.Indexers); err != nil {
+			return nil, fmt.Errorf("adding the %s indexers: %w", k.Name, err)
+		}
+	}
 	field := k.LogField
 	if field == "" {
 		field = strings.ToLower(k.Name)
@@ -106,11 +120,11 @@ func newDispatcher(c *Controller, k Kind) (*dispatcher, error) {
 	}
 	handlers := []informerHandler{{k.Informer, d.kindHandler()}}
 	for _, o := range k.Owned {
-		if o.Informer == nil || o.KeyOf == nil {
+		if o.Informer == nil || (o.KeyOf == nil && o.KeysOf == nil) {
 			d.queue.ShutDown()
-			return nil, errors.New("an owned informer needs Informer and KeyOf")
+			return nil, errors.New("an owned informer needs Informer, and KeyOf or KeysOf")
 		}
-		handlers = append(handlers, informerHandler{o.Informer, d.ownedHandler(o.KeyOf)})
+		handlers = append(handlers, informerHandler{o.Informer, d.ownedHandler(o)})
 	}
 	for _, h := range handlers {
 		reg, err := h.informer.AddEventHandler(h.handler)

@@ -37,7 +37,7 @@ func configMapKind(inf *Informers, s Syncer) Kind {
 			return maps.Lister().ConfigMaps(namespace).Get(name)
 		}),
 		Syncer: s,
-		Owned:  []Owned{{inf.Kube().Core().V1().Pods().Informer(), OwnerKey("", "ConfigMap")}},
+		Owned:  []Owned{{Informer: inf.Kube().Core().V1().Pods().Informer(), KeyOf: OwnerKey("", "ConfigMap")}},
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
@@ -83,20 +84,45 @@ var _ controller.Syncer = (*cluster.Reconciler)(nil)
 // it close them when the cluster's loop ends.
 var _ controller.Forgetter = (*cluster.Reconciler)(nil)
 
+// tlsSecretIndex indexes EtcdClusters by the Secrets their spec.tls names (tlsSecrets).
+const tlsSecretIndex = "tlsSecret"
+
+// tlsSecrets is the function of tlsSecretIndex: the namespace/name of every Secret a cluster's
+// spec.tls names (spec.tls.peer.secretName, spec.tls.client.secretName; each holds its CA in
+// ca.crt), which are in the cluster's namespace. It never fails: the informer panics on an
+// index function's error.
+func tlsSecrets(obj any) ([]string, error) {
+	c, ok := obj.(*api.EtcdCluster)
+	if !ok || c.Spec.TLS == nil {
+		return nil, nil
+	}
+	var keys []string
+	for _, from := range []*api.TLSSource{c.Spec.TLS.Peer, c.Spec.TLS.Client} {
+		if from != nil && from.SecretName != "" {
+			keys = append(keys, cache.NewObjectName(c.Namespace, from.SecretName).String())
+		}
+	}
+	return keys, nil
+}
+
 // clusterKind registers EtcdClusters with the controller: each cluster's loop runs syncer's
-// passes, and the events of the objects a cluster owns wake its loop. Pods, Services, budgets
-// and NetworkPolicies name their cluster through their controller ownerReference;
-// EndpointSlices (owned by their Service) and claims (which may outlive their cluster) through
-// their cluster label.
+// passes, and the events of the objects a cluster owns wake its loop. Pods, Services, budgets,
+// NetworkPolicies and the operator's Secrets name their cluster through their controller
+// ownerReference; EndpointSlices (owned by their Service) and claims (which may outlive their
+// cluster) through their cluster label. A Secret of the user's, which no cluster owns, wakes
+// every cluster of its namespace whose spec.tls names it (tlsSecretIndex), once it is in the
+// cache: labelled as managed by the operator (docs/tls.md).
 func clusterKind(inf *controller.Informers, syncer controller.Syncer) controller.Kind {
 	clusters := inf.Etcd().Etcd().V1alpha1().EtcdClusters()
 	kube := inf.Kube()
 	byOwner := controller.OwnerKey(api.GroupName, clusterKindName)
 	byLabel := controller.LabelKey(member.LabelCluster)
+	namingSecret := controller.IndexKeys(clusters.Informer().GetIndexer(), tlsSecretIndex)
 	return controller.Kind{
 		Name:     clusterKindName,
 		LogField: "cluster",
 		Informer: clusters.Informer(),
+		Indexers: cache.Indexers{tlsSecretIndex: tlsSecrets},
 		Exists: controller.ListerExists(func(namespace, name string) (*api.EtcdCluster, error) {
 			return clusters.Lister().EtcdClusters(namespace).Get(name)
 		}),
@@ -108,7 +134,7 @@ func clusterKind(inf *controller.Informers, syncer controller.Syncer) controller
 			{Informer: kube.Policy().V1().PodDisruptionBudgets().Informer(), KeyOf: byOwner},
 			{Informer: kube.Networking().V1().NetworkPolicies().Informer(), KeyOf: byOwner},
 			{Informer: kube.Core().V1().PersistentVolumeClaims().Informer(), KeyOf: byLabel},
-			{Informer: kube.Core().V1().Secrets().Informer(), KeyOf: byOwner},
+			{Informer: kube.Core().V1().Secrets().Informer(), KeyOf: byOwner, KeysOf: namingSecret},
 		},
 	}
 }
