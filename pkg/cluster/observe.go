@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/sirupsen/logrus"
+	"maps"
 	"sort"
 	"sync"
 	"time"
 
+	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -232,32 +233,59 @@ func (o *observation) voterEndpoints(exclude uint64) []string {
 	return eps
 }
 
-// memberStatuses asks every member for its status in parallel.
+// statusRetryTimeout bounds a second request to the members that let statusTimeout pass, made
+// only when fewer than a majority answered the first: a node or an operator short of CPU can
+// let every member miss the first second at once, and a pass must not then take a cluster
+// whose members all answer for one without quorum (status would say NoQuorum, and the
+// bounds of quorum loss would start counting). A member that refuses the connection is not
+// asked again, and a cluster that has lost its majority costs each pass this much more. It is
+// the longest the operator's etcd clients let any call take.
+const statusRetryTimeout = etcdutil.DefaultCallTimeout
+
+// memberStatuses asks every member for its status in parallel, and those that timed out once
+// more when fewer than a majority answered.
 func memberStatuses(ctx context.Context, cli etcdutil.Client, endpoints map[int]string, log *logrus.Entry) map[int]etcdutil.Status {
+	out, timedOut := askStatuses(ctx, cli, endpoints, statusTimeout, log)
+	if len(out) > len(endpoints)/2 || len(timedOut) == 0 {
+		return out
+	}
+	again, _ := askStatuses(ctx, cli, timedOut, statusRetryTimeout, log)
+	maps.Copy(out, again)
+	return out
+}
+
+// askStatuses asks the members at endpoints for their status in parallel, each within timeout,
+// and returns the answers, and the endpoints of those whose time ran out.
+func askStatuses(ctx context.Context, cli etcdutil.Client, endpoints map[int]string, timeout time.Duration,
+	log *logrus.Entry) (map[int]etcdutil.Status, map[int]string) {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	out := map[int]etcdutil.Status{}
+	out, timedOut := map[int]etcdutil.Status{}, map[int]string{}
 	for ord, ep := range endpoints {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer survive(log, "asking a member for its status")
-			sctx, cancel := context.WithTimeout(ctx, statusTimeout)
+			sctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
 			st, err := cli.Status(sctx, ep)
-			if err != nil {
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				out[ord] = st
+			case sctx.Err() != nil && ctx.Err() == nil:
+				timedOut[ord] = ep
+				fallthrough
+			default:
 				// Said only at debug: a member pod whose etcd has not started does not answer
 				// on every pass, which status reports.
 				log.WithError(err).WithField("endpoint", ep).Debug("member did not answer")
-				return
 			}
-			mu.Lock()
-			out[ord] = st
-			mu.Unlock()
 		}()
 	}
 	wg.Wait()
-	return out
+	return out, timedOut
 }
 
 // memberOrdinal is the ordinal of an etcd member of the cluster: from its name, or from its
