@@ -58,7 +58,7 @@ type etcdctlPodSpec struct {
 }
 
 // etcdctlTools are the busybox applets an etcdctl pod gets in /tools.
-const etcdctlTools = "sh sleep timeout touch yes head"
+const etcdctlTools = "sh sleep timeout touch yes head mkfifo"
 
 // toolsInit is the init container that copies busybox and etcdctlTools into /tools.
 var toolsInit = fmt.Sprintf(`  initContainers:

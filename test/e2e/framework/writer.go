@@ -17,58 +17,6 @@ const WriterImage = "docker.io/library/busybox:1.35.0"
 // writerPrefix is the prefix of the keys the writer puts: ack/<8-digit sequence number>.
 const writerPrefix = "ack/"
 
-// writerScript puts ack/<i> = v<i> for i = 0, 1, ... through the cluster's client Service, one
-// request at a time, with etcd's JSON gateway (POST /v3/kv/put), and prints "ACK i t" for each
-// put etcd acknowledged (an answer with a revision) and "FAIL i t" for the others, t being
-// when the answer came (the node's uptime, in seconds: a shell builtin reads it, where a clock
-// command would cost a process per put), until /work/stop exists; then "DONE". A failed put
-// may or may not have been applied; an acknowledged one must never be lost. timeout bounds
-// each request: wget's own -T crashes the static busybox the suite's images are packed from.
-const writerScript = `
-i=0
-while [ ! -e /work/stop ]; do
-  k=$(printf 'ack/%08d' $i | base64)
-  v=$(printf 'v%d' $i | base64)
-  rm -f /work/out
-  if timeout 2 wget -q -O /work/out --post-data "{\"key\":\"$k\",\"value\":\"$v\"}" "$ENDPOINT/v3/kv/put" 2>/dev/null &&
-     grep -q '"revision"' /work/out; then
-    verb=ACK
-  else
-    verb=FAIL
-  fi
-  read t _ </proc/uptime
-  echo "$verb $i $t"
-  i=$((i+1))
-done
-echo DONE
-`
-
-// tlsWriterScript is writerScript for a cluster whose client port uses TLS: busybox's wget
-// cannot present a client certificate, so each put is an etcdctl process (in the etcd image,
-// with busybox's sh: etcdctlPodSpec), with the client certificate the operator keeps for
-// applications. It dials the client Service by its full name, which the members' certificate
-// names and the pod's hosts file maps to the Service's address (no DNS lookup per put). Each
-// put costs about 15 ms of CPU, mostly the process's start (measured on the suite's machine):
-// unpaced, the writer alone would take most of a core of the suite's two, so it pauses a
-// tenth of a second between puts. The pause sets the pace only; nothing waits on it.
-const tlsWriterScript = `
-i=0
-while [ ! -e /work/stop ]; do
-  if timeout 5 etcdctl --endpoints="$ENDPOINT" --cacert="$SECRET_DIR/ca.crt" --cert="$SECRET_DIR/tls.crt" \
-      --key="$SECRET_DIR/tls.key" --dial-timeout=2s --command-timeout=2s \
-      put "$(printf 'ack/%08d' $i)" "v$i" >/dev/null 2>&1; then
-    verb=ACK
-  else
-    verb=FAIL
-  fi
-  read t _ </proc/uptime
-  echo "$verb $i $t"
-  i=$((i+1))
-  sleep 0.1
-done
-echo DONE
-`
-
 // Writer is the acknowledged-write checker: a pod that writes to a cluster through its
 // client Service, as an application does, and records every put etcd acknowledged; Verify
 // reads them all back, linearizably, once the disturbance is over.
@@ -145,7 +93,7 @@ func (f *Framework) StartWriter(cluster string, avoid ...string) *Writer {
 		host := f.ClientServiceHost(cluster)
 		w.container, w.stop, w.shell = EtcdctlContainer, []string{"/tools/touch", "/work/stop"}, "/tools/sh"
 		f.Apply(etcdctlPodSpec{
-			name: w.Pod, app: "e2e-writer", command: []string{"/tools/sh", "-c", tlsWriterScript},
+			name: w.Pod, app: "e2e-writer", command: []string{"/tools/sh", "-c", tlsWriterScript()},
 			env: [][2]string{
 				{"ENDPOINT", "https://" + net.JoinHostPort(host, "2379")},
 				{"SECRET_DIR", secretDir(ClientSecretName(cluster))},
@@ -190,7 +138,7 @@ spec:
       allowPrivilegeEscalation: false
       capabilities: {drop: [ALL]}
   volumes: [{name: work, emptyDir: {}}]
-`, pod, avoidNodes(avoid), WriterImage, writerScript, net.JoinHostPort(ip, "2379"))
+`, pod, avoidNodes(avoid), WriterImage, writerScript(), net.JoinHostPort(ip, "2379"))
 }
 
 // avoidNodes is a pod spec's affinity that keeps it off the named nodes ("" for none).
@@ -276,7 +224,7 @@ func (w *Writer) VerifyIn(cluster string, log WriteLog, memberPod string) {
 	kvs := w.readBack(cluster, memberPod)
 	var lost []string
 	for _, i := range log.Acked {
-		key, want := fmt.Sprintf("%s%08d", writerPrefix, i), "v"+strconv.Itoa(i)
+		key, want := fmt.Sprintf("%s%08d", writerPrefix, i), writerValue(i)
 		if got, ok := kvs[key]; !ok || got != want {
 			lost = append(lost, fmt.Sprintf("%s (read %q, want %q)", key, got, want))
 		}
@@ -374,7 +322,7 @@ func (w *Writer) WaitApplied(log WriteLog, memberPod string) {
 		w.f.t.Fatalf("writer %s: no put was acknowledged", w.Pod)
 	}
 	last := log.Acked[len(log.Acked)-1]
-	key, want := fmt.Sprintf("%s%08d", writerPrefix, last), "v"+strconv.Itoa(last)
+	key, want := fmt.Sprintf("%s%08d", writerPrefix, last), writerValue(last)
 	w.f.Eventually(memberPod+" has applied "+key, time.Minute, func() (bool, error) {
 		out, err := w.f.Etcdctl(memberPod, "get", key, "--print-value-only", "--consistency=s")
 		return err == nil && strings.TrimSpace(out) == want, fmt.Errorf("read %q, %v", out, err)

@@ -74,7 +74,7 @@ func (w *Writer) VerifySnapshotIn(cluster, memberPod string, log WriteLog, clock
 	var lost []string
 	held := 0
 	for j, i := range log.Acked {
-		key, want := fmt.Sprintf("%s%08d", writerPrefix, i), "v"+strconv.Itoa(i)
+		key, want := fmt.Sprintf("%s%08d", writerPrefix, i), writerValue(i)
 		got, ok := kvs[key]
 		switch {
 		case ok && got == want:

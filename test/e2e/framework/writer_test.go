@@ -1,6 +1,11 @@
 package framework
 
-import "testing"
+import (
+	"encoding/base64"
+	"fmt"
+	"strings"
+	"testing"
+)
 
 func TestParseWriteLog(t *testing.T) {
 	out := "ACK 0 100.10\nACK 1 100.20\nFAIL 2 100.21\nFAIL 3 102.21\nACK 4 102.50\nACK 5 102.60\nDONE\n"
@@ -54,6 +59,34 @@ func TestMostConsecutiveFailures(t *testing.T) {
 		}
 		if got := log.MostConsecutiveFailures(); got != tc.want {
 			t.Errorf("%s: MostConsecutiveFailures = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+// The plain writer builds each key and value in base64 from writerTables by splitting the
+// 8-digit sequence number into 2, 3 and 3 digits: that must give exactly the base64 of the
+// key and of writerValue, which Verify reads back.
+func TestWriterTablesSpellKeysAndValues(t *testing.T) {
+	tables := map[string]string{}
+	for _, line := range strings.Split(writerTables(), "\n") {
+		for _, a := range strings.Fields(line) {
+			name, value, _ := strings.Cut(a, "=")
+			tables[name] = value
+		}
+	}
+	if len(tables) != 100+100+1000 {
+		t.Fatalf("%d table entries, want 1200", len(tables))
+	}
+	for _, i := range []int{0, 7, 42, 999, 1000, 123456, 98765432, 99999999} {
+		s := fmt.Sprintf("%08d", i)
+		a, b, c := s[:2], s[2:5], s[5:]
+		key := "YWNr" + tables["K_"+a] + tables["T_"+b] + tables["T_"+c]
+		value := tables["V_"+a] + tables["T_"+b] + tables["T_"+c]
+		if want := base64.StdEncoding.EncodeToString([]byte(writerPrefix + s)); key != want {
+			t.Errorf("key of %d: %s, want %s", i, key, want)
+		}
+		if want := base64.StdEncoding.EncodeToString([]byte(writerValue(i))); value != want {
+			t.Errorf("value of %d: %s, want %s", i, value, want)
 		}
 	}
 }
