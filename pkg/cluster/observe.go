@@ -234,19 +234,21 @@ func (o *observation) voterEndpoints(exclude uint64) []string {
 }
 
 // statusRetryTimeout bounds a second request to the members that let statusTimeout pass, made
-// only when fewer than a majority answered the first: a node or an operator short of CPU can
-// let every member miss the first second at once, and a pass must not then take a cluster
-// whose members all answer for one without quorum (status would say NoQuorum, and the
-// bounds of quorum loss would start counting). A member that refuses the connection is not
-// asked again, and a cluster that has lost its majority costs each pass this much more. It is
-// the longest the operator's etcd clients let any call take.
+// only when a majority of them did so and fewer than a majority answered: a node or an
+// operator short of CPU can let every member miss the first second at once, and a pass must
+// not then take a cluster whose members all answer for one without quorum (status would say
+// NoQuorum, and the bounds of quorum loss would start counting). One member that is slow
+// while the others answer (a learner that has not served yet) costs no pass a second
+// request, nor does a member that refuses the connection; a cluster whose majority hangs
+// costs each pass this much more. It is the longest the operator's etcd clients let any call
+// take.
 const statusRetryTimeout = etcdutil.DefaultCallTimeout
 
 // memberStatuses asks every member for its status in parallel, and those that timed out once
-// more when fewer than a majority answered.
+// more when they are a majority and fewer than a majority answered.
 func memberStatuses(ctx context.Context, cli etcdutil.Client, endpoints map[int]string, log *logrus.Entry) map[int]etcdutil.Status {
 	out, timedOut := askStatuses(ctx, cli, endpoints, statusTimeout, log)
-	if len(out) > len(endpoints)/2 || len(timedOut) == 0 {
+	if majority := len(endpoints)/2 + 1; len(out) >= majority || len(timedOut) < majority {
 		return out
 	}
 	again, _ := askStatuses(ctx, cli, timedOut, statusRetryTimeout, log)

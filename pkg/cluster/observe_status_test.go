@@ -33,8 +33,8 @@ func (c slowEtcdClient) Status(ctx context.Context, endpoint string) (etcdutil.S
 
 // Members that all answer, but later than statusTimeout (a node or an operator short of CPU),
 // are asked again before the pass counts them as not answering: a cluster whose members all
-// answer is never taken for one that lost its quorum. Members that answer in time, and those
-// that refuse, are asked once.
+// answer is never taken for one that lost its quorum. Members that answer in time, those that
+// refuse, and one slow member among members that refuse, are asked once.
 func TestMemberStatusesAskSlowMembersAgain(t *testing.T) {
 	endpoints := map[int]string{0: "http://a:2379", 1: "http://b:2379", 2: "http://c:2379"}
 	log := logrus.NewEntry(logrus.New())
@@ -46,7 +46,8 @@ func TestMemberStatusesAskSlowMembersAgain(t *testing.T) {
 	}{
 		{"every member slower than the first second", statusTimeout + statusTimeout/2, nil, 3},
 		{"in time", 0, nil, 3},
-		{"two refuse, one slow: asked again", statusTimeout + statusTimeout/2, []string{"http://a:2379", "http://b:2379"}, 1},
+		{"one refuses, two slow: asked again", statusTimeout + statusTimeout/2, []string{"http://a:2379"}, 2},
+		{"two refuse, one slow (a learner not serving yet): not asked again", statusTimeout + statusTimeout/2, []string{"http://a:2379", "http://b:2379"}, 0},
 		{"slower than the second request too", statusRetryTimeout + statusTimeout, nil, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
