@@ -64,7 +64,13 @@ func New(t *testing.T) *Framework {
 	t.Cleanup(func() {
 		if t.Failed() {
 			f.Dump()
-			t.Logf("namespace %s kept for inspection (make down removes everything)", f.Namespace)
+			// The dump has the writers' last lines; a writer left running would load the
+			// node for every test still to run (a put after another, for the rest of the
+			// suite).
+			if _, err := f.NS("delete", "pods", "-l", "app.kubernetes.io/name=e2e-writer", "--wait=false"); err != nil {
+				t.Logf("stopping the writers of %s: %v", f.Namespace, err)
+			}
+			t.Logf("namespace %s kept for inspection, its writers stopped (make down removes everything)", f.Namespace)
 			return
 		}
 		if _, err := f.Kubectl("delete", "namespace", f.Namespace, "--wait=false"); err != nil {
