@@ -113,11 +113,7 @@ func TestHandlersEnqueueClusterKeys(t *testing.T) {
 		Labels: member.ClusterLabels("a")}}
 	cluster := &api.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c"}}
 
-	tests := []struct {
-		name string
-		fire func(d *dispatcher)
-		want []string
-	}{
+	checkEnqueued(t, []enqueueCase{
 		{"pod add", func(d *dispatcher) { d.ownedHandler(Owned{KeyOf: ownerClusterKey}).OnAdd(podA, false) }, []string{"ns/a"}},
 		{"pod of another controller", func(d *dispatcher) { d.ownedHandler(Owned{KeyOf: ownerClusterKey}).OnAdd(foreign, false) }, nil},
 		{"pod delete", func(d *dispatcher) { d.ownedHandler(Owned{KeyOf: ownerClusterKey}).OnDelete(podA) }, []string{"ns/a"}},
@@ -136,8 +132,33 @@ func TestHandlersEnqueueClusterKeys(t *testing.T) {
 			d.kindHandler().OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/c", Obj: cluster})
 		}, []string{"ns/c"}},
 		{"object without metadata", func(d *dispatcher) { d.ownedHandler(Owned{KeyOf: ownerClusterKey}).OnAdd("junk", false) }, nil},
+	})
+}
+
+func TestStripManagedFields(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p",
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}}}
+	out, err := stripManagedFields(pod)
+	if err != nil || out.(*corev1.Pod).ManagedFields != nil {
+		t.Errorf("stripManagedFields = (%v, %v), want the pod without managed fields", out, err)
 	}
-	for _, tt := range tests {
+	tomb := cache.DeletedFinalStateUnknown{Key: "ns/p", Obj: &appsv1.Deployment{}}
+	if out, err := stripManagedFields(tomb); err != nil || out != any(tomb) {
+		t.Errorf("stripManagedFields(tombstone) = (%v, %v), want it unchanged", out, err)
+	}
+}
+
+// enqueueCase fires handler events at an idle controller's dispatcher and names the keys
+// they must enqueue, no more.
+type enqueueCase struct {
+	name string
+	fire func(d *dispatcher)
+	want []string
+}
+
+func checkEnqueued(t *testing.T, cases []enqueueCase) {
+	t.Helper()
+	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {
 			d := newIdleController(t)
 			tt.fire(d)
@@ -151,18 +172,5 @@ func TestHandlersEnqueueClusterKeys(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-func TestStripManagedFields(t *testing.T) {
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p",
-		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}}}
-	out, err := stripManagedFields(pod)
-	if err != nil || out.(*corev1.Pod).ManagedFields != nil {
-		t.Errorf("stripManagedFields = (%v, %v), want the pod without managed fields", out, err)
-	}
-	tomb := cache.DeletedFinalStateUnknown{Key: "ns/p", Obj: &appsv1.Deployment{}}
-	if out, err := stripManagedFields(tomb); err != nil || out != any(tomb) {
-		t.Errorf("stripManagedFields(tombstone) = (%v, %v), want it unchanged", out, err)
 	}
 }

@@ -63,11 +63,7 @@ func TestOwnedHandlerEnqueuesEveryKey(t *testing.T) {
 		return []string{"ns/ignored"}, errors.New("no index")
 	}}
 
-	tests := []struct {
-		name string
-		fire func(d *dispatcher)
-		want []string
-	}{
+	checkEnqueued(t, []enqueueCase{
 		{"named by two clusters", func(d *dispatcher) { d.ownedHandler(both).OnAdd(shared, false) }, []string{"ns/a", "ns/b"}},
 		{"owned and named", func(d *dispatcher) { d.ownedHandler(both).OnAdd(own, false) }, []string{"ns/o", "ns/c"}},
 		{"named by none, owned by none", func(d *dispatcher) { d.ownedHandler(both).OnAdd(lone, false) }, nil},
@@ -78,22 +74,7 @@ func TestOwnedHandlerEnqueuesEveryKey(t *testing.T) {
 		}, []string{"ns/a", "ns/b"}},
 		{"names only", func(d *dispatcher) { d.ownedHandler(Owned{KeysOf: naming}).OnAdd(own, false) }, []string{"ns/c"}},
 		{"failing mapping keeps the owner", func(d *dispatcher) { d.ownedHandler(failing).OnAdd(own, false) }, []string{"ns/o"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			d := newIdleController(t)
-			tt.fire(d)
-			got := drain(d)
-			if len(got) != len(tt.want) {
-				t.Fatalf("enqueued %v, want %v", got, tt.want)
-			}
-			for _, k := range tt.want {
-				if !got[k] {
-					t.Errorf("enqueued %v, want %v", got, tt.want)
-				}
-			}
-		})
-	}
+	})
 }
 
 // New adds a kind's Indexers to its informer, accepts an owned informer mapped by KeysOf

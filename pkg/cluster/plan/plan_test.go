@@ -11,6 +11,14 @@ import (
 	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan/plantest"
 )
 
+// learnerListed is a cluster of three growing to four whose learner 3 (ID 103) has not
+// started, status listing ordinal 3 as a learner of the given ID during a scale-up.
+func learnerListed(listedID uint64) State {
+	return State{Size: 4, MembersKnown: true, Members: []MemberView{plantest.Leader(0), plantest.Voter(1), plantest.Voter(2), learner(3, false)},
+		Pods:        plantest.Pods(plantest.Running(0), plantest.Running(1, 0, 1), plantest.Running(2, 0, 1, 2), plantest.Running(3, 0, 1, 2, 3)),
+		LastMembers: append(plantest.LastVoters(0, 1, 2), LastMember{Ordinal: 3, ID: listedID, Learner: true}), LastProgress: api.ReasonScalingUp}
+}
+
 func learner(o int, healthy bool) MemberView {
 	m := plantest.Voter(o)
 	m.Learner, m.Healthy = true, healthy
@@ -153,10 +161,8 @@ func TestPlan(t *testing.T) {
 			progress: api.ReasonScalingUp,
 		},
 		{
-			name: "grow: the learner a scale-up added, listed by status, is still the scale-up",
-			state: State{Size: 4, MembersKnown: true, Members: []MemberView{plantest.Leader(0), plantest.Voter(1), plantest.Voter(2), learner(3, false)},
-				Pods:        plantest.Pods(plantest.Running(0), plantest.Running(1, 0, 1), plantest.Running(2, 0, 1, 2), plantest.Running(3, 0, 1, 2, 3)),
-				LastMembers: append(plantest.LastVoters(0, 1, 2), LastMember{Ordinal: 3, ID: 103, Learner: true}), LastProgress: api.ReasonScalingUp},
+			name:     "grow: the learner a scale-up added, listed by status, is still the scale-up",
+			state:    learnerListed(103),
 			progress: api.ReasonScalingUp,
 		},
 		{
@@ -167,10 +173,8 @@ func TestPlan(t *testing.T) {
 			progress: api.ReasonReplacingMember,
 		},
 		{
-			name: "replace: a learner of another ID than status listed replaces it, whatever status said",
-			state: State{Size: 4, MembersKnown: true, Members: []MemberView{plantest.Leader(0), plantest.Voter(1), plantest.Voter(2), learner(3, false)},
-				Pods:        plantest.Pods(plantest.Running(0), plantest.Running(1, 0, 1), plantest.Running(2, 0, 1, 2), plantest.Running(3, 0, 1, 2, 3)),
-				LastMembers: append(plantest.LastVoters(0, 1, 2), LastMember{Ordinal: 3, ID: 999, Learner: true}), LastProgress: api.ReasonScalingUp},
+			name:     "replace: a learner of another ID than status listed replaces it, whatever status said",
+			state:    learnerListed(999),
 			progress: api.ReasonReplacingMember,
 		},
 		{
