@@ -94,6 +94,12 @@ var apiPaths = map[string]string{
 	"secret":        "/api/v1/namespaces/%s/secrets/%s",
 }
 
+// apiLists maps the kinds tests list, in the test's namespace, to their API paths: a list
+// polled through the proxy starts no kubectl.
+var apiLists = map[string]string{
+	"etcdbackups": "/apis/etcd.operator.dev/v1alpha1/namespaces/%s/etcdbackups",
+}
+
 // apiGet reads path through the proxy. An object that does not exist is an error that says
 // NotFound, as kubectl's does.
 func (f *Framework) apiGet(path string) ([]byte, error) {

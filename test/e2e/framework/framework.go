@@ -191,13 +191,20 @@ func (f *Framework) Delete(resources ...string) {
 }
 
 // GetJSON decodes resource (KIND or KIND/NAME, as kubectl takes it) of the test namespace,
-// as `kubectl get resource -o json` prints it, into out. The kinds tests poll by name are
-// read through the suite's API proxy (api.go), the rest with kubectl.
+// as `kubectl get resource -o json` prints it, into out. The kinds tests poll by name, and
+// the lists of apiLists, are read through the suite's API proxy (api.go), the rest with
+// kubectl.
 func (f *Framework) GetJSON(resource string, out any) error {
 	var s []byte
 	kind, name, _ := strings.Cut(resource, "/")
-	if path, ok := apiPaths[kind]; ok && name != "" {
-		b, err := f.apiGet(fmt.Sprintf(path, url.PathEscape(f.Namespace), url.PathEscape(name)))
+	path := ""
+	if p, ok := apiPaths[kind]; ok && name != "" {
+		path = fmt.Sprintf(p, url.PathEscape(f.Namespace), url.PathEscape(name))
+	} else if p, ok := apiLists[kind]; ok && name == "" {
+		path = fmt.Sprintf(p, url.PathEscape(f.Namespace))
+	}
+	if path != "" {
+		b, err := f.apiGet(path)
 		if err != nil {
 			return err
 		}
