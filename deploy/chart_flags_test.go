@@ -29,6 +29,7 @@ func TestChartValuesSetTheOperatorsFlags(t *testing.T) {
 		"namespaced=true",
 		"bounds.podStuckAfter=11s", "bounds.rolloutStuckAfter=3m", "bounds.noQuorumAfter=20s",
 		"bounds.clusterTakeoverAfter=7m", "bounds.tlsMinLifetime=10m", "bounds.idleCheckInterval=45s",
+		"bounds.clientCAOverlap=40s",
 		"profilingAddr=127.0.0.1:6060",
 		"leaderElection.leaseName=other", "leaderElection.leaseDuration=20s",
 		"leaderElection.renewDeadline=12s", "leaderElection.retryPeriod=3s",
@@ -53,6 +54,7 @@ func TestChartValuesSetTheOperatorsFlags(t *testing.T) {
 		"tls-min-lifetime": o.TLSMinLifetime, "leader-elect-lease-duration": o.LeaseDuration,
 		"leader-elect-renew-deadline": o.RenewDeadline, "leader-elect-retry-period": o.RetryPeriod,
 		"resync-period": o.ResyncPeriod, "shutdown-grace": o.ShutdownGrace, "idle-check-interval": o.IdleCheck,
+		"client-ca-overlap": o.ClientCAOverlap,
 	} {
 		want := map[string]time.Duration{
 			"pod-stuck-after": 11 * time.Second, "rollout-stuck-after": 3 * time.Minute,
@@ -60,6 +62,7 @@ func TestChartValuesSetTheOperatorsFlags(t *testing.T) {
 			"tls-min-lifetime": 10 * time.Minute, "leader-elect-lease-duration": 20 * time.Second,
 			"leader-elect-renew-deadline": 12 * time.Second, "leader-elect-retry-period": 3 * time.Second,
 			"resync-period": 7 * time.Minute, "shutdown-grace": 30 * time.Second, "idle-check-interval": 45 * time.Second,
+			"client-ca-overlap": 40 * time.Second,
 		}[name]
 		if got != want {
 			t.Errorf("--%s = %v, want %v", name, got, want)

@@ -77,6 +77,10 @@ type Deps struct {
 	Leases coordinationlisters.LeaseLister
 	// MinLifetime is the shortest leafLifetime honoured; zero means DefaultMinLifetime.
 	MinLifetime time.Duration
+	// HoldersRefresh is how long a client port keeps trusting its old CA after a CA rotation
+	// switched its leaves (plan.RotationInput.HoldersRefresh); zero means
+	// plan.DefaultHoldersRefresh.
+	HoldersRefresh time.Duration
 	// NetworkPolicies lists the clusters' NetworkPolicies (spec.networkPolicy).
 	NetworkPolicies networkinglisters.NetworkPolicyLister
 	// OperatorPeer is the operator's pods, let in to the members' client port by a

@@ -88,7 +88,7 @@ func (t *tlsPass) rotatePort(ctx context.Context, o *observation, members map[in
 	if p.name == "client" {
 		// Applications and backups mount <name>-client-tls: they get its new certificate
 		// from their kubelets, which the operator cannot ask.
-		in.HoldersRefresh = plan.HoldersRefresh
+		in.HoldersRefresh = t.r.holdersRefresh()
 	}
 	for _, m := range o.members {
 		if ord, ok := o.memberOrdinal(m); ok {

@@ -178,6 +178,8 @@ type rotationScenario struct {
 	// rotate starts the rotation; after checks the world once it is done.
 	rotate func(s *rotationSim)
 	after  func(s *rotationSim)
+	// deps, when set, changes the operator's dependencies (its flags) before it starts.
+	deps func(*Deps)
 }
 
 func rotationScenarios(t *testing.T) []rotationScenario {
@@ -263,9 +265,11 @@ func TestTLSRotation(t *testing.T) {
 	}
 }
 
-// simulated is a simulation's record: the steps each port went through, in order.
+// simulated is a simulation's record: the steps each port went through, in order, and the
+// simulated time each step was first reported.
 type simulated struct {
-	phases map[string][]api.CARotationPhase
+	phases  map[string][]api.CARotationPhase
+	entered map[string]map[api.CARotationPhase]time.Time
 }
 
 // simulate runs the scenario, with the failAt-th Secret write failing (none: 0; none, and a
@@ -277,16 +281,23 @@ func (sc rotationScenario) simulate(t *testing.T, failAt int) (rec simulated, fi
 		objs = sc.objs(t)
 	}
 	s := newRotationSim(t, sc.cluster.DeepCopy(), objs...)
+	if sc.deps != nil {
+		s.f.with(sc.deps)
+	}
 	s.start()
 	sc.rotate(s)
 	first, s.failAt = s.writes, failAt
-	rec.phases = map[string][]api.CARotationPhase{}
+	rec.phases, rec.entered = map[string][]api.CARotationPhase{}, map[string]map[api.CARotationPhase]time.Time{}
 	for step := 0; ; step++ {
 		ok := s.pass()
 		s.check(fmt.Sprintf("step %d, after the pass", step))
 		for _, r := range s.last.tls.Rotations {
 			if seen := rec.phases[r.Port]; ok && r.Phase != "" && (len(seen) == 0 || seen[len(seen)-1] != r.Phase) {
 				rec.phases[r.Port] = append(seen, r.Phase)
+				if rec.entered[r.Port] == nil {
+					rec.entered[r.Port] = map[api.CARotationPhase]time.Time{}
+				}
+				rec.entered[r.Port][r.Phase] = s.now
 			}
 		}
 		if ok && s.done() {
@@ -310,6 +321,31 @@ func (sc rotationScenario) simulate(t *testing.T, failAt int) (rec simulated, fi
 	}
 	sc.after(s)
 	return rec, first, s.writes
+}
+
+// The client port keeps its old CA for --client-ca-overlap after its leaves switch to the new
+// CA (Reissuing), and for no more than the members' refresh needs beyond it; the peer port,
+// whose certificates only members hold, waits for no overlap.
+func TestTLSRotationClientOverlap(t *testing.T) {
+	sc := rotationScenarios(t)[0]
+	for _, overlap := range []time.Duration{0, 40 * time.Second, 10 * time.Minute} {
+		t.Run(fmt.Sprint(overlap), func(t *testing.T) {
+			sc := sc
+			sc.deps = func(d *Deps) { d.HoldersRefresh = overlap }
+			rec, _, _ := sc.simulate(t, 0)
+			want := overlap
+			if overlap == 0 {
+				want = plan.DefaultHoldersRefresh
+			}
+			client := rec.entered["client"]
+			held := client[api.CARotationDroppingOld].Sub(client[api.CARotationReissuing])
+			// Passes come every 30 s in the simulation and the members' volumes are
+			// refreshed one a pass: the drop comes within a few passes of its earliest.
+			if held < want || held > want+2*time.Minute {
+				t.Errorf("the client port dropped its old CA %s after its switch, want %s to %s", held, want, want+2*time.Minute)
+			}
+		})
+	}
 }
 
 // An operator's CA starts to rotate at two thirds of its life, or when the rotate-ca

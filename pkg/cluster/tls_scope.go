@@ -6,6 +6,7 @@ import (
 	"time"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
+	"github.com/etcd-operator/etcd-operator/pkg/cluster/plan"
 )
 
 // Which members a pass keeps certificates for, and for how long it issues them.
@@ -34,6 +35,13 @@ func (r *Reconciler) minLifetime() time.Duration {
 		return r.deps.MinLifetime
 	}
 	return DefaultMinLifetime
+}
+
+func (r *Reconciler) holdersRefresh() time.Duration {
+	if r.deps.HoldersRefresh > 0 {
+		return r.deps.HoldersRefresh
+	}
+	return plan.DefaultHoldersRefresh
 }
 
 // wantedOrdinals are the ordinals whose member may run: below spec.size, with a pod, or

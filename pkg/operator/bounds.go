@@ -25,6 +25,7 @@ const (
 	FlagClusterTakeoverAfter = "cluster-takeover-after"
 	FlagTLSMinLifetime       = "tls-min-lifetime"
 	FlagIdleCheckInterval    = "idle-check-interval"
+	FlagClientCAOverlap      = "client-ca-overlap"
 )
 
 // boundLimit is a bound's production value and the range its flag accepts: below it,
@@ -53,6 +54,10 @@ var boundLimits = []boundLimit{
 	// passes would run back to back; above five minutes an alarm raised inside etcd, which
 	// changes no pod, would wait that long for status (cluster.DefaultIdleCheck).
 	{FlagIdleCheckInterval, cluster.DefaultIdleCheck, time.Second, 5 * time.Minute},
+	// What it must cover is the kubelets' refresh of a mounted Secret (their sync period,
+	// plus jitter): below ten seconds no kubelet refreshes; past an hour a rotation would
+	// hold two CAs for longer than anyone needs.
+	{FlagClientCAOverlap, plan.DefaultHoldersRefresh, 10 * time.Second, time.Hour},
 }
 
 // addBoundFlags binds the bounds to fs, defaults the production values.
@@ -68,6 +73,9 @@ func (o *Options) addBoundFlags(fs *flag.FlagSet) {
 		"how long a cluster's Lease held by another installation of the operator must go unrenewed before this one takes the cluster over")
 	fs.DurationVar(&o.TLSMinLifetime, FlagTLSMinLifetime, cluster.DefaultMinLifetime,
 		"the shortest spec.tls.leafLifetime honoured (a shorter one is raised to it); lowered only by tests, to see certificates renewed")
+	fs.DurationVar(&o.ClientCAOverlap, FlagClientCAOverlap, plan.DefaultHoldersRefresh,
+		"how long a CA rotation keeps a client port trusting its old CA after switching the leaves to the new one, "+
+			"so that pods mounting <name>-client-tls get the new certificate from their kubelet (its sync period plus jitter) first")
 	fs.DurationVar(&o.IdleCheck, FlagIdleCheckInterval, cluster.DefaultIdleCheck,
 		"how often a steady cluster's members are asked again when nothing changes (a changed pod starts a pass at once); "+
 			"shorter where a cluster's Lease or a TLS leaf needs it")
@@ -82,6 +90,7 @@ func (o *Options) boundValues() map[string]time.Duration {
 		FlagClusterTakeoverAfter: o.TakeoverAfter,
 		FlagTLSMinLifetime:       o.TLSMinLifetime,
 		FlagIdleCheckInterval:    o.IdleCheck,
+		FlagClientCAOverlap:      o.ClientCAOverlap,
 	}
 }
 

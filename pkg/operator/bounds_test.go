@@ -14,9 +14,9 @@ import (
 
 func TestBoundFlagsDefaultToProduction(t *testing.T) {
 	o := parse(t)
-	if o.Bounds != plan.DefaultBounds() || o.TakeoverAfter != cluster.DefaultTakeoverAfter {
-		t.Errorf("bounds %+v, takeover %s: want the production values %+v, %s", o.Bounds, o.TakeoverAfter,
-			plan.DefaultBounds(), cluster.DefaultTakeoverAfter)
+	if o.Bounds != plan.DefaultBounds() || o.TakeoverAfter != cluster.DefaultTakeoverAfter || o.ClientCAOverlap != plan.DefaultHoldersRefresh {
+		t.Errorf("bounds %+v, takeover %s, client CA overlap %s: want the production values %+v, %s, %s", o.Bounds, o.TakeoverAfter,
+			o.ClientCAOverlap, plan.DefaultBounds(), cluster.DefaultTakeoverAfter, plan.DefaultHoldersRefresh)
 	}
 }
 
@@ -24,13 +24,13 @@ func TestBoundFlagsSet(t *testing.T) {
 	t.Setenv(EnvPodNamespace, "ops")
 	t.Setenv(EnvPodName, "me")
 	t.Setenv(EnvOperatorImage, "img")
-	o := parse(t, "--pod-stuck-after=10s", "--rollout-stuck-after=1m", "--no-quorum-after=5s", "--cluster-takeover-after=2m")
+	o := parse(t, "--pod-stuck-after=10s", "--rollout-stuck-after=1m", "--no-quorum-after=5s", "--cluster-takeover-after=2m", "--client-ca-overlap=30s")
 	if err := o.Complete(); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
 	want := plan.Bounds{StuckAfter: 10 * time.Second, Comeback: time.Minute, Election: 5 * time.Second}
-	if o.Bounds != want || o.TakeoverAfter != 2*time.Minute {
-		t.Errorf("bounds %+v, takeover %s: want %+v, 2m", o.Bounds, o.TakeoverAfter, want)
+	if o.Bounds != want || o.TakeoverAfter != 2*time.Minute || o.ClientCAOverlap != 30*time.Second {
+		t.Errorf("bounds %+v, takeover %s, client CA overlap %s: want %+v, 2m, 30s", o.Bounds, o.TakeoverAfter, o.ClientCAOverlap, want)
 	}
 }
 
@@ -43,6 +43,7 @@ func TestBoundFlagsValidated(t *testing.T) {
 		"--rollout-stuck-after=-1m", "--rollout-stuck-after=5s", "--rollout-stuck-after=90m",
 		"--no-quorum-after=0s", "--no-quorum-after=1h",
 		"--cluster-takeover-after=30s", "--cluster-takeover-after=2h",
+		"--client-ca-overlap=5s", "--client-ca-overlap=2h",
 	} {
 		t.Run(arg, func(t *testing.T) {
 			name := strings.TrimPrefix(strings.Split(arg, "=")[0], "--")

@@ -159,6 +159,7 @@ func newClusterReconciler(o *Options, cl *clients, inf *controller.Informers, re
 		Secrets:           kube.Core().V1().Secrets().Lister(),
 		Leases:            kube.Coordination().V1().Leases().Lister(),
 		MinLifetime:       o.TLSMinLifetime,
+		HoldersRefresh:    o.ClientCAOverlap,
 		Recorder:          recorder,
 		Etcd:              etcdutil.NewFactory(0, 0),
 		DNS:               clusterDNS(o, log),

@@ -74,6 +74,9 @@ type Options struct {
 	TakeoverAfter time.Duration
 	// TLSMinLifetime is the shortest spec.tls.leafLifetime honoured (--tls-min-lifetime).
 	TLSMinLifetime time.Duration
+	// ClientCAOverlap is how long a client port trusts its old CA after a CA rotation switched
+	// its leaves (--client-ca-overlap).
+	ClientCAOverlap time.Duration
 	// IdleCheck is how often a steady cluster is looked at again (--idle-check-interval).
 	IdleCheck time.Duration
 }

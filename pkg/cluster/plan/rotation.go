@@ -239,12 +239,13 @@ func sortedSet(s []string) []string {
 	return slices.Compact(out)
 }
 
-// HoldersRefresh is how long a client port keeps its old CAs at least after its leaves are
-// switched to the new ones (RotationInput.HoldersRefresh): the kubelet puts a changed Secret
-// into the pods that mount it on its periodic sync of each pod (its period, and as much
-// again for jitter and its cache), and applications that mount <name>-client-tls and read
-// it for each connection then present the new certificate.
-const HoldersRefresh = 3 * time.Minute
+// DefaultHoldersRefresh is how long a client port keeps its old CAs at least after its leaves
+// are switched to the new ones (RotationInput.HoldersRefresh; the operator's
+// --client-ca-overlap): the kubelet puts a changed Secret into the pods that mount it on its
+// periodic sync of each pod (a minute by default, and as much again for jitter and its
+// cache), and applications that mount <name>-client-tls and read it for each connection then
+// present the new certificate.
+const DefaultHoldersRefresh = 3 * time.Minute
 
 // rotationStuckAfter is how long a rotation may wait between two steps on something only the
 // world can end (a member that does not accept the new CA, or does not serve its leaf yet)

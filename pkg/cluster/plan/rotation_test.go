@@ -117,7 +117,7 @@ func rotationCases() []rotationCase {
 			in: func() RotationInput {
 				in := rotating(both, running(true, true, "old", "new"), running(true, true, "old", "new"), running(true, true, "old", "new"))
 				in.Port, in.Switched, in.SwitchedAt = "client", true, rotationEpoch
-				in.HoldersRefresh, in.Now = HoldersRefresh, rotationEpoch.Add(HoldersRefresh-time.Second)
+				in.HoldersRefresh, in.Now = DefaultHoldersRefresh, rotationEpoch.Add(DefaultHoldersRefresh-time.Second)
 				return in
 			}(),
 			waiting: "the old client CA is kept until"},
@@ -125,7 +125,7 @@ func rotationCases() []rotationCase {
 			in: func() RotationInput {
 				in := rotating(both, running(true, true, "old", "new"), running(true, true, "old", "new"), running(true, true, "old", "new"))
 				in.Port, in.Switched, in.SwitchedAt = "client", true, rotationEpoch
-				in.HoldersRefresh, in.Now = HoldersRefresh, rotationEpoch.Add(HoldersRefresh)
+				in.HoldersRefresh, in.Now = DefaultHoldersRefresh, rotationEpoch.Add(DefaultHoldersRefresh)
 				return in
 			}()},
 		{name: "dropped: pods still trusting the old CA are rolled", phase: api.CARotationDroppingOld, newLeaves: true,
