@@ -30,9 +30,12 @@ if ! grep -qx "$CLUSTER_NAME" <<<"$(kind get clusters 2>/dev/null)"; then
 		echo "nodes:"
 		echo "- role: control-plane"
 		for _ in $(seq "$KIND_WORKERS"); do echo "- role: worker"; done
+		# a changed Secret reaches the pods that mount it on the kubelet's sync of each pod:
+		# every 10 s (the default is a minute), as on the local node (hack/local/up.sh)
+		printf 'kubeadmConfigPatches:\n- |\n  kind: KubeletConfiguration\n  syncFrequency: 10s\n'
 		if [ "$(stat -fc %T /sys/fs/cgroup)" != cgroup2fs ]; then
 			# Kubernetes >= 1.35 refuses cgroup v1 unless told otherwise
-			printf 'kubeadmConfigPatches:\n- |\n  kind: KubeletConfiguration\n  failCgroupV1: false\n'
+			printf '  failCgroupV1: false\n'
 		fi
 		if ! (((0x$(awk '/^CapBnd:/ {print $2}' /proc/self/status) >> 24) & 1)); then
 			# without CAP_SYS_RESOURCE nothing may lower oom_score_adj: containerd must not try
