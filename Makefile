@@ -78,9 +78,16 @@ kubeconfig:
 test:
 	DEPLOY_DIR='$(E2E_DEPLOY_DIR)' MAKE='$(MAKE)' hack/phases.sh unit verify up e2e
 
+# Go's build flags of everything built without -race (vet, the e2e suite, the plugin, the
+# operator's image, the tools deploy/'s tests build): the same flags, so that a package is
+# compiled once for all of them; a cold machine's make test compiles the dependencies once
+# less (docs/testing.md)
+GO_NORACE := CGO_ENABLED=0 go
+GO_NORACE_FLAGS := -trimpath
+
 unit:
-	go vet ./...
-	go vet -tags e2e ./test/e2e/...
+	$(GO_NORACE) vet $(GO_NORACE_FLAGS) ./...
+	$(GO_NORACE) vet $(GO_NORACE_FLAGS) -tags e2e ./test/e2e/...
 	go test -race -count=1 $(UNIT_PKGS)
 
 verify: alerts-test
@@ -94,7 +101,7 @@ alerts-test:
 
 # the kubectl plugin, as a user installs it: kubectl runs kubectl-etcd found on PATH
 plugin:
-	go build -o bin/kubectl-etcd ./cmd/kubectl-etcd
+	$(GO_NORACE) build $(GO_NORACE_FLAGS) -o bin/kubectl-etcd ./cmd/kubectl-etcd
 
 # helm of the version hack/tools/helm/go.mod pins, built from Go modules into the tool cache
 # (minutes the first time, then cached), linked as bin/helm; the e2e suite's Helm test runs it
@@ -113,7 +120,7 @@ prometheus:
 e2e: plugin helm prometheus
 	@mkdir -p _output
 	eval "$$(hack/cluster.sh env)"; rc=0; KUBECONFIG=$$(hack/cluster.sh kubeconfig) PATH=$(CURDIR)/bin:$(KUBECTL_DIR):$$PATH \
-		go test -tags e2e ./test/e2e/ -v -timeout 60m -count=1 -parallel $(E2E_PARALLEL) $(if $(E2E_RUN),-run '$(E2E_RUN)') $(E2E_FLAGS) \
+		$(GO_NORACE) test $(GO_NORACE_FLAGS) -tags e2e ./test/e2e/ -v -timeout 60m -count=1 -parallel $(E2E_PARALLEL) $(if $(E2E_RUN),-run '$(E2E_RUN)') $(E2E_FLAGS) \
 		2>&1 | tee _output/e2e.log || rc=$$?; hack/test-times.sh _output/e2e.log; exit $$rc
 
 # The rollout tests alone (version changes and pod-policy rollouts, test/e2e/upgrade_test.go),
@@ -125,6 +132,6 @@ bench:
 	@mkdir -p _output
 	KUBECONFIG=$$(hack/cluster.sh kubeconfig) PATH=$(KUBECTL_DIR):$$PATH E2E_BENCH=1 E2E_BENCH_ROUNDS=$(BENCH_ROUNDS) \
 		E2E_BENCH_ONLY='$(BENCH_ONLY)' E2E_BENCH_SCALE_IDLE='$(BENCH_SCALE_IDLE)' E2E_BENCH_SCALE_N='$(BENCH_SCALE_N)' \
-		go test -tags e2e ./test/e2e/ -run '^TestBenchFigures$$' -v -timeout 120m -count=1 2>&1 | tee _output/bench.log
+		$(GO_NORACE) test $(GO_NORACE_FLAGS) -tags e2e ./test/e2e/ -run '^TestBenchFigures$$' -v -timeout 120m -count=1 2>&1 | tee _output/bench.log
 	@echo "== figures (also in _output/bench.log)"; grep '^\(BENCH\|TARGET\)' _output/bench.log
 	E2E_BENCH_ONLY='$(BENCH_ONLY)' hack/bench-doc.sh _output/bench.log docs/bench.md

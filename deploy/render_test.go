@@ -78,7 +78,9 @@ func buildRenderer() (string, error) {
 	if err != nil {
 		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
 	}
-	cmd := exec.Command(goTool, "build", "-o", out+".part", "./render")
+	// built as hack/helm.sh builds helm from the same module (tool_from_module), so that
+	// helm's packages are compiled once for both
+	cmd := exec.Command(goTool, "build", "-trimpath", "-o", out+".part", "./render")
 	cmd.Dir = toolModule
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
