@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os/exec"
 	"sort"
 	"strings"
@@ -212,37 +213,63 @@ func (f *Framework) watchClusters(timeout time.Duration, what string, cond func(
 	}, args...)
 }
 
+// watchSegment is how long one `kubectl --watch` runs before WatchJSON starts another, which
+// begins with a fresh read of the objects: a watch that stops delivering (seen once on the
+// loaded node: a status change the operator's Event shows written, not delivered for two
+// minutes) holds a wait up by this much at most.
+const watchSegment = 30 * time.Second
+
 // WatchJSON runs `kubectl ARGS --watch -o json` and hands each object it prints to cond until
-// cond returns true, or timeout; the error names what, and cond's last error.
+// cond returns true, or timeout; the error names what, and cond's last error. The watch is
+// started anew every watchSegment.
 func (f *Framework) WatchJSON(timeout time.Duration, what string, cond func(json.RawMessage) (bool, error), args ...string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, f.kubectl, append(args, "--watch", "-o", "json")...)
+	last := errors.New("no version received")
+	for {
+		done, err := f.watchOnce(ctx, cond, &last, args)
+		switch {
+		case done:
+			return nil
+		case ctx.Err() != nil:
+			return fmt.Errorf("watching %s: not there after %s (last: %v)", what, timeout, last)
+		case err != nil:
+			return fmt.Errorf("watching %s (last: %v): %w", what, last, err)
+		}
+	}
+}
+
+// watchOnce runs one `kubectl --watch` of at most watchSegment, handing cond each object; it
+// returns true once cond does, and an error when kubectl fails or prints what is not JSON.
+func (f *Framework) watchOnce(ctx context.Context, cond func(json.RawMessage) (bool, error), last *error, args []string) (bool, error) {
+	cmd := exec.CommandContext(ctx, f.kubectl, append(args, "--watch", "-o", "json", "--request-timeout="+watchSegment.String())...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return err
+		return false, err
 	}
 	if err := cmd.Start(); err != nil {
-		return err
+		return false, err
 	}
-	defer func() {
-		cancel()
-		_ = cmd.Wait()
-	}()
 	dec := json.NewDecoder(out)
-	last := errors.New("no version received")
 	for {
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
-			return fmt.Errorf("watching %s (last: %v): %w: %s", what, last, err, strings.TrimSpace(stderr.String()))
+			_ = cmd.Process.Kill()
+			waitErr := cmd.Wait()
+			if errors.Is(err, io.EOF) && waitErr == nil {
+				return false, nil
+			}
+			return false, fmt.Errorf("%w (kubectl: %v): %s", err, waitErr, strings.TrimSpace(stderr.String()))
 		}
 		ok, err := cond(raw)
 		if ok {
-			return nil
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			return true, nil
 		}
-		last = err
+		*last = err
 	}
 }
 
