@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Writes docs/bench.md from the BENCH lines of a make bench log: the figures of the latest
-# run, next to the StatefulSet floor of the same run; and docs/bench-scale.md from the scale
-# part's lines (BENCH "scale: ..." and TARGET). A run of some parts only (E2E_BENCH_ONLY)
-# rewrites only the page whose lines it printed. Usage: hack/bench-doc.sh LOG [OUT]
+# run, next to the StatefulSet floor of the same run, with the other parts' TARGET lines; and
+# docs/bench-scale.md from the scale part's lines (BENCH and TARGET "scale: ..."). A run of
+# some parts only (E2E_BENCH_ONLY) rewrites only the page whose lines it printed. Usage: hack/bench-doc.sh LOG [OUT]
 set -euo pipefail
 log=${1:?usage: hack/bench-doc.sh LOG [OUT]}
 out=${2:-$(dirname "$0")/../docs/bench.md}
@@ -38,11 +38,19 @@ if awk '/^BENCH / && !/^BENCH scale: / { found = 1; exit } END { exit !found }' 
 		echo "| what | value |"
 		echo "| --- | --- |"
 		rows '/^BENCH scale: /!'
+		if awk '/^TARGET / && !/^TARGET scale: / { found = 1; exit } END { exit !found }' "$log"; then
+			echo
+			echo "## Targets"
+			echo
+			echo "| target, and what the run measured | |"
+			echo "| --- | --- |"
+			sed -n '/^TARGET scale: /!s/^TARGET \(.*[^ ]\) \{1,\}\(met\|missed\)$/| \1 | \2 |/p' "$log"
+		fi
 	} >"$out"
 	echo "wrote $out"
 fi
 
-if grep -q '^\(BENCH scale: \|TARGET \)' "$log"; then
+if grep -q '^\(BENCH\|TARGET\) scale: ' "$log"; then
 	{
 		echo "# Latest \`make bench\` scale figures"
 		echo
@@ -54,7 +62,7 @@ if grep -q '^\(BENCH scale: \|TARGET \)' "$log"; then
 		echo
 		echo "| target, and what the run measured | |"
 		echo "| --- | --- |"
-		sed -n 's/^TARGET \(.*[^ ]\) \{1,\}\(met\|missed\)$/| \1 | \2 |/p' "$log"
+		sed -n 's/^TARGET scale: \(.*[^ ]\) \{1,\}\(met\|missed\)$/| \1 | \2 |/p' "$log"
 		echo
 		echo "## Figures"
 		echo
