@@ -323,9 +323,9 @@ func (sc rotationScenario) simulate(t *testing.T, failAt int) (rec simulated, fi
 	return rec, first, s.writes
 }
 
-// The client port keeps its old CA for --client-ca-overlap after its leaves switch to the new
-// CA (Reissuing), and for no more than the members' refresh needs beyond it; the peer port,
-// whose certificates only members hold, waits for no overlap.
+// The client port keeps its old CA for --client-ca-overlap (Deps.HoldersRefresh; zero is the
+// default) after its leaves switch to the new CA (Reissuing), and for no more than the
+// members' refresh needs beyond it.
 func TestTLSRotationClientOverlap(t *testing.T) {
 	sc := rotationScenarios(t)[0]
 	for _, overlap := range []time.Duration{0, 40 * time.Second, 10 * time.Minute} {
