@@ -17,6 +17,11 @@ E2E_RUN ?=
 E2E_FLAGS ?=
 # E2E_PARALLEL: how many e2e tests run side by side (docs/testing.md says why 4)
 E2E_PARALLEL ?= 4
+# UNIT_PARALLEL: how many test binaries make unit runs at once: more than the two cores, as its
+# slowest packages wait on embedded etcd's disk and on timers (docs/testing.md)
+UNIT_PARALLEL ?= 4
+# E2E_LOG: where make e2e writes go test's output (two suites on two clusters at once: one each)
+E2E_LOG ?= _output/e2e.log
 # unit-tested trees that exist (go test fails on a pattern whose folder is missing)
 UNIT_PKGS := $(foreach d,pkg cmd deploy hack/tools test/e2e/framework,$(if $(wildcard $(d)),./$(d)/...))
 # BENCH_ROUNDS: how many clusters make bench creates for the apply -> Available median
@@ -88,7 +93,7 @@ GO_NORACE_FLAGS := -trimpath
 unit:
 	$(GO_NORACE) vet $(GO_NORACE_FLAGS) ./...
 	$(GO_NORACE) vet $(GO_NORACE_FLAGS) -tags e2e ./test/e2e/...
-	go test -race -count=1 $(UNIT_PKGS)
+	go test -race -count=1 -p $(UNIT_PARALLEL) $(UNIT_PKGS)
 
 verify: alerts-test
 	@if [ -x hack/verify-codegen.sh ]; then hack/verify-codegen.sh; \
@@ -118,10 +123,10 @@ prometheus:
 # on PATH, so that the plugin's test runs `kubectl etcd` on the kubectl-etcd just built and the
 # Helm test the helm of make helm; the alert test runs bin/prometheus (make prometheus)
 e2e: plugin helm prometheus
-	@mkdir -p _output
+	@mkdir -p $(dir $(E2E_LOG))
 	eval "$$(hack/cluster.sh env)"; rc=0; KUBECONFIG=$$(hack/cluster.sh kubeconfig) PATH=$(CURDIR)/bin:$(KUBECTL_DIR):$$PATH \
 		$(GO_NORACE) test $(GO_NORACE_FLAGS) -tags e2e ./test/e2e/ -v -timeout 60m -count=1 -parallel $(E2E_PARALLEL) $(if $(E2E_RUN),-run '$(E2E_RUN)') $(E2E_FLAGS) \
-		2>&1 | tee _output/e2e.log || rc=$$?; hack/test-times.sh _output/e2e.log; exit $$rc
+		2>&1 | tee $(E2E_LOG) || rc=$$?; hack/test-times.sh $(E2E_LOG); exit $$rc
 
 # The rollout tests alone (version changes and pod-policy rollouts, test/e2e/upgrade_test.go),
 # for work on the rollout or the versions.
