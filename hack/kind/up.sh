@@ -33,10 +33,16 @@ if ! grep -qx "$CLUSTER_NAME" <<<"$(kind get clusters 2>/dev/null)"; then
 		# a changed Secret reaches the pods that mount it on the kubelet's sync of each pod:
 		# every 10 s (the default is a minute), as on the local node (hack/local/up.sh)
 		printf 'kubeadmConfigPatches:\n- |\n  kind: KubeletConfiguration\n  syncFrequency: 10s\n'
+		# a node that stops is NotReady after 20 s (the default is 50): its kubelet renews its
+		# lease every 5 s (a quarter of the lease), so four renewals in a row must be missed.
+		# The multi-node tests stop nodes and wait for that (docs/kind.md).
+		printf '  nodeLeaseDurationSeconds: 20\n'
 		if [ "$(stat -fc %T /sys/fs/cgroup)" != cgroup2fs ]; then
 			# Kubernetes >= 1.35 refuses cgroup v1 unless told otherwise
 			printf '  failCgroupV1: false\n'
 		fi
+		printf 'kubeadmConfigPatchesJSON6902:\n- group: kubeadm.k8s.io\n  version: v1beta4\n  kind: ClusterConfiguration\n'
+		printf '  patch: |\n    - op: add\n      path: /controllerManager/extraArgs/-\n      value: {name: node-monitor-grace-period, value: 20s}\n'
 		if ! (((0x$(awk '/^CapBnd:/ {print $2}' /proc/self/status) >> 24) & 1)); then
 			# without CAP_SYS_RESOURCE nothing may lower oom_score_adj: containerd must not try
 			printf 'containerdConfigPatches:\n- |\n  [plugins."io.containerd.grpc.v1.cri"]\n    restrict_oom_score_adj = true\n'
