@@ -11,9 +11,12 @@ import (
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/status"
 )
 
 // Defaults of the factory: short, so that a pass never waits long on a member that is gone.
@@ -215,6 +218,9 @@ func (c *client) Status(ctx context.Context, endpoint string) (Status, error) {
 	defer cancel()
 	resp, err := pb.NewMaintenanceClient(conn).Status(ctx, &pb.StatusRequest{}, grpc.WaitForReady(false))
 	if err != nil {
+		if lostConnection(err) {
+			c.forgetMemberConn(endpoint, conn)
+		}
 		return Status{}, fmt.Errorf("getting status of %s: %w", endpoint, mapErr(err))
 	}
 	st := Status{
@@ -279,6 +285,26 @@ func (c *client) memberConn(endpoint string) (*grpc.ClientConn, error) {
 	}
 	c.members[endpoint] = conn
 	return conn, nil
+}
+
+// forgetMemberConn closes conn, the connection to endpoint a call just lost, so that the next
+// call dials anew. gRPC notices a connection that died under a call (a member that went away
+// after it was ready) on its own, but not at once: a call made meanwhile would go over it and
+// fail the same way, and a member back by then would be missed for a pass.
+func (c *client) forgetMemberConn(endpoint string, conn *grpc.ClientConn) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.members[endpoint] == conn {
+		_ = conn.Close()
+		delete(c.members, endpoint)
+	}
+}
+
+// lostConnection reports whether err is a call's connection failing (gRPC's Unavailable) rather
+// than an answer of etcd's.
+func lostConnection(err error) bool {
+	var etcdErr rpctypes.EtcdError
+	return status.Code(err) == codes.Unavailable && !errors.As(rpctypes.Error(err), &etcdErr)
 }
 
 // Close closes every connection the client opened; its calls fail from then on.
