@@ -56,3 +56,24 @@ func TestMapErr(t *testing.T) {
 		t.Error("mapErr(nil) is not nil")
 	}
 }
+
+// Only a call whose connection failed drops the member's connection: an answer of etcd's, even
+// one gRPC codes Unavailable ("no leader"), came over a connection that works.
+func TestLostConnection(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"write on a dead connection", status.Error(codes.Unavailable, "write tcp 127.0.0.1:1->127.0.0.1:2: write: broken pipe"), true},
+		{"connection refused", fmt.Errorf("getting status: %w", status.Error(codes.Unavailable, "connection error: connection refused")), true},
+		{"etcd has no leader", rpctypes.ErrGRPCNoLeader, false},
+		{"etcd's leader changed", rpctypes.ErrGRPCLeaderChanged, false},
+		{"timed out", status.Error(codes.DeadlineExceeded, "context deadline exceeded"), false},
+		{"not gRPC's", errors.New("closed"), false},
+	} {
+		if got := lostConnection(tc.err); got != tc.want {
+			t.Errorf("%s: lostConnection(%v) = %v, want %v", tc.name, tc.err, got, tc.want)
+		}
+	}
+}
