@@ -45,7 +45,8 @@ help:
 	@echo "make image       build the operator image $(IMAGE) and load it into the cluster"
 	@echo "make e2e         run the e2e suite against the running cluster"
 	@echo "make unit        go vet and go test -race ./pkg/... ./cmd/..."
-	@echo "make verify      hack/verify-codegen.sh (when present), make alerts-test, helm lint and helm template of the chart"
+	@echo "make verify      hack/verify-codegen.sh (when present), make alerts-test, helm lint and helm template of the chart,"
+	@echo "                 the node's helper modules at the project's dependency versions (hack/local/align-modules.sh)"
 	@echo "make alerts-test promtool check and test of deploy/monitoring/alerts.rules.yaml"
 	@echo "make e2e-rollout only the version-change and pod-rollout e2e tests (make e2e runs them too)"
 	@echo "make bench       measure speed and memory (StatefulSet floor vs the operator) on the running cluster; writes docs/bench.md"
@@ -99,6 +100,7 @@ verify: alerts-test
 	@if [ -x hack/verify-codegen.sh ]; then hack/verify-codegen.sh; \
 	else echo "hack/verify-codegen.sh does not exist yet: nothing to verify"; fi
 	hack/helm.sh check
+	hack/local/align-modules.sh
 
 # the alerts' unit tests (promtool test rules); installs Debian's prometheus package for promtool
 alerts-test:

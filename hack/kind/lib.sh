@@ -52,5 +52,5 @@ own_engine_alive() {
 
 # node_image: the tag of the offline node image for this version set and recipe.
 node_image() {
-	echo "etcd-operator/kind-node:$KUBERNETES_VERSION-$(hash_of "$KIND_DIR/node-image.sh" "$KIND_DIR/manifests/"*.yaml "$LOCAL_DIR/versions.env" "$LOCAL_DIR/images.sh" "$ROOT/hack/tools/mkimage/main.go" <(echo "$COREDNS_BIN $LPP_BIN"))"
+	echo "etcd-operator/kind-node:$KUBERNETES_VERSION-$(hash_of "$KIND_DIR/node-image.sh" "$KIND_DIR/manifests/"*.yaml "$LOCAL_DIR/versions.env" "$LOCAL_DIR/images.sh" "$ROOT/hack/tools/mkimage/main.go" <(echo "$K8S_BIN $COREDNS_BIN $LPP_BIN"))"
 }

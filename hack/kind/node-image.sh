@@ -100,7 +100,7 @@ fi
 "$LOCAL_DIR/build.sh" kubeadm
 "$LOCAL_DIR/images.sh"
 IMG=$(images_dir)
-OUT=$WORK/images-$(hash_of "$KIND_DIR/node-image.sh" "$LOCAL_DIR/versions.env" "$ROOT/hack/tools/mkimage/main.go" <(echo "$BASE_KEY $COREDNS_BIN $LPP_BIN"))
+OUT=$WORK/images-$(hash_of "$KIND_DIR/node-image.sh" "$LOCAL_DIR/versions.env" "$ROOT/hack/tools/mkimage/main.go" <(echo "$BASE_KEY $K8S_BIN $COREDNS_BIN $LPP_BIN"))
 mkdir -p "$OUT"
 list=$("$K8S_BIN/kubeadm" config images list --kubernetes-version "$KUBERNETES_VERSION")
 ref_of() { grep -E "/$1:" <<<"$list" || die "kubeadm config images list names no $1 image"; }

@@ -10,7 +10,6 @@ ROOT=$(cd "$LOCAL_DIR/../.." && pwd)
 # Build outputs live outside the clone, keyed by version: a version bump builds anew,
 # a binary that is present is never rebuilt, and every clone on the machine shares them.
 CACHE=${ETCD_OPERATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/etcd-operator}
-K8S_BIN=$CACHE/kubernetes-$KUBERNETES_VERSION/bin
 ETCD_BIN=$CACHE/etcd-$ETCD_VERSION/bin
 # etcd_bin VERSION: the folder of etcd, etcdctl and etcdutl of that version
 etcd_bin() { echo "$CACHE/etcd-$1/bin"; }
@@ -19,6 +18,7 @@ etcd_module() { local v=$1; echo "etcd-${v%.*}"; }
 # recipe_of MODULE_DIR: the hash of what a helper module builds with (its sources and go.sum),
 # which keys its binaries beside the version: a change of plugins or of dependencies builds anew
 recipe_of() { cat "$LOCAL_DIR/build/$1"/*.go "$LOCAL_DIR/build/$1/go.sum" | sha256sum | cut -c1-12; }
+K8S_BIN=$CACHE/kubernetes-$KUBERNETES_VERSION-$(recipe_of k8s)/bin
 COREDNS_BIN=$CACHE/coredns-$COREDNS_VERSION-$(recipe_of coredns)/bin
 LPP_BIN=$CACHE/local-path-provisioner-$LOCAL_PATH_PROVISIONER_VERSION-$(recipe_of local-path-provisioner)/bin
 PAUSE_BIN=$CACHE/pause-$PAUSE_VERSION/bin
