@@ -106,18 +106,22 @@ hash_of() { cat "$@" | sha256sum | cut -c1-12; }
 
 # tool_from_module NAME VERSION MOD PKG LDFLAGS [TAGS]: builds PKG of the tool module MOD
 # (hack/tools/NAME) into the tool cache, once per version, go.sum and calling script (seconds
-# when cached), links it as bin/NAME and sets TOOL to its path.
+# when cached), links it as bin/NAME and sets TOOL to its path. Two builds of one tool at once
+# (CI's two clusters each run make e2e) take turns on a lock: the second finds it built.
 tool_from_module() {
 	local name=$1 version=$2 mod=$3 pkg=$4 ld=$5 tags=${6:-} start=$SECONDS
 	# the recipe: the module's sums, the calling script and this function
 	TOOL=$TOOLS_BIN/$name-$version-$({ cat "$mod/go.sum" "$0"; declare -f tool_from_module; } | sha256sum | cut -c1-12)/$name
-	if [ ! -x "$TOOL" ]; then
-		ts "building $name $version${tags:+ with $tags} (first time: a few minutes)"
-		mkdir -p "$(dirname "$TOOL")"
-		(cd "$mod" && CGO_ENABLED=0 go build -trimpath -tags "$tags" -ldflags "$ld" -o "$TOOL.part" "$pkg")
-		mv "$TOOL.part" "$TOOL"
-		ts "built $name $version in $((SECONDS - start))s"
-	fi
+	mkdir -p "$(dirname "$TOOL")"
+	(
+		flock 9
+		if [ ! -x "$TOOL" ]; then
+			ts "building $name $version${tags:+ with $tags} (first time: a few minutes)"
+			(cd "$mod" && CGO_ENABLED=0 go build -trimpath -tags "$tags" -ldflags "$ld" -o "$TOOL.part" "$pkg")
+			mv "$TOOL.part" "$TOOL"
+			ts "built $name $version in $((SECONDS - start))s"
+		fi
+	) 9>"$TOOL.lock"
 	mkdir -p "$ROOT/bin"
 	ln -sfn "$TOOL" "$ROOT/bin/$name"
 }

@@ -23,11 +23,40 @@ import (
 
 // docs/monitoring.md, live: a Prometheus on the host, started by the test, scrapes with
 // deploy/monitoring/prometheus.yml and alerts with deploy/monitoring/alerts.rules.yaml. It is
-// bin/prometheus (make prometheus, which make e2e runs): deploy/monitoring/prometheus.yml
+// bin/prometheus (make prometheus, which make e2e runs beside the suite): deploy/monitoring/prometheus.yml
 // discovers pods through Kubernetes, which Debian's prometheus package is built without.
 
 // prometheusBin is make prometheus' build, from the package's folder (test/e2e).
 const prometheusBin = "../../bin/prometheus"
+
+// make e2e builds Prometheus beside the suite (a cold machine's build takes minutes, and the
+// alert test is the only one that needs it): E2E_PROMETHEUS_BUILD names the build's files,
+// PREFIX.rc (its exit code, written when it ends) and PREFIX.log. promBuildBound bounds the
+// wait: a cold build on two cores that share the suite.
+const promBuildBound = 20 * time.Minute
+
+// waitPrometheusBuilt waits for make e2e's build of Prometheus to end, when it runs one, and
+// fails the test with the build's log when it failed.
+func waitPrometheusBuilt(t *testing.T) {
+	t.Helper()
+	prefix := os.Getenv("E2E_PROMETHEUS_BUILD")
+	if prefix == "" {
+		return
+	}
+	var rc []byte
+	err := framework.Poll(promBuildBound, func() (bool, error) {
+		var err error
+		rc, err = os.ReadFile(prefix + ".rc")
+		return err == nil, err
+	})
+	if err != nil {
+		t.Fatalf("make e2e's build of Prometheus did not end within %s (log %s.log): %v", promBuildBound, prefix, err)
+	}
+	if code := strings.TrimSpace(string(rc)); code != "0" {
+		log, _ := os.ReadFile(prefix + ".log")
+		t.Fatalf("make e2e's build of Prometheus failed (exit code %s):\n%s", code, log)
+	}
+}
 
 // Outside the cluster, Prometheus finds the API server through the suite's kubeconfig. The
 // test's copy of the rules is evaluated every ruleInterval, and each alert's `for:` is
@@ -114,6 +143,7 @@ var listeningOn = regexp.MustCompile(`msg="Listening on".* address=(127\.0\.0\.1
 // printed when the test failed.
 func startPrometheus(t *testing.T) *promServer {
 	t.Helper()
+	waitPrometheusBuilt(t)
 	bin, err := filepath.Abs(prometheusBin)
 	if err != nil {
 		t.Fatal(err)
