@@ -37,8 +37,8 @@ func (m *realActor) EvictPod(ctx context.Context, c *api.EtcdCluster, pod *corev
 		return Result{}, nil
 	case (apierrors.IsTooManyRequests(err) || apierrors.IsInternalError(err)) && errors.As(err, &status):
 		refused := &evictionRefused{pod: pod.Name, message: status.Status().Message}
+		// The Event is the caller's (recordEvictionRefusal): once per refusal, not per pass.
 		m.logFor(c, pod.Name, plan.ActionRollMember).WithField("answer", refused.message).Info("eviction refused for now; the rollout waits")
-		m.event(c, corev1.EventTypeNormal, EventEvictionRefused, "Eviction of pod %s refused for now, the rollout waits (%s): %s", pod.Name, why, refused.message)
 		return Result{}, fmt.Errorf("evicting pod %s: %w", pod.Name, refused)
 	case err != nil:
 		return Result{}, fmt.Errorf("evicting pod %s: %w", pod.Name, err)

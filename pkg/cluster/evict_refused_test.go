@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,10 +33,26 @@ func recordedRefusal(t *testing.T, f *fixture) (*corev1.Pod, member.EvictionRefu
 	return p, e, ok
 }
 
+// refusalEvents drains the fixture's recorder and counts the EvictionRefused Events in it.
+func refusalEvents(f *fixture) int {
+	n := 0
+	for {
+		select {
+		case e := <-f.recorder.Events:
+			if strings.Contains(e, string(EventEvictionRefused)) {
+				n++
+			}
+		default:
+			return n
+		}
+	}
+}
+
 // The first refusal of an eviction records on the pod, through the actor, when the refusals
-// began, under which spec and what the API server said; a second refusal like it writes
-// nothing, so a rollout held by refusals makes no write per pass, and an operator restarted
-// counts its bound from the same time.
+// began, under which spec and what the API server said, and says so in an Event; a second
+// refusal like it writes nothing and records no Event, so a rollout held by refusals makes no
+// write per pass, an operator restarted counts its bound from the same time, and the waiting
+// does not spend the cluster's Events (client-go drops an object's Events past a budget).
 func TestEvictionRefusalRecordedOnce(t *testing.T) {
 	f, p, evictions := evictionFixture(t, twoBudgetsRefusal)
 	f.r.now = func() time.Time { return refusedAt }
@@ -51,6 +68,9 @@ func TestEvictionRefusalRecordedOnce(t *testing.T) {
 	if !ok || !e.Since.Equal(refusedAt) || e.Generation != c.Generation || e.Message != refused.message {
 		t.Fatalf("recorded %+v (%v), want since %v, generation %d, %q", e, ok, refusedAt, c.Generation, refused.message)
 	}
+	if n := refusalEvents(f); n != 1 {
+		t.Errorf("%d %s Events at the first refusal, want 1", n, EventEvictionRefused)
+	}
 
 	f.r.now = func() time.Time { return refusedAt.Add(time.Hour) }
 	if _, err := f.r.rollMember(context.Background(), c, p, true, "rolling"); !errors.As(err, &refused) {
@@ -61,6 +81,9 @@ func TestEvictionRefusalRecordedOnce(t *testing.T) {
 	}
 	if n := len(f.actions("patch", "pods")); n != 1 {
 		t.Errorf("%d patches of pods after a second refusal like the first, want still 1", n)
+	}
+	if n := refusalEvents(f); n != 0 {
+		t.Errorf("%d %s Events at a second refusal like the first, want none", n, EventEvictionRefused)
 	}
 }
 

@@ -25,7 +25,7 @@ func (r *Reconciler) rollMember(ctx context.Context, c *api.EtcdCluster, p *core
 	}
 	var refused *evictionRefused
 	if errors.As(err, &refused) {
-		r.recordEvictionRefusal(ctx, c, p, refused.message)
+		r.recordEvictionRefusal(ctx, c, p, refused.message, why)
 	}
 	return res, err
 }
@@ -35,7 +35,10 @@ func (r *Reconciler) rollMember(ctx context.Context, c *api.EtcdCluster, p *core
 // time, only when the answer changes; a refusal like the one recorded writes nothing. The
 // planner reports a refusal that lasts past the rollout's bound (plan_budget.go). A failed
 // write is logged and left to the next refusal: the pass still waits, as refused.
-func (r *Reconciler) recordEvictionRefusal(ctx context.Context, c *api.EtcdCluster, p *corev1.Pod, message string) {
+// The EvictionRefused Event goes with the write, not with every refused pass: client-go's
+// recorder drops an object's Events past a budget, and a rollout that waits minutes on a
+// budget would spend it and lose the Events that follow (PodEvicted, MemberRolled).
+func (r *Reconciler) recordEvictionRefusal(ctx context.Context, c *api.EtcdCluster, p *corev1.Pod, message, why string) {
 	want := member.EvictionRefusal{Since: r.now().UTC().Truncate(time.Second), Generation: c.Generation, Message: message}
 	if have, ok := member.ReadEvictionRefusal(p); ok && have.Generation == c.Generation {
 		if have.Message == message {
@@ -43,6 +46,7 @@ func (r *Reconciler) recordEvictionRefusal(ctx context.Context, c *api.EtcdClust
 		}
 		want.Since = have.Since
 	}
+	r.event(c, corev1.EventTypeNormal, EventEvictionRefused, "Eviction of pod %s refused for now, the rollout waits (%s): %s", p.Name, why, message)
 	if err := r.control.AnnotatePod(ctx, p, member.AnnotationEvictionRefused, want.Encode()); err != nil {
 		r.log(c).WithField("pod", p.Name).WithError(err).Warn("recording the eviction's refusal")
 	}
