@@ -20,7 +20,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/record"
 
 	api "github.com/etcd-operator/etcd-operator/pkg/apis/etcd/v1alpha1"
 	"github.com/etcd-operator/etcd-operator/pkg/clustermetrics"
@@ -229,7 +228,7 @@ func runController(ctx context.Context, o *Options, cl *clients, metrics *metric
 	if err := errors.Join(clientgoscheme.AddToScheme(scheme), api.AddToScheme(scheme)); err != nil {
 		return fmt.Errorf("building the event scheme: %w", err)
 	}
-	broadcaster := record.NewBroadcaster()
+	broadcaster := newEventBroadcaster()
 	defer broadcaster.Shutdown()
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cl.kube.CoreV1().Events("")})
 	recorder := broadcaster.NewRecorder(scheme, corev1.EventSource{Component: componentName})
