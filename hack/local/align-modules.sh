@@ -2,8 +2,8 @@
 # align-modules.sh [fix]: the node's helper modules (build/k8s, build/coredns,
 # build/local-path-provisioner) compile many of the project's dependencies (client-go, grpc,
 # protobuf, golang.org/x/...). Where they require the same versions as the project, Go's build
-# cache compiles each such package once for both: a cold make test builds the node in about half
-# the time after make unit (docs/testing.md). This lists every module that the project and a
+# cache compiles each such package once for both, and a cold make test builds the node on what
+# make unit compiled (docs/testing.md). This lists every module that the project and a
 # helper both compile at different versions, and fails when there is one (make verify);
 #   hack/local/align-modules.sh fix
 # moves each helper to the project's versions (go get, go mod tidy). A module the project
