@@ -127,11 +127,12 @@ prometheus:
 # on PATH, so that the plugin's test runs `kubectl etcd` on the kubectl-etcd just built and the
 # Helm test the helm of make helm. The alert test runs bin/prometheus: make prometheus runs
 # beside the suite (minutes on a cold machine, while the first tests run), and the test waits
-# for its exit code in PROM_BUILD.rc (E2E_PROMETHEUS_BUILD); make e2e waits for it too.
+# for its exit code in PROM_BUILD.rc (E2E_PROMETHEUS_BUILD; renamed into place, so that the
+# test never reads it half written); make e2e waits for it too.
 PROM_BUILD = $(dir $(E2E_LOG))prometheus-build
 e2e: plugin helm
 	@mkdir -p $(dir $(E2E_LOG))
-	rm -f $(PROM_BUILD).rc; { b=0; hack/prometheus.sh >$(PROM_BUILD).log 2>&1 || b=$$?; echo $$b >$(PROM_BUILD).rc; } & prom=$$!; \
+	rm -f $(PROM_BUILD).rc; { b=0; hack/prometheus.sh >$(PROM_BUILD).log 2>&1 || b=$$?; echo $$b >$(PROM_BUILD).rc.part; mv $(PROM_BUILD).rc.part $(PROM_BUILD).rc; } & prom=$$!; \
 	eval "$$(hack/cluster.sh env)"; rc=0; KUBECONFIG=$$(hack/cluster.sh kubeconfig) PATH=$(CURDIR)/bin:$(KUBECTL_DIR):$$PATH \
 		E2E_PROMETHEUS_BUILD=$(abspath $(PROM_BUILD)) \
 		$(GO_NORACE) test $(GO_NORACE_FLAGS) -tags e2e ./test/e2e/ -v -timeout 60m -count=1 -parallel $(E2E_PARALLEL) $(if $(E2E_RUN),-run '$(E2E_RUN)') $(E2E_FLAGS) \
