@@ -4,12 +4,13 @@
 # (as root; make up installs it too). The package's Prometheus service is stopped and disabled:
 # only promtool is wanted here.
 set -euo pipefail
-cd "$(dirname "$0")/../deploy/monitoring"
+SCRIPT_NAME=alerts-test
+. "$(dirname "$0")/local/lib.sh"
+cd "$ROOT/deploy/monitoring"
 if ! command -v promtool >/dev/null; then
 	[ "$(id -u)" = 0 ] || { echo "alerts-test: promtool is missing: apt-get install prometheus (as root)" >&2; exit 1; }
 	echo "alerts-test: installing Debian's prometheus package for promtool"
-	apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+	apt_install prometheus
 	if command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then
 		systemctl disable --now prometheus >/dev/null 2>&1 || true
 	fi

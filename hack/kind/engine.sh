@@ -34,8 +34,7 @@ install_docker() {
 		printf '#!/bin/sh\nexit 101\n' >"$guard"
 		chmod +x "$guard"
 	fi
-	apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends docker.io jq iptables >/dev/null ||
+	apt_install docker.io jq iptables ||
 		{ [ -z "$guard" ] || rm -f "$guard"; die "apt-get install docker.io failed"; }
 	[ -z "$guard" ] || rm -f "$guard"
 }

@@ -16,12 +16,17 @@
 set -euo pipefail
 SCRIPT_NAME=node-image
 . "$(dirname "$0")/lib.sh"
-use_engine
-
-IMAGE=$(node_image)
-if docker image inspect "$IMAGE" >/dev/null 2>&1; then
-	ts "node image $IMAGE present"
-	exit 0
+# node-image.sh base: step 1 alone, which needs no engine. .ci/run starts it with the run, at a
+# lower priority, so that debootstrap's downloads and unpacking overlap the unit tests; the
+# whole build, later, waits for it on the base's lock and finds the base built.
+mode=${1:-image}
+if [ "$mode" != base ]; then
+	use_engine
+	IMAGE=$(node_image)
+	if docker image inspect "$IMAGE" >/dev/null 2>&1; then
+		ts "node image $IMAGE present"
+		exit 0
+	fi
 fi
 start=$SECONDS
 WORK=$CACHE/kind-node
@@ -35,61 +40,67 @@ mkdir -p "$WORK"
 
 ############################################################ 1. base rootfs
 PKGS=systemd,systemd-sysv,dbus,containerd,runc,containernetworking-plugins,iptables,nftables,iproute2,ethtool,conntrack,util-linux,mount,kmod,libseccomp2,pigz,bash,ca-certificates,procps,jq,curl,e2fsprogs,socat,ebtables
-if [ ! -f "$BASE_TAR" ]; then
-	command -v debootstrap >/dev/null || {
-		ts "installing Debian's debootstrap"
-		apt-get update -qq
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap >/dev/null
-	}
-	kind_src=$(cd "$WORK" && go mod download -json "sigs.k8s.io/kind@$KIND_VERSION" | jq -r .Dir)
-	F=$kind_src/images/base/files
-	[ -d "$F" ] || die "kind's base files not found in $kind_src (go mod download sigs.k8s.io/kind@$KIND_VERSION)"
-	R=$WORK/rootfs
-	rm -rf "$R"
-	ts "debootstrap $DEBIAN_SUITE into $R"
-	debootstrap --variant=minbase --include=$PKGS "$DEBIAN_SUITE" "$R" "$DEBIAN_MIRROR" >"$WORK/debootstrap.log" 2>&1 ||
-		{ tail -n 20 "$WORK/debootstrap.log" >&2; die "debootstrap failed (log $WORK/debootstrap.log)"; }
-	# kind's base image files (the module's files are read-only: copy, then set modes)
-	install -m 0755 "$F"/usr/local/bin/* "$R/usr/local/bin/"
-	mkdir -p "$R/kind" "$R/etc/containerd" "$R/etc/default" "$R/etc/sysctl.d" "$R/etc/systemd/system/kubelet.service.d"
-	cp -r "$F/kind/." "$R/kind/"
-	chmod -R u+w "$R/kind"
-	find "$R/kind" -type d -exec chmod 0755 {} +
-	chmod 0755 "$R"/kind/bin/*
-	cp "$F/etc/crictl.yaml" "$R/etc/"
-	cp "$F/etc/default/"* "$R/etc/default/"
-	cp "$F/etc/sysctl.d/"* "$R/etc/sysctl.d/"
-	# a node routes pod traffic; its network namespace starts with the host's ip_forward,
-	# which is 0 where nothing enabled it (the project's dockerd runs with --ip-forward=false)
-	printf 'net.ipv4.ip_forward=1\n' >"$R/etc/sysctl.d/20-ip-forward.conf"
-	cp "$F/etc/systemd/system/"*.service "$F/etc/systemd/system/"*.slice "$R/etc/systemd/system/"
-	cp "$F/etc/systemd/system/kubelet.service.d/"* "$R/etc/systemd/system/kubelet.service.d/"
-	# Debian's containerd 1.6 with kind's configuration; the sandbox image is the pinned pause
-	sed "s#sandbox_image = \".*\"#sandbox_image = \"$PAUSE_IMAGE\"#" "$F/etc/containerd/config.toml" >"$R/etc/containerd/config.toml"
-	chmod -R u+w,go+r "$R/etc"
-	for b in containerd ctr containerd-shim-runc-v2; do ln -sf "/usr/bin/$b" "$R/usr/local/bin/$b"; done
-	mkdir -p "$R/opt/cni"
-	rm -rf "$R/opt/cni/bin"
-	ln -s /usr/lib/cni "$R/opt/cni/bin"
-	chroot "$R" /bin/bash -euo pipefail -c '
-		# the units kind disables in its base image
-		find /lib/systemd/system/sysinit.target.wants/ -name systemd-tmpfiles-setup.service -delete
-		rm -f /lib/systemd/system/multi-user.target.wants/* /etc/systemd/system/*.wants/* \
-			/lib/systemd/system/local-fs.target.wants/* /lib/systemd/system/sockets.target.wants/*udev* \
-			/lib/systemd/system/sockets.target.wants/*initctl* /lib/systemd/system/basic.target.wants/*
-		echo ReadKMsg=no >>/etc/systemd/journald.conf
-		systemctl enable kubelet.service containerd.service undo-mount-hacks.service >/dev/null 2>&1
-		systemctl mask systemd-binfmt.service >/dev/null 2>&1
-		mkdir -p /etc/kubernetes/manifests
-		ctr oci spec | jq ".hooks.createContainer[.hooks.createContainer | length] |= . + {\"path\": \"/kind/bin/mount-product-files.sh\"}" |
-			jq "del(.process.rlimits)" >/etc/containerd/cri-base.json
-		apt-get clean
-		rm -rf /var/lib/apt/lists/*'
-	tar -C "$R" -cf "$BASE_TAR.part" .
-	mv "$BASE_TAR.part" "$BASE_TAR"
-	rm -rf "$R"
-	ts "base rootfs packed into $BASE_TAR"
-fi
+(
+	flock 9
+	if [ ! -f "$BASE_TAR" ]; then
+		command -v debootstrap >/dev/null && command -v jq >/dev/null || {
+			ts "installing Debian's debootstrap and jq"
+			apt_install debootstrap jq
+		}
+		kind_src=$(cd "$WORK" && go mod download -json "sigs.k8s.io/kind@$KIND_VERSION" | jq -r .Dir)
+		F=$kind_src/images/base/files
+		[ -d "$F" ] || die "kind's base files not found in $kind_src (go mod download sigs.k8s.io/kind@$KIND_VERSION)"
+		R=$WORK/rootfs
+		# a debootstrap ended midway (CI ends a base build still under way) can leave the
+		# target's /proc and /sys mounted
+		findmnt -rno TARGET | { grep -F "$R/" || true; } | sort -r | while read -r m; do umount -l "$m"; done
+		rm -rf "$R"
+		ts "debootstrap $DEBIAN_SUITE into $R"
+		debootstrap --variant=minbase --include=$PKGS "$DEBIAN_SUITE" "$R" "$DEBIAN_MIRROR" >"$WORK/debootstrap.log" 2>&1 ||
+			{ tail -n 20 "$WORK/debootstrap.log" >&2; die "debootstrap failed (log $WORK/debootstrap.log)"; }
+		# kind's base image files (the module's files are read-only: copy, then set modes)
+		install -m 0755 "$F"/usr/local/bin/* "$R/usr/local/bin/"
+		mkdir -p "$R/kind" "$R/etc/containerd" "$R/etc/default" "$R/etc/sysctl.d" "$R/etc/systemd/system/kubelet.service.d"
+		cp -r "$F/kind/." "$R/kind/"
+		chmod -R u+w "$R/kind"
+		find "$R/kind" -type d -exec chmod 0755 {} +
+		chmod 0755 "$R"/kind/bin/*
+		cp "$F/etc/crictl.yaml" "$R/etc/"
+		cp "$F/etc/default/"* "$R/etc/default/"
+		cp "$F/etc/sysctl.d/"* "$R/etc/sysctl.d/"
+		# a node routes pod traffic; its network namespace starts with the host's ip_forward,
+		# which is 0 where nothing enabled it (the project's dockerd runs with --ip-forward=false)
+		printf 'net.ipv4.ip_forward=1\n' >"$R/etc/sysctl.d/20-ip-forward.conf"
+		cp "$F/etc/systemd/system/"*.service "$F/etc/systemd/system/"*.slice "$R/etc/systemd/system/"
+		cp "$F/etc/systemd/system/kubelet.service.d/"* "$R/etc/systemd/system/kubelet.service.d/"
+		# Debian's containerd 1.6 with kind's configuration; the sandbox image is the pinned pause
+		sed "s#sandbox_image = \".*\"#sandbox_image = \"$PAUSE_IMAGE\"#" "$F/etc/containerd/config.toml" >"$R/etc/containerd/config.toml"
+		chmod -R u+w,go+r "$R/etc"
+		for b in containerd ctr containerd-shim-runc-v2; do ln -sf "/usr/bin/$b" "$R/usr/local/bin/$b"; done
+		mkdir -p "$R/opt/cni"
+		rm -rf "$R/opt/cni/bin"
+		ln -s /usr/lib/cni "$R/opt/cni/bin"
+		chroot "$R" /bin/bash -euo pipefail -c '
+			# the units kind disables in its base image
+			find /lib/systemd/system/sysinit.target.wants/ -name systemd-tmpfiles-setup.service -delete
+			rm -f /lib/systemd/system/multi-user.target.wants/* /etc/systemd/system/*.wants/* \
+				/lib/systemd/system/local-fs.target.wants/* /lib/systemd/system/sockets.target.wants/*udev* \
+				/lib/systemd/system/sockets.target.wants/*initctl* /lib/systemd/system/basic.target.wants/*
+			echo ReadKMsg=no >>/etc/systemd/journald.conf
+			systemctl enable kubelet.service containerd.service undo-mount-hacks.service >/dev/null 2>&1
+			systemctl mask systemd-binfmt.service >/dev/null 2>&1
+			mkdir -p /etc/kubernetes/manifests
+			ctr oci spec | jq ".hooks.createContainer[.hooks.createContainer | length] |= . + {\"path\": \"/kind/bin/mount-product-files.sh\"}" |
+				jq "del(.process.rlimits)" >/etc/containerd/cri-base.json
+			apt-get clean
+			rm -rf /var/lib/apt/lists/*'
+		tar -C "$R" -cf "$BASE_TAR.part" .
+		mv "$BASE_TAR.part" "$BASE_TAR"
+		rm -rf "$R"
+		ts "base rootfs packed into $BASE_TAR"
+	fi
+) 9>"$WORK/base.lock"
+[ "$mode" != base ] || exit 0
 if ! docker image inspect "$BASE_IMAGE" >/dev/null 2>&1; then
 	ts "importing $BASE_IMAGE"
 	docker import --change 'ENV container=docker' --change 'ENTRYPOINT ["/usr/local/bin/entrypoint", "/sbin/init"]' \

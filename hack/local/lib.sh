@@ -104,6 +104,18 @@ any_alive() {
 # hash_of FILE...: short content hash, used to key cached tools and images by their recipe.
 hash_of() { cat "$@" | sha256sum | cut -c1-12; }
 
+# apt_install PKG...: Debian's packages (as root), with apt-get update first. The project's
+# scripts take turns on one lock: CI runs two at once (the kind part's base rootfs beside the
+# local node's make test), and apt-get fails at once on a lock another apt-get holds.
+apt_install() {
+	mkdir -p /run/lock
+	(
+		flock 9
+		apt-get update -qq
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+	) 9>/run/lock/etcd-operator-apt.lock
+}
+
 # tool_from_module NAME VERSION MOD PKG LDFLAGS [TAGS]: builds PKG of the tool module MOD
 # (hack/tools/NAME) into the tool cache, once per version, go.sum and calling script (seconds
 # when cached), links it as bin/NAME and sets TOOL to its path. Two builds of one tool at once

@@ -27,8 +27,8 @@ for p in $PKGS; do
 done
 if [ -n "$missing" ]; then
 	ts "installing Debian packages:$missing"
-	apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
+	# shellcheck disable=SC2086 # a list of packages
+	apt_install $missing
 	# prometheus is there for promtool (make alerts-test): its own service is not wanted
 	case " $missing " in *" prometheus "*)
 		if command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then
