@@ -82,7 +82,9 @@ kubeconfig:
 # each phase timed (hack/phases.sh prints the table at the end, also when one fails); its make up
 # deploys E2E_DEPLOY_DIR (hack/deploy.sh reads DEPLOY_DIR)
 test:
-	DEPLOY_DIR='$(E2E_DEPLOY_DIR)' MAKE='$(MAKE)' hack/phases.sh unit verify up e2e
+	@mkdir -p _output
+	DEPLOY_DIR='$(E2E_DEPLOY_DIR)' MAKE='$(MAKE)' WARM=hack/warm-builds.sh WARM_UNTIL=e2e \
+		WARM_LOG=_output/warm-builds.log hack/phases.sh unit verify up e2e
 
 # Go's build flags of everything built without -race (vet, the e2e suite, the plugin, the
 # operator's image, the tools deploy/'s tests build): the same flags, so that a package is

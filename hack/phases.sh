@@ -3,11 +3,25 @@
 # fails, and ends with the time each took (make test's phases: unit, verify, up, e2e), also
 # when one failed, so that a slow or failing phase is named in CI's log. PHASE_FILE, when set,
 # holds the phase under way (then "done"): .ci/run starts the kind part when it reads e2e.
+# WARM, when set, is a command started with the first phase at the lowest priority (nice 19),
+# in its own process group, and ended when the phase WARM_UNTIL starts, or with this script:
+# make test's hack/warm-builds.sh, which compiles ahead what its e2e phase builds.
 set -uo pipefail
 times=()
 rc=0
+warm_pid=
+end_warm() {
+	[ -z "$warm_pid" ] || kill -- "-$warm_pid" 2>/dev/null || true
+	warm_pid=
+}
+trap end_warm EXIT
+if [ -n "${WARM:-}" ]; then
+	setsid nice -n 19 $WARM </dev/null >"${WARM_LOG:-/dev/null}" 2>&1 &
+	warm_pid=$!
+fi
 for target in "$@"; do
 	t=$SECONDS
+	[ "$target" != "${WARM_UNTIL:-}" ] || end_warm
 	[ -z "${PHASE_FILE:-}" ] || echo "$target" >"$PHASE_FILE"
 	${MAKE:-make} "$target"
 	rc=$?

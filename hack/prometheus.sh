@@ -17,6 +17,6 @@ MOD_VERSION=$(sed -n 's/^\(require\)\{0,1\}[[:space:]]*github.com\/prometheus\/p
 # the module's v0.3MM.P is Prometheus 3.MM.P
 v=${MOD_VERSION#v0.}
 VERSION=${v:0:1}.$((10#${v:1:2})).${v#*.}
-TAGS=remove_all_sd,enable_kubernetes_sd
+TAGS=$PROMETHEUS_TAGS
 tool_from_module prometheus "$VERSION" "$MOD" github.com/prometheus/prometheus/cmd/prometheus \
 	"-s -w -X github.com/prometheus/common/version.Version=$VERSION" "$TAGS"

@@ -18,14 +18,14 @@ SCRIPT_NAME=align
 . "$(dirname "$0")/lib.sh"
 
 # each helper module (folder under hack/) and what is built of it, with its build tags first
-# (the ones hack/prometheus.sh builds with; "" for none)
+# ('' for none)
 declare -A PKGS=(
 	[local/build/k8s]="'' $(printf 'k8s.io/kubernetes/cmd/%s ' kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl)"
 	[local/build/coredns]="'' ."
 	[local/build/local-path-provisioner]="'' github.com/rancher/local-path-provisioner"
 	[local/build/versitygw]="'' github.com/versity/versitygw/cmd/versitygw"
 	[tools/helm]="'' helm.sh/helm/v3/cmd/helm"
-	[tools/prometheus]="remove_all_sd,enable_kubernetes_sd github.com/prometheus/prometheus/cmd/prometheus"
+	[tools/prometheus]="$PROMETHEUS_TAGS github.com/prometheus/prometheus/cmd/prometheus"
 )
 # compiled DIR TAGS PKGS...: "module version" of every non-standard package the build of PKGS
 # compiles

@@ -101,6 +101,10 @@ any_alive() {
 	return 1
 }
 
+# Prometheus' build tags (hack/prometheus.sh, hack/warm-builds.sh): its plugins/ package leaves
+# out every service discovery but Kubernetes' (file and HTTP discovery always stay)
+PROMETHEUS_TAGS=remove_all_sd,enable_kubernetes_sd
+
 # hash_of FILE...: short content hash, used to key cached tools and images by their recipe.
 hash_of() { cat "$@" | sha256sum | cut -c1-12; }
 
