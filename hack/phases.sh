@@ -3,8 +3,8 @@
 # fails, and ends with the time each took (make test's phases: unit, verify, up, e2e), also
 # when one failed, so that a slow or failing phase is named in CI's log. PHASE_FILE, when set,
 # holds the phase under way (then "done"): .ci/run starts the kind part when it reads e2e.
-# WARM, when set, is a command started with the first phase at the lowest priority (nice 19),
-# in its own process group, and ended when the phase WARM_UNTIL starts, or with this script:
+# WARM, when set, is a command started with the first phase at the lowest priority (nice 19,
+# hack/lowprio.sh), in its own session and process group, and ended when the phase WARM_UNTIL starts, or with this script:
 # make test's hack/warm-builds.sh, which compiles ahead what its e2e phase builds.
 set -uo pipefail
 times=()
@@ -16,7 +16,8 @@ end_warm() {
 }
 trap end_warm EXIT
 if [ -n "${WARM:-}" ]; then
-	setsid nice -n 19 $WARM </dev/null >"${WARM_LOG:-/dev/null}" 2>&1 &
+	# shellcheck disable=SC2086 # WARM is a command line
+	setsid "$(dirname "$0")/lowprio.sh" 19 $WARM </dev/null >"${WARM_LOG:-/dev/null}" 2>&1 &
 	warm_pid=$!
 fi
 for target in "$@"; do
